@@ -1,0 +1,65 @@
+"""A least-privilege data layer: a read-only, allow-listed facade over memory, PostgreSQL or
+Supabase backends. Knows nothing about LLMs.
+
+>>> from persistence import create_read_only_facade, Filter, Op
+>>> facade = create_read_only_facade(kind="memory")
+>>> facade.read("leads", [Filter("company_name", Op.ICONTAINS, "acme")]).total_count
+0
+"""
+
+from persistence.backends.base import Backend
+from persistence.backends.memory import MemoryBackend, MemoryStore, default_store
+from persistence.capabilities import Capabilities
+from persistence.errors import (
+    BackendError,
+    BackendUnavailableError,
+    ColumnNotAllowedError,
+    ConfigurationError,
+    InvalidQueryError,
+    PersistenceError,
+    PersistencePermissionError,
+    QueryTimeoutError,
+    TableNotAllowedError,
+    UnsupportedOperatorError,
+)
+from persistence.facade import PersistenceAgent, ReadOnlyPersistenceFacade
+from persistence.factory import (
+    create_persistence_agent,
+    create_read_only_facade,
+    known_kinds,
+    register_backend,
+)
+from persistence.policy import BUSINESS_TABLES, GOVERNANCE_TABLES, AccessPolicy
+from persistence.query import Filter, Op, Order, Page, Query
+
+__all__ = [
+    "BUSINESS_TABLES",
+    "GOVERNANCE_TABLES",
+    "AccessPolicy",
+    "Backend",
+    "BackendError",
+    "BackendUnavailableError",
+    "Capabilities",
+    "ColumnNotAllowedError",
+    "ConfigurationError",
+    "Filter",
+    "InvalidQueryError",
+    "MemoryBackend",
+    "MemoryStore",
+    "Op",
+    "Order",
+    "Page",
+    "PersistenceAgent",
+    "PersistenceError",
+    "PersistencePermissionError",
+    "Query",
+    "QueryTimeoutError",
+    "ReadOnlyPersistenceFacade",
+    "TableNotAllowedError",
+    "UnsupportedOperatorError",
+    "create_persistence_agent",
+    "create_read_only_facade",
+    "default_store",
+    "known_kinds",
+    "register_backend",
+]

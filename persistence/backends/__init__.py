@@ -1,0 +1,1 @@
+"""Backends: one module each. Optional backends import their SDK inside their own module."""

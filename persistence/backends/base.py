@@ -1,0 +1,57 @@
+"""The backend interface: a handful of reads, plus the writes ``PersistenceAgent`` needs.
+
+Backends receive validated :class:`~persistence.query.Query` objects and table names the
+facade has already checked against its policy. They translate their own exceptions into the
+``BackendError`` family at their boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from persistence.capabilities import Capabilities
+from persistence.query import Filter, Page, Query
+
+__all__ = ["Backend"]
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What the facade needs of a store."""
+
+    #: Short name used in errors and logs, e.g. ``"memory"``.
+    name: str
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def read(self, query: Query) -> Page:
+        """One page of ``query`` and the total number of matching rows."""
+        ...
+
+    def count(self, table: str, filters: Sequence[Filter]) -> int:
+        """How many rows of ``table`` match ``filters``."""
+        ...
+
+    def columns(self, table: str) -> frozenset[str] | None:
+        """The table's known columns, or ``None`` when the backend cannot tell."""
+        ...
+
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Insert ``rows`` atomically; return them as stored (with ``id``)."""
+        ...
+
+    def upsert(
+        self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str = "id"
+    ) -> list[dict[str, Any]]:
+        """Insert ``rows`` or update the given columns where ``on_conflict`` matches."""
+        ...
+
+    def delete(self, table: str, filters: Sequence[Filter]) -> int:
+        """Delete matching rows (``filters`` is never empty); return how many."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; the backend may not be used afterwards."""
+        ...

@@ -1,0 +1,355 @@
+"""The in-memory backend: the embedded default and the test double for other people's tests.
+
+``MemoryStore`` holds tables of rows; ``MemoryBackend`` serves queries over a store with the same
+semantics as PostgreSQL (checked by a differential test): NULL never matches a comparison,
+``icontains`` is a literal case-insensitive substring, ``ilike`` takes ``%``/``_`` wildcards and
+``\\`` escapes, NULLs sort last ascending and first descending, ``id`` breaks ties.
+
+Thread-safety: a store is safe to share between threads. Writes take the store's lock and
+replace row dicts rather than mutating them, so a reader filters a consistent snapshot without
+holding the lock. Rows are deep-copied in and out: a caller mutating a row it wrote or read
+changes nothing stored.
+
+Example::
+
+    store = MemoryStore()
+    agent = create_persistence_agent(kind="memory", store=store)
+    agent.write("leads", {"email": "a@x.io"})          # gets id 1
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import decimal
+import functools
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from persistence.capabilities import Capabilities
+from persistence.errors import BackendError, ConfigurationError
+from persistence.query import Filter, Op, Order, Page, Query
+from persistence.schema import TABLE_COLUMNS
+
+__all__ = ["MemoryBackend", "MemoryStore", "create_backend", "default_store"]
+
+Row = dict[str, Any]
+_IMMUTABLE = (
+    str,
+    int,
+    float,
+    bool,
+    type(None),
+    decimal.Decimal,
+    dt.date,
+    dt.datetime,
+    dt.time,
+    uuid.UUID,
+)
+
+
+def _copy_row(row: Mapping[str, Any]) -> Row:
+    # Rows are mostly scalars; deep-copying only what is mutable keeps reads of big pages cheap.
+    return {k: v if isinstance(v, _IMMUTABLE) else copy.deepcopy(v) for k, v in row.items()}
+
+
+def _id_key(row: Mapping[str, Any]) -> tuple[str, Any]:
+    value = row.get("id")
+    return (type(value).__name__, value)
+
+
+class _Table:
+    __slots__ = ("by_id", "columns", "next_id", "snapshot")
+
+    def __init__(self, columns: Iterable[str]) -> None:
+        self.by_id: dict[Any, Row] = {}
+        self.columns: dict[str, None] = dict.fromkeys(columns)  # ordered set
+        self.next_id = 1
+        self.snapshot: list[Row] | None = None
+
+
+class MemoryStore:
+    """Tables of rows in process memory. Thread-safe; see the module docstring.
+
+    ``schema`` maps table names to their known columns (the business tables' reference schema by
+    default); a column first seen on write is learned.
+    """
+
+    def __init__(self, schema: Mapping[str, Iterable[str]] = TABLE_COLUMNS) -> None:
+        self._schema = {table: tuple(columns) for table, columns in schema.items()}
+        self._lock = threading.RLock()
+        self._tables: dict[str, _Table] = {}
+
+    def clear(self) -> None:
+        """Remove every row and learned column (ids start again at 1)."""
+        with self._lock:
+            self._tables.clear()
+
+    def tables(self) -> frozenset[str]:
+        """Tables with a schema or at least one write."""
+        with self._lock:
+            return frozenset(self._schema) | frozenset(self._tables)
+
+    def columns(self, table: str) -> tuple[str, ...]:
+        """Known columns of ``table`` (empty when the store has never heard of it)."""
+        with self._lock:
+            existing = self._tables.get(table)
+            if existing is not None:
+                return tuple(existing.columns)
+            return self._schema.get(table, ())
+
+    def rows(self, table: str) -> list[Row]:
+        """Every row of ``table`` in ``id`` order, as a shared read-only snapshot."""
+        with self._lock:
+            state = self._tables.get(table)
+            if state is None:
+                return []
+            if state.snapshot is None:
+                state.snapshot = sorted(state.by_id.values(), key=_id_key)
+            return state.snapshot
+
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[Row]:
+        """Insert all ``rows`` or none; a row without ``id`` gets the next integer."""
+        with self._lock:
+            state = self._state(table)
+            staged: dict[Any, Row] = {}
+            next_id = state.next_id
+            for row in rows:
+                new = copy.deepcopy(dict(row))
+                if new.get("id") is None:
+                    while next_id in state.by_id or next_id in staged:
+                        next_id += 1
+                    new["id"] = next_id
+                if new["id"] in state.by_id or new["id"] in staged:
+                    raise BackendError(
+                        f"duplicate key: {table}.id = {new['id']!r} already exists",
+                        backend="memory",
+                        operation="insert",
+                    )
+                staged[new["id"]] = new
+            self._commit(state, staged)
+            return [self._full_row(state, row) for row in staged.values()]
+
+    def upsert(
+        self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str = "id"
+    ) -> list[Row]:
+        """Insert ``rows``; where ``on_conflict`` matches a row, update the given columns."""
+        with self._lock:
+            state = self._state(table)
+            staged: dict[Any, Row] = {}
+            next_id = state.next_id
+            for row in rows:
+                new = copy.deepcopy(dict(row))
+                existing = self._find(state, staged, on_conflict, new.get(on_conflict))
+                if existing is not None:
+                    merged = {**existing, **new, "id": existing["id"]}
+                    staged[merged["id"]] = merged
+                    continue
+                if new.get("id") is None:
+                    while next_id in state.by_id or next_id in staged:
+                        next_id += 1
+                    new["id"] = next_id
+                staged[new["id"]] = new
+            self._commit(state, staged)
+            return [self._full_row(state, row) for row in staged.values()]
+
+    def delete(self, table: str, predicate: Callable[[Row], bool]) -> int:
+        """Delete rows for which ``predicate`` is true; return how many."""
+        with self._lock:
+            state = self._tables.get(table)
+            if state is None:
+                return 0
+            doomed = [key for key, row in state.by_id.items() if predicate(row)]
+            for key in doomed:
+                del state.by_id[key]
+            if doomed:
+                state.snapshot = None
+            return len(doomed)
+
+    def _state(self, table: str) -> _Table:
+        state = self._tables.get(table)
+        if state is None:
+            state = self._tables[table] = _Table(self._schema.get(table, ("id",)))
+        return state
+
+    @staticmethod
+    def _find(state: _Table, staged: dict[Any, Row], column: str, value: Any) -> Row | None:
+        if value is None:
+            return None
+        if column == "id":
+            return staged.get(value) or state.by_id.get(value)
+        for row in (*staged.values(), *state.by_id.values()):
+            if row.get(column) == value:
+                return row
+        return None
+
+    @staticmethod
+    def _commit(state: _Table, staged: dict[Any, Row]) -> None:
+        for key, row in staged.items():
+            state.by_id[key] = row
+            state.columns.update(dict.fromkeys(row))
+            if type(key) is int and key >= state.next_id:
+                state.next_id = key + 1
+        if staged:
+            state.snapshot = None
+
+    @staticmethod
+    def _full_row(state: _Table, row: Row) -> Row:
+        return _copy_row({column: row.get(column) for column in state.columns})
+
+
+_DEFAULT_STORE = MemoryStore()
+
+
+def default_store() -> MemoryStore:
+    """The process-wide store that ``kind="memory"`` factories share unless given ``store=``."""
+    return _DEFAULT_STORE
+
+
+# --- query evaluation ------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=512)
+def _like_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a lower-cased LIKE pattern (``%``, ``_``, ``\\`` escape) into a regex."""
+    parts: list[str] = []
+    chars = iter(pattern)
+    for char in chars:
+        if char == "\\":
+            parts.append(re.escape(next(chars, "\\")))
+        elif char == "%":
+            parts.append(".*")
+        elif char == "_":
+            parts.append(".")
+        else:
+            parts.append(re.escape(char))
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def _compare(op: Op, left: Any, right: Any) -> bool:
+    try:
+        if op is Op.EQ:
+            return bool(left == right)
+        if op is Op.NEQ:
+            return bool(left != right)
+        if op is Op.GT:
+            return bool(left > right)
+        if op is Op.GTE:
+            return bool(left >= right)
+        if op is Op.LT:
+            return bool(left < right)
+        return bool(left <= right)
+    except TypeError:  # values of incomparable types never match
+        return False
+
+
+def _predicate(flt: Filter) -> Callable[[Row], bool]:
+    column, op, value = flt.column, flt.op, flt.value
+    if op is Op.IS_NULL:
+        want_null = bool(value)
+        return lambda row: (row.get(column) is None) is want_null
+    if op is Op.ICONTAINS:
+        needle = value.lower()
+        return lambda row: isinstance(v := row.get(column), str) and needle in v.lower()
+    if op is Op.ILIKE:
+        regex = _like_regex(value.lower())
+        return lambda row: (
+            isinstance(v := row.get(column), str) and regex.fullmatch(v.lower()) is not None
+        )
+    if op is Op.IN:
+        choices = value
+        return lambda row: (
+            (v := row.get(column)) is not None and any(_compare(Op.EQ, v, c) for c in choices)
+        )
+    return lambda row: (v := row.get(column)) is not None and _compare(op, v, value)
+
+
+def _matching(rows: list[Row], filters: Sequence[Filter]) -> list[Row]:
+    for flt in filters:
+        keep = _predicate(flt)
+        rows = [row for row in rows if keep(row)]
+    return rows
+
+
+def _sort_key(column: str) -> Callable[[Row], tuple[bool, str, Any]]:
+    def key(row: Row) -> tuple[bool, str, Any]:
+        value = row.get(column)
+        if value is None:
+            return (True, "", 0)
+        return (
+            False,
+            "" if isinstance(value, int | float | decimal.Decimal) else type(value).__name__,
+            value,
+        )
+
+    return key
+
+
+def _sorted(rows: list[Row], order: Sequence[Order]) -> list[Row]:
+    # Stable sorts applied from the last key to the first give a multi-key sort; ``reverse`` keeps
+    # stability, and puts NULLs (True sorts after False) first when descending, as PostgreSQL does.
+    for item in reversed(order):
+        rows = sorted(rows, key=_sort_key(item.column), reverse=item.descending)
+    return rows
+
+
+class MemoryBackend:
+    """Serves queries from a :class:`MemoryStore` (``default_store()`` unless given one)."""
+
+    name = "memory"
+
+    def __init__(self, store: MemoryStore | None = None) -> None:
+        self._store = store if store is not None else default_store()
+        self._capabilities = Capabilities()
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    def read(self, query: Query) -> Page:
+        matched = _matching(self._store.rows(query.table), query.filters)
+        if query.order:
+            # The snapshot is in id order and the sort is stable: id is the tie-breaker.
+            matched = _sorted(matched, query.order)
+        end = None if query.limit is None else query.offset + query.limit
+        window = matched[query.offset : end]
+        columns = query.columns or self._store.columns(query.table)
+        rows = [_copy_row({c: row.get(c) for c in columns}) for row in window]
+        return Page(rows=rows, total_count=len(matched))
+
+    def count(self, table: str, filters: Sequence[Filter]) -> int:
+        return len(_matching(self._store.rows(table), filters))
+
+    def columns(self, table: str) -> frozenset[str] | None:
+        return frozenset(self._store.columns(table))
+
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[Row]:
+        return self._store.insert(table, rows)
+
+    def upsert(
+        self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str = "id"
+    ) -> list[Row]:
+        return self._store.upsert(table, rows, on_conflict)
+
+    def delete(self, table: str, filters: Sequence[Filter]) -> int:
+        predicates = [_predicate(f) for f in filters]
+        return self._store.delete(table, lambda row: all(p(row) for p in predicates))
+
+    def close(self) -> None:
+        """Nothing to release; the store outlives its backends."""
+
+
+def create_backend(
+    *, read_only: bool = True, store: MemoryStore | None = None, **options: Any
+) -> MemoryBackend:
+    """Factory hook for ``kind="memory"``; ``store=`` picks a store other than the default."""
+    if options:
+        raise ConfigurationError(
+            f"unknown option(s) for kind='memory': {', '.join(sorted(options))}; accepted: store"
+        )
+    if store is not None and not isinstance(store, MemoryStore):
+        raise ConfigurationError(f"store= must be a MemoryStore, not {type(store).__name__}")
+    return MemoryBackend(store)

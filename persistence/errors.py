@@ -1,0 +1,108 @@
+"""The error tree of the persistence layer.
+
+::
+
+    PersistenceError
+     ├── PersistencePermissionError      .table .operation    (a write; a read outside policy)
+     │    ├── TableNotAllowedError        .table .operation
+     │    └── ColumnNotAllowedError       .table .column .operation
+     ├── InvalidQueryError (ValueError)  .field               (a malformed Filter/Order/Query)
+     ├── UnsupportedOperatorError        .operator .backend
+     ├── BackendError                    .backend .operation  (a run-time failure of the store)
+     │    ├── BackendUnavailableError                         (refused, lost, pool exhausted)
+     │    └── QueryTimeoutError                               (statement timeout)
+     └── ConfigurationError              .variable            (a developer's mistake in set-up)
+
+Misuse (``ConfigurationError``, ``InvalidQueryError``, permission errors) is told apart from
+run-time failure (``BackendError`` family). Backend exceptions are translated once, at each
+backend's boundary, with ``raise ... from exc`` so the driver's error stays on ``__cause__``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "BackendUnavailableError",
+    "ColumnNotAllowedError",
+    "ConfigurationError",
+    "InvalidQueryError",
+    "PersistenceError",
+    "PersistencePermissionError",
+    "QueryTimeoutError",
+    "TableNotAllowedError",
+    "UnsupportedOperatorError",
+]
+
+
+class PersistenceError(Exception):
+    """Base of every error this library raises on purpose."""
+
+
+class PersistencePermissionError(PersistenceError):
+    """An operation the access policy forbids, such as any write through the read-only facade."""
+
+    def __init__(self, message: str, *, table: str | None = None, operation: str | None = None):
+        super().__init__(message)
+        self.table = table
+        self.operation = operation
+
+
+class TableNotAllowedError(PersistencePermissionError):
+    """A table name that is malformed or not in the allow-list (matched exactly)."""
+
+
+class ColumnNotAllowedError(PersistencePermissionError):
+    """A column name that is malformed, unknown to the table, or outside the column policy."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table: str | None = None,
+        column: str | None = None,
+        operation: str | None = None,
+    ):
+        super().__init__(message, table=table, operation=operation)
+        self.column = column
+
+
+class InvalidQueryError(PersistenceError, ValueError):
+    """A query value object built with values it cannot hold (a bad identifier, limit, ...)."""
+
+    def __init__(self, message: str, *, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+class UnsupportedOperatorError(PersistenceError):
+    """The backend does not declare the operator in its ``Capabilities``."""
+
+    def __init__(self, message: str, *, operator: str, backend: str):
+        super().__init__(message)
+        self.operator = operator
+        self.backend = backend
+
+
+class BackendError(PersistenceError):
+    """The store failed at run time; ``__cause__`` holds the driver's exception."""
+
+    def __init__(self, message: str, *, backend: str | None = None, operation: str | None = None):
+        super().__init__(message)
+        self.backend = backend
+        self.operation = operation
+
+
+class BackendUnavailableError(BackendError):
+    """The store could not be reached: connection refused or lost, pool exhausted, HTTP 5xx."""
+
+
+class QueryTimeoutError(BackendError):
+    """The store cancelled the statement because it ran past its timeout."""
+
+
+class ConfigurationError(PersistenceError):
+    """A bad option or environment variable; the message names the variable and the argument."""
+
+    def __init__(self, message: str, *, variable: str | None = None):
+        super().__init__(message)
+        self.variable = variable

@@ -1,0 +1,283 @@
+"""The facades callers hold: ``ReadOnlyPersistenceFacade`` for agents, ``PersistenceAgent`` for
+trusted writers.
+
+Every read goes through the same checks, in this order, before a backend is touched: table in
+the allow-list (exactly), query well-formed, columns allowed by the policy and known to the
+backend, operators declared by the backend's capabilities. The backend itself is private: no
+public attribute hands it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import Any, NoReturn
+
+from persistence.backends.base import Backend
+from persistence.capabilities import Capabilities
+from persistence.errors import (
+    ColumnNotAllowedError,
+    InvalidQueryError,
+    PersistencePermissionError,
+    UnsupportedOperatorError,
+)
+from persistence.policy import AccessPolicy
+from persistence.query import Filter, Order, Page, Query
+
+__all__ = ["PersistenceAgent", "ReadOnlyPersistenceFacade"]
+
+Row = dict[str, Any]
+
+
+class _Reader:
+    """Reads shared by both facades. Thread-safe when the backend is (all bundled ones are)."""
+
+    __slots__ = ("__backend", "__policy")
+
+    def __init__(self, backend: Backend, policy: AccessPolicy) -> None:
+        self.__backend = backend
+        self.__policy = policy
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the underlying backend declares it can do."""
+        return self.__backend.capabilities
+
+    @property
+    def policy(self) -> AccessPolicy:
+        """The (immutable) access policy this facade enforces."""
+        return self.__policy
+
+    @property
+    def backend_name(self) -> str:
+        """The backend's short name (``"memory"``, ``"postgres"``, ``"supabase"``)."""
+        return self.__backend.name
+
+    def tables(self) -> tuple[str, ...]:
+        """The readable tables, sorted."""
+        return tuple(sorted(self.__policy.read_tables))
+
+    def columns(self, table: str) -> tuple[str, ...]:
+        """The readable columns of ``table``, sorted (empty when the backend cannot tell)."""
+        table = self.__policy.check_read(table, "columns")
+        known = self.__backend.columns(table) or frozenset()
+        allowed = None if self.__policy.columns is None else self.__policy.columns.get(table)
+        return tuple(sorted(known if allowed is None else known & allowed))
+
+    def read(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        columns: Sequence[str] | None = None,
+        order: Iterable[Order | str] = (),
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> Page:
+        """One page of ``table`` matching all ``filters``, with the total number of matches.
+
+        >>> facade.read("leads", [Filter("company_name", Op.ICONTAINS, "acme")], limit=20)
+        """
+        table = self.__policy.check_read(table, "read")
+        query = Query(
+            table,
+            filters=_filters(filters),
+            columns=None if columns is None else tuple(columns),
+            order=tuple(order),  # type: ignore[arg-type]  # Query turns names into Order
+            limit=limit,
+            offset=offset,
+        )
+        self._check_query(query, "read")
+        return self._fetch(query)
+
+    def count(self, table: str, filters: Iterable[Filter] = ()) -> int:
+        """How many rows of ``table`` match all ``filters``."""
+        table = self.__policy.check_read(table, "count")
+        query = Query(table, filters=_filters(filters))
+        self._check_query(query, "count")
+        return self.__backend.count(table, query.filters)
+
+    def _check_query(self, query: Query, operation: str) -> None:
+        referenced = query.referenced_columns()
+        self.__policy.check_columns(query.table, referenced, operation)
+        known = self.__backend.columns(query.table)
+        if known is not None:
+            for column in sorted(referenced - known):
+                raise ColumnNotAllowedError(
+                    f"table {query.table!r} has no column {column!r}",
+                    table=query.table,
+                    column=column,
+                    operation=operation,
+                )
+        capabilities = self.__backend.capabilities
+        for flt in query.filters:
+            if not capabilities.supports(flt.op):
+                raise UnsupportedOperatorError(
+                    f"backend {self.__backend.name!r} does not support operator {flt.op.value!r}",
+                    operator=flt.op.value,
+                    backend=self.__backend.name,
+                )
+
+    def _fetch(self, query: Query) -> Page:
+        capabilities = self.__backend.capabilities
+        if not capabilities.native_offset and query.offset:
+            # Fetch the rows before the page too, then drop them.
+            upto = None if query.limit is None else query.offset + query.limit
+            page = self.__backend.read(replace(query, offset=0, limit=upto))
+            return Page(rows=page.rows[query.offset :], total_count=page.total_count)
+        cap = capabilities.max_page_size
+        if cap is None or (query.limit is not None and query.limit <= cap):
+            return self.__backend.read(query)
+        return self._fetch_in_chunks(query, cap)
+
+    def _fetch_in_chunks(self, query: Query, cap: int) -> Page:
+        rows: list[Row] = []
+        total = 0
+        while query.limit is None or len(rows) < query.limit:
+            want = cap if query.limit is None else min(cap, query.limit - len(rows))
+            page = self.__backend.read(replace(query, offset=query.offset + len(rows), limit=want))
+            rows.extend(page.rows)
+            total = page.total_count
+            if len(page.rows) < want:
+                break
+        return Page(rows=rows, total_count=total)
+
+    def _backend(self) -> Backend:
+        return self.__backend
+
+    def close(self) -> None:
+        """Release the backend's connections."""
+        self.__backend.close()
+
+    def __enter__(self) -> _Reader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(backend={self.__backend.name!r}, tables={list(self.tables())})"
+        )
+
+
+def _filters(filters: Iterable[Filter]) -> tuple[Filter, ...]:
+    if isinstance(filters, Filter | str | Mapping):
+        raise InvalidQueryError(
+            "filters must be a sequence of Filter objects, e.g. [Filter('email', Op.EQ, 'a@x.io')]",
+            field="filters",
+        )
+    return tuple(filters)
+
+
+class ReadOnlyPersistenceFacade(_Reader):
+    """Reads allow-listed tables; every write-shaped method raises ``PersistencePermissionError``.
+
+    Built by :func:`persistence.create_read_only_facade` with an empty write allow-list::
+
+        facade = create_read_only_facade(kind="memory")
+        page = facade.read("leads", [Filter("email", Op.EQ, "a@x.io")], limit=10)
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, operation: str, table: object) -> NoReturn:
+        name = table if isinstance(table, str) else None
+        raise PersistencePermissionError(
+            f"{operation} on {name or 'any table'!r} refused: this facade is read-only",
+            table=name,
+            operation=operation,
+        )
+
+    def write(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
+        """Always raises: the facade is read-only."""
+        self._refuse("write", table)
+
+    def insert(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
+        """Always raises: the facade is read-only."""
+        self._refuse("insert", table)
+
+    def upsert(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
+        """Always raises: the facade is read-only."""
+        self._refuse("upsert", table)
+
+    def update(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
+        """Always raises: the facade is read-only."""
+        self._refuse("update", table)
+
+    def delete(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
+        """Always raises: the facade is read-only."""
+        self._refuse("delete", table)
+
+    def batch(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
+        """Always raises: the facade is read-only."""
+        self._refuse("batch", table)
+
+    def rpc(self, function: object = None, *args: object, **kwargs: object) -> NoReturn:
+        """Always raises: no stored procedure is callable through the facade."""
+        self._refuse("rpc", None)
+
+    def execute(self, statement: object = None, *args: object, **kwargs: object) -> NoReturn:
+        """Always raises: no raw statement is executable through the facade."""
+        self._refuse("execute", None)
+
+
+class PersistenceAgent(_Reader):
+    """Reads and writes within its write allow-list (business tables minus governance tables).
+
+    For seeding data and trusted callers; never hand one to an LLM.
+    """
+
+    __slots__ = ()
+
+    def write(self, table: str, row: Mapping[str, Any]) -> Row:
+        """Insert one row; return it as stored (with its ``id``)."""
+        return self.batch(table, [row])[0]
+
+    def batch(self, table: str, rows: Iterable[Mapping[str, Any]]) -> list[Row]:
+        """Insert ``rows`` atomically (all or none); return them as stored."""
+        table = self.policy.check_write(table, "batch")
+        checked = self._checked_rows(table, rows, "batch")
+        return self._backend().insert(table, checked) if checked else []
+
+    def upsert(
+        self,
+        table: str,
+        rows: Mapping[str, Any] | Iterable[Mapping[str, Any]],
+        *,
+        on_conflict: str = "id",
+    ) -> list[Row]:
+        """Insert, or update the given columns where ``on_conflict`` matches an existing row."""
+        table = self.policy.check_write(table, "upsert")
+        items = [rows] if isinstance(rows, Mapping) else rows
+        checked = self._checked_rows(table, items, "upsert")
+        self.policy.check_columns(table, [on_conflict], "upsert")
+        return self._backend().upsert(table, checked, on_conflict) if checked else []
+
+    def delete(self, table: str, filters: Iterable[Filter]) -> int:
+        """Delete the rows matching ``filters`` (at least one: no table is emptied by accident)."""
+        table = self.policy.check_write(table, "delete")
+        query = Query(table, filters=_filters(filters))
+        if not query.filters:
+            raise InvalidQueryError("delete needs at least one filter", field="filters")
+        self._check_query(query, "delete")
+        return self._backend().delete(table, query.filters)
+
+    def _checked_rows(
+        self, table: str, rows: Iterable[Mapping[str, Any]], operation: str
+    ) -> list[Row]:
+        checked: list[Row] = []
+        for row in rows:
+            if not isinstance(row, Mapping):
+                raise InvalidQueryError(
+                    f"{operation} takes mappings, not {type(row).__name__}", field="rows"
+                )
+            self.policy.check_columns(table, row.keys(), operation)
+            checked.append(dict(row))
+        return checked

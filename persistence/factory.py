@@ -1,0 +1,78 @@
+"""Factories that build a backend by kind and wrap it in a facade.
+
+Backends register a factory ``create_backend(*, read_only: bool, **options) -> Backend``; the
+bundled ones are imported lazily so an optional SDK is needed only when its kind is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from persistence.backends.base import Backend
+from persistence.errors import ConfigurationError
+from persistence.facade import PersistenceAgent, ReadOnlyPersistenceFacade
+from persistence.policy import BUSINESS_TABLES, AccessPolicy
+
+__all__ = ["create_persistence_agent", "create_read_only_facade", "known_kinds", "register_backend"]
+
+BackendFactory = Callable[..., Backend]
+
+_lock = threading.Lock()
+_registry: dict[str, str | BackendFactory] = {
+    "memory": "persistence.backends.memory:create_backend",
+    "postgres": "persistence.backends.postgres:create_backend",
+    "supabase": "persistence.backends.supabase:create_backend",
+}
+
+
+def register_backend(kind: str, factory: BackendFactory) -> None:
+    """Make ``kind`` available to the factories (a third-party backend, or a test double)."""
+    with _lock:
+        _registry[kind] = factory
+
+
+def known_kinds() -> tuple[str, ...]:
+    """The registered backend kinds, sorted."""
+    with _lock:
+        return tuple(sorted(_registry))
+
+
+def _backend(kind: str, read_only: bool, options: dict[str, Any]) -> Backend:
+    with _lock:
+        entry = _registry.get(kind) if isinstance(kind, str) else None
+    if entry is None:
+        raise ConfigurationError(
+            f"unknown backend kind {kind!r}; known kinds: {', '.join(known_kinds())}"
+        )
+    if isinstance(entry, str):
+        module_name, _, attribute = entry.partition(":")
+        entry = getattr(importlib.import_module(module_name), attribute)
+    return entry(read_only=read_only, **options)
+
+
+def create_read_only_facade(
+    kind: str = "memory",
+    *,
+    tables: Iterable[str] = BUSINESS_TABLES,
+    columns: Mapping[str, Iterable[str]] | None = None,
+    **options: Any,
+) -> ReadOnlyPersistenceFacade:
+    """A read-only facade over a new ``kind`` backend; ``tables`` is the read allow-list.
+
+    ``kind="memory"`` reads ``default_store()`` unless ``store=`` is given.
+    """
+    policy = AccessPolicy.read_only(tables, columns)
+    return ReadOnlyPersistenceFacade(_backend(kind, True, options), policy)
+
+
+def create_persistence_agent(
+    kind: str = "memory", *, tables: Iterable[str] = BUSINESS_TABLES, **options: Any
+) -> PersistenceAgent:
+    """A read-write agent over a new ``kind`` backend, for seeding data and trusted callers.
+
+    It may write ``tables`` minus the governance tables.
+    """
+    return PersistenceAgent(_backend(kind, False, options), AccessPolicy.writer(tables))

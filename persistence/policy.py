@@ -1,0 +1,131 @@
+"""Access policy: which tables may be read or written, and optionally which columns.
+
+Names are matched **exactly**: no case folding, trimming, quoting or schema prefix. A name that is
+not a plain identifier is refused before any allow-list look-up, so ``"LEADS"``, ``" leads"``,
+``"public.leads"`` and look-alike Unicode never reach a backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from persistence.errors import ColumnNotAllowedError, ConfigurationError, TableNotAllowedError
+from persistence.query import is_identifier
+
+__all__ = ["BUSINESS_TABLES", "GOVERNANCE_TABLES", "AccessPolicy"]
+
+#: The tables an operational agent may read.
+BUSINESS_TABLES: frozenset[str] = frozenset(
+    {
+        "campaigns",
+        "clients",
+        "conversations",
+        "leads",
+        "messages",
+        "sequences",
+        "staging_leads",
+        "inquiries",
+    }
+)
+#: Tables that define who the business serves: never writable, not even by ``PersistenceAgent``.
+GOVERNANCE_TABLES: frozenset[str] = frozenset({"clients", "campaigns"})
+
+
+def _names(values: Iterable[str], what: str) -> frozenset[str]:
+    names = frozenset(values)
+    bad = sorted(repr(n) for n in names if not is_identifier(n))
+    if bad:
+        raise ConfigurationError(f"{what} holds names that are not identifiers: {', '.join(bad)}")
+    return names
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """Allow-lists for reads and writes; ``columns`` optionally restricts columns per table.
+
+    ``AccessPolicy.read_only()`` is what the facade uses: every business table readable, nothing
+    writable. Immutable, so safe to share between threads.
+    """
+
+    read_tables: frozenset[str]
+    write_tables: frozenset[str] = frozenset()
+    columns: Mapping[str, frozenset[str]] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "read_tables", _names(self.read_tables, "read_tables"))
+        object.__setattr__(self, "write_tables", _names(self.write_tables, "write_tables"))
+        if self.columns is not None:
+            columns = {
+                _table: _names(cols, f"columns[{_table!r}]")
+                for _table, cols in self.columns.items()
+            }
+            object.__setattr__(self, "columns", columns)
+
+    @classmethod
+    def read_only(
+        cls,
+        tables: Iterable[str] = BUSINESS_TABLES,
+        columns: Mapping[str, Iterable[str]] | None = None,
+    ) -> AccessPolicy:
+        """Read ``tables``; write nothing."""
+        cols = None if columns is None else {t: frozenset(c) for t, c in columns.items()}
+        return cls(frozenset(tables), frozenset(), cols)
+
+    @classmethod
+    def writer(cls, tables: Iterable[str] = BUSINESS_TABLES) -> AccessPolicy:
+        """Read ``tables``; write them too, except the governance tables."""
+        readable = frozenset(tables)
+        return cls(readable, readable - GOVERNANCE_TABLES)
+
+    def check_read(self, table: object, operation: str = "read") -> str:
+        """Return ``table`` if it may be read, else raise ``TableNotAllowedError``."""
+        return self._check_table(table, self.read_tables, operation)
+
+    def check_write(self, table: object, operation: str = "write") -> str:
+        """Return ``table`` if it may be written, else raise ``TableNotAllowedError``."""
+        if isinstance(table, str) and table in GOVERNANCE_TABLES:
+            raise TableNotAllowedError(
+                f"{operation} on governance table {table!r} is never allowed",
+                table=table,
+                operation=operation,
+            )
+        return self._check_table(table, self.write_tables, operation)
+
+    def check_columns(self, table: str, columns: Iterable[str], operation: str = "read") -> None:
+        """Raise ``ColumnNotAllowedError`` for a malformed column or one outside the policy."""
+        allowed = None if self.columns is None else self.columns.get(table)
+        for column in columns:
+            if not is_identifier(column):
+                raise ColumnNotAllowedError(
+                    f"column {column!r} is not a valid identifier",
+                    table=table,
+                    column=str(column),
+                    operation=operation,
+                )
+            if allowed is not None and column not in allowed:
+                raise ColumnNotAllowedError(
+                    f"column {column!r} of {table!r} is not allowed by the access policy",
+                    table=table,
+                    column=column,
+                    operation=operation,
+                )
+
+    @staticmethod
+    def _check_table(table: object, allowed: frozenset[str], operation: str) -> str:
+        if not is_identifier(table):
+            raise TableNotAllowedError(
+                f"table name {table!r} is not a valid identifier; expected one of "
+                f"{', '.join(sorted(allowed)) or '(none)'}",
+                table=str(table),
+                operation=operation,
+            )
+        assert isinstance(table, str)
+        if table not in allowed:
+            raise TableNotAllowedError(
+                f"{operation} on table {table!r} is not allowed; allowed: "
+                f"{', '.join(sorted(allowed)) or '(none)'}",
+                table=table,
+                operation=operation,
+            )
+        return table

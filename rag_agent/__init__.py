@@ -1,0 +1,3 @@
+"""Adaptive retrieval on top of a read-only persistence facade."""
+
+__all__: list[str] = []

@@ -1,0 +1,47 @@
+"""The backends the contract suite runs on.
+
+Each entry of ``CONTRACT_BACKENDS`` names a fixture ``<name>_pair`` that yields a
+``(PersistenceAgent, ReadOnlyPersistenceFacade)`` over the same, empty data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from persistence import (
+    MemoryStore,
+    PersistenceAgent,
+    ReadOnlyPersistenceFacade,
+    create_persistence_agent,
+    create_read_only_facade,
+)
+
+Pair = tuple[PersistenceAgent, ReadOnlyPersistenceFacade]
+CONTRACT_BACKENDS = ["memory"]
+
+
+@pytest.fixture
+def memory_pair() -> Iterator[Pair]:
+    store = MemoryStore()
+    yield (
+        create_persistence_agent(kind="memory", store=store),
+        create_read_only_facade(kind="memory", store=store),
+    )
+
+
+@pytest.fixture(params=CONTRACT_BACKENDS)
+def pair(request: pytest.FixtureRequest) -> Pair:
+    result: Pair = request.getfixturevalue(f"{request.param}_pair")
+    return result
+
+
+@pytest.fixture
+def writer(pair: Pair) -> PersistenceAgent:
+    return pair[0]
+
+
+@pytest.fixture
+def reader(pair: Pair) -> ReadOnlyPersistenceFacade:
+    return pair[1]
