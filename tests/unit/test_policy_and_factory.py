@@ -1,0 +1,131 @@
+"""Access policy rules and the backend factories."""
+
+from __future__ import annotations
+
+import pytest
+
+import persistence
+from persistence import (
+    BUSINESS_TABLES,
+    GOVERNANCE_TABLES,
+    AccessPolicy,
+    ColumnNotAllowedError,
+    ConfigurationError,
+    MemoryBackend,
+    MemoryStore,
+    TableNotAllowedError,
+    create_persistence_agent,
+    create_read_only_facade,
+    default_store,
+    known_kinds,
+    register_backend,
+)
+
+
+class TestAccessPolicy:
+    def test_read_only_policy_writes_nothing(self) -> None:
+        """The read-only policy reads every business table and writes none."""
+        policy = AccessPolicy.read_only()
+        assert policy.read_tables == BUSINESS_TABLES
+        assert policy.write_tables == frozenset()
+        with pytest.raises(TableNotAllowedError):
+            policy.check_write("leads")
+
+    def test_writer_excludes_governance_tables(self) -> None:
+        """The writer policy writes business tables minus governance tables."""
+        policy = AccessPolicy.writer()
+        assert policy.write_tables == BUSINESS_TABLES - GOVERNANCE_TABLES
+        assert policy.check_write("leads") == "leads"
+
+    def test_governance_tables_refused_even_if_listed(self) -> None:
+        """A hand-built policy listing a governance table still cannot write it."""
+        policy = AccessPolicy(frozenset({"clients"}), frozenset({"clients"}))
+        with pytest.raises(TableNotAllowedError) as info:
+            policy.check_write("clients")
+        assert info.value.table == "clients"
+
+    def test_column_policy(self) -> None:
+        """A column allow-list refuses other columns of that table."""
+        policy = AccessPolicy.read_only(columns={"leads": ["id", "email"]})
+        policy.check_columns("leads", ["email"])
+        with pytest.raises(ColumnNotAllowedError) as info:
+            policy.check_columns("leads", ["phone"])
+        assert info.value.column == "phone"
+
+    def test_malformed_names_are_configuration_errors(self) -> None:
+        """A policy cannot be built with names that are not identifiers."""
+        with pytest.raises(ConfigurationError):
+            AccessPolicy(frozenset({"public.leads"}))
+
+
+class TestFactories:
+    def test_memory_factories_share_the_default_store(self) -> None:
+        """Without store=, writer and facade see the same process-wide store."""
+        create_persistence_agent(kind="memory").write("leads", {"email": "a@x.io"})
+        assert create_read_only_facade(kind="memory").count("leads") == 1
+        assert default_store().rows("leads")[0]["email"] == "a@x.io"
+
+    def test_private_store(self) -> None:
+        """store= isolates a facade from the default store."""
+        store = MemoryStore()
+        create_persistence_agent(kind="memory").write("leads", {"email": "a@x.io"})
+        assert create_read_only_facade(kind="memory", store=store).count("leads") == 0
+
+    def test_unknown_kind_lists_known_kinds(self) -> None:
+        """An unknown kind raises ConfigurationError naming the known ones."""
+        with pytest.raises(ConfigurationError, match="memory"):
+            create_read_only_facade(kind="mongo")
+
+    def test_unknown_option_is_refused(self) -> None:
+        """A misspelt option is a ConfigurationError, not silently ignored."""
+        with pytest.raises(ConfigurationError, match="stor"):
+            create_read_only_facade(kind="memory", stor=MemoryStore())
+
+    def test_register_backend(self) -> None:
+        """A registered kind is built by the factories with read_only set."""
+        seen: list[bool] = []
+
+        def factory(*, read_only: bool) -> MemoryBackend:
+            seen.append(read_only)
+            return MemoryBackend(MemoryStore())
+
+        register_backend("custom_test_kind", factory)
+        assert "custom_test_kind" in known_kinds()
+        create_read_only_facade(kind="custom_test_kind")
+        create_persistence_agent(kind="custom_test_kind")
+        assert seen == [True, False]
+
+    def test_facade_does_not_expose_its_backend(self) -> None:
+        """No public attribute of the facade is the backend or its store."""
+        facade = create_read_only_facade(kind="memory")
+        public = {name: getattr(facade, name) for name in dir(facade) if not name.startswith("_")}
+        for value in public.values():
+            assert not isinstance(value, MemoryBackend | MemoryStore)
+        assert not hasattr(facade, "__dict__")
+
+
+class TestPublicSurface:
+    def test_all_matches_public_names(self) -> None:
+        """persistence.__all__ lists exactly the public names the package defines."""
+        public = {
+            name
+            for name in vars(persistence)
+            if not name.startswith("_")
+            and name not in {"backends", "capabilities", "errors", "facade", "factory", "policy",
+                             "query", "schema"}
+        }  # fmt: skip
+        assert set(persistence.__all__) == public
+        assert len(set(persistence.__all__)) == len(persistence.__all__)
+
+    def test_error_tree(self) -> None:
+        """The error classes form the documented tree."""
+        e = persistence
+        assert issubclass(e.TableNotAllowedError, e.PersistencePermissionError)
+        assert issubclass(e.ColumnNotAllowedError, e.PersistencePermissionError)
+        assert issubclass(e.QueryTimeoutError, e.BackendError)
+        assert issubclass(e.BackendUnavailableError, e.BackendError)
+        assert issubclass(e.InvalidQueryError, ValueError)
+        for cls in (e.PersistencePermissionError, e.UnsupportedOperatorError, e.BackendError,
+                    e.ConfigurationError, e.InvalidQueryError):  # fmt: skip
+            assert issubclass(cls, e.PersistenceError)
+            assert cls.__name__ in (e.errors.__doc__ or "")
