@@ -83,3 +83,105 @@ def _clean_default_store() -> Iterator[None]:
     default_store().clear()
     yield
     default_store().clear()
+
+
+# --- PostgreSQL: one fresh database per test session ---------------------------------------------
+
+POSTGRES_ADMIN_DSN = os.environ.get(
+    "RAG_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+class PostgresDatabase:
+    """The session's database: ``admin_dsn`` (the DSN's own role), ``reader_dsn`` (a NOSUPERUSER
+    NOBYPASSRLS role with SELECT only), ``writer_dsn`` (SELECT/INSERT/UPDATE/DELETE)."""
+
+    def __init__(self, name: str, admin_dsn: str, reader_dsn: str, writer_dsn: str) -> None:
+        self.name = name
+        self.admin_dsn = admin_dsn
+        self.reader_dsn = reader_dsn
+        self.writer_dsn = writer_dsn
+
+    def execute(self, statement: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        """Run one statement as the admin role (autocommit); return its rows, if any."""
+        import psycopg
+
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            cursor = conn.execute(statement.encode(), params)
+            return cursor.fetchall() if cursor.description else []
+
+    def truncate(self) -> None:
+        """Empty every reference table and restart its ids at 1."""
+        from persistence.schema import TABLE_DDL
+
+        self.execute(f"TRUNCATE {', '.join(TABLE_DDL)} RESTART IDENTITY")
+
+
+def _postgres_admin_connect(dsn: str) -> object | None:
+    try:
+        import psycopg
+    except ImportError:
+        return None
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError:
+        return None
+
+
+@pytest.fixture(scope="session")
+def postgres_db() -> Iterator[PostgresDatabase]:
+    """A database ``rag_test_<random>`` with the reference schema and two login roles; dropped at
+    the end. Admin DSN: ``RAG_TEST_POSTGRES_DSN`` (default: postgres on 127.0.0.1:5432)."""
+    import secrets
+
+    from psycopg.conninfo import make_conninfo
+
+    from persistence.schema import TABLE_DDL
+
+    admin = _postgres_admin_connect(POSTGRES_ADMIN_DSN)
+    require_service(admin is not None, f"PostgreSQL not reachable at {POSTGRES_ADMIN_DSN!r}")
+    import psycopg
+
+    assert isinstance(admin, psycopg.Connection)
+    suffix = secrets.token_hex(4)
+    name, reader, writer = (f"rag_test_{suffix}", f"rag_test_{suffix}_r", f"rag_test_{suffix}_w")
+    password = secrets.token_hex(16)
+    with admin:
+        admin.execute(f"CREATE DATABASE {name}".encode())
+        for role in (reader, writer):
+            admin.execute(
+                f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE "
+                f"PASSWORD '{password}'".encode()
+            )
+    admin_dsn = make_conninfo(POSTGRES_ADMIN_DSN, dbname=name)
+    database = PostgresDatabase(
+        name,
+        admin_dsn,
+        make_conninfo(admin_dsn, user=reader, password=password),
+        make_conninfo(admin_dsn, user=writer, password=password),
+    )
+    try:
+        for ddl in TABLE_DDL.values():
+            database.execute(ddl)
+        for statement in (
+            f"GRANT USAGE ON SCHEMA public TO {reader}, {writer}",
+            f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}",
+            f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO {reader}",
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {writer}",
+            f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {writer}",
+        ):
+            database.execute(statement)
+        yield database
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN_DSN, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)".encode())
+            for role in (reader, writer):
+                conn.execute(f"DROP ROLE IF EXISTS {role}".encode())
+
+
+@pytest.fixture
+def postgres_clean(postgres_db: PostgresDatabase) -> Iterator[PostgresDatabase]:
+    """The session database with every reference table empty before and after the test."""
+    postgres_db.truncate()
+    yield postgres_db
+    postgres_db.truncate()

@@ -17,9 +17,10 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
+from tests.conftest import PostgresDatabase
 
 Pair = tuple[PersistenceAgent, ReadOnlyPersistenceFacade]
-CONTRACT_BACKENDS = ["memory"]
+CONTRACT_BACKENDS = ["memory", "postgres"]
 
 
 @pytest.fixture
@@ -29,6 +30,15 @@ def memory_pair() -> Iterator[Pair]:
         create_persistence_agent(kind="memory", store=store),
         create_read_only_facade(kind="memory", store=store),
     )
+
+
+@pytest.fixture
+def postgres_pair(postgres_clean: PostgresDatabase) -> Iterator[Pair]:
+    """Writer as the read-write role; reader as the least-privilege (SELECT-only) role."""
+    writer = create_persistence_agent(kind="postgres", dsn=postgres_clean.writer_dsn)
+    reader = create_read_only_facade(kind="postgres", dsn=postgres_clean.reader_dsn)
+    with writer, reader:
+        yield writer, reader
 
 
 @pytest.fixture(params=CONTRACT_BACKENDS)

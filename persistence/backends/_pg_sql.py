@@ -1,0 +1,240 @@
+"""SQL composition for the PostgreSQL backend: ``psycopg.sql`` objects and bound values only.
+
+Identifiers come from validated ``Query`` objects and the catalog; every value is a bound
+parameter. Text from a user never becomes SQL, and ``icontains`` text never becomes a pattern:
+it is escaped and matched with an explicit ``ESCAPE``.
+
+Page and count share one statement::
+
+    SELECT c.total, p.* FROM (SELECT count(*) AS total FROM t WHERE w) AS c
+    LEFT JOIN LATERAL (SELECT 1, cols FROM t WHERE w ORDER BY ..., id LIMIT n OFFSET m) AS p
+    ON true
+
+Chosen over ``count(*) OVER ()`` by measurement (see docs/backends/postgres.md): it returns the
+total even when the page is past the end, and lets PostgreSQL use an index for ``ORDER BY ...
+LIMIT`` instead of sorting every match to evaluate the window.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import sql
+
+from persistence.errors import InvalidQueryError
+from persistence.query import Filter, Op, Query
+
+__all__ = [
+    "ColumnType",
+    "build_count",
+    "build_delete",
+    "build_insert",
+    "build_read",
+    "build_upsert",
+    "check_value",
+    "escape_like",
+    "filter_params",
+    "read_params",
+]
+
+_COMPARISON = {
+    Op.EQ: sql.SQL(" = "),
+    Op.NEQ: sql.SQL(" <> "),
+    Op.GT: sql.SQL(" > "),
+    Op.GTE: sql.SQL(" >= "),
+    Op.LT: sql.SQL(" < "),
+    Op.LTE: sql.SQL(" <= "),
+}
+# E'\\' is one backslash whatever standard_conforming_strings says.
+_ILIKE = sql.SQL(" ILIKE %s ESCAPE E'\\\\'")
+_NUMBERS = (int, float, decimal.Decimal)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnType:
+    """A column's type as the catalog states it: ``pg_type.typname`` and ``typcategory``."""
+
+    name: str
+    category: str
+
+    @property
+    def is_text(self) -> bool:
+        """Text-like (``text``, ``varchar``, ``char``, ``name``, ``citext``...)."""
+        return self.category == "S"
+
+
+def escape_like(text: str) -> str:
+    """``text`` with ``\\``, ``%`` and ``_`` escaped for ``LIKE ... ESCAPE '\\'``."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _fits(value: Any, ctype: ColumnType) -> bool:
+    if ctype.category == "S" or ctype.category == "E":  # text, enums
+        return isinstance(value, str)
+    if ctype.category == "N":
+        return isinstance(value, _NUMBERS) and not isinstance(value, bool)
+    if ctype.category == "B":
+        return isinstance(value, bool)
+    if ctype.name in ("timestamptz", "timestamp"):
+        return isinstance(value, dt.datetime)
+    if ctype.name == "date":
+        return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
+    if ctype.name in ("time", "timetz"):
+        return isinstance(value, dt.time)
+    if ctype.name == "uuid":
+        return isinstance(value, uuid.UUID)
+    return True  # other types: the server decides, and its error is translated
+
+
+def check_value(table: str, flt: Filter, ctype: ColumnType) -> None:
+    """Refuse a filter whose value cannot be compared with the column's type.
+
+    PostgreSQL would coerce ``'12'`` to a bigint, or fail on ``'abc'``; the memory backend would
+    match neither. A typed error before the query keeps both backends honest.
+    """
+    if flt.op is Op.IS_NULL:
+        return
+    if flt.op in (Op.ICONTAINS, Op.ILIKE):
+        if not ctype.is_text:
+            raise InvalidQueryError(
+                f"{flt.op.value} on {table}.{flt.column} needs a text column, not {ctype.name}",
+                field="op",
+            )
+        return
+    values = flt.value if flt.op is Op.IN else (flt.value,)
+    for value in values:
+        if not _fits(value, ctype):
+            raise InvalidQueryError(
+                f"filter on {table}.{flt.column} ({ctype.name}) has a value of type "
+                f"{type(value).__name__}",
+                field="value",
+            )
+
+
+def _in_values(values: tuple[Any, ...]) -> list[Any]:
+    # psycopg dumps a list as one array type: mixed numbers become exact Decimals.
+    if len({type(v) for v in values}) > 1 and all(isinstance(v, _NUMBERS) for v in values):
+        return [decimal.Decimal(v) for v in values]
+    return list(values)
+
+
+def _condition(flt: Filter) -> sql.Composable:
+    column = sql.Identifier(flt.column)
+    op = flt.op
+    if op is Op.IS_NULL:
+        return sql.SQL("{} IS NULL" if flt.value else "{} IS NOT NULL").format(column)
+    if op is Op.IN:
+        return sql.SQL("{} = ANY(%s)").format(column)
+    if op in (Op.ICONTAINS, Op.ILIKE):
+        return column + _ILIKE
+    return column + _COMPARISON[op] + sql.SQL("%s")
+
+
+def filter_params(filters: Sequence[Filter]) -> list[Any]:
+    """The bound values of ``filters``, in the order their placeholders appear."""
+    params: list[Any] = []
+    for flt in filters:
+        if flt.op is Op.IS_NULL:
+            continue
+        if flt.op is Op.IN:
+            params.append(_in_values(flt.value))
+        elif flt.op is Op.ICONTAINS:
+            params.append(f"%{escape_like(flt.value)}%")
+        else:
+            params.append(flt.value)
+    return params
+
+
+def _where(filters: Sequence[Filter]) -> sql.Composable:
+    if not filters:
+        return sql.SQL("")
+    return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(_condition(f) for f in filters)
+
+
+def _order(query: Query, has_id: bool) -> sql.Composable:
+    keys = [
+        sql.SQL("{} DESC").format(sql.Identifier(o.column))
+        if o.descending
+        else sql.Identifier(o.column)
+        for o in query.order
+    ]
+    # The id tie-breaker makes pages deterministic (after an order on id, it adds nothing).
+    if has_id and not any(o.column == "id" for o in query.order):
+        keys.append(sql.Identifier("id"))
+    if not keys:
+        return sql.SQL("")
+    return sql.SQL(" ORDER BY ") + sql.SQL(", ").join(keys)
+
+
+def build_read(query: Query, schema: str, columns: Sequence[str], has_id: bool) -> sql.Composed:
+    """The page-and-total statement for ``query``, projecting ``columns``.
+
+    Its values are :func:`read_params`; result rows are ``(total, hit, *columns)``, where ``hit``
+    is NULL on the single row returned when the page is empty.
+    """
+    table = sql.Identifier(schema, query.table)
+    where = _where(query.filters)
+    return sql.SQL(
+        "SELECT c.total, p.* FROM (SELECT count(*) AS total FROM {table}{where}) AS c "
+        "LEFT JOIN LATERAL (SELECT 1 AS hit, {columns} FROM {table}{where}{order} "
+        "LIMIT %s OFFSET %s) AS p ON true"
+    ).format(
+        table=table,
+        where=where,
+        columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+        order=_order(query, has_id),
+    )
+
+
+def read_params(query: Query) -> list[Any]:
+    """The values of :func:`build_read`'s statement: the filters twice, then limit and offset."""
+    values = filter_params(query.filters)
+    return [*values, *values, query.limit, query.offset]
+
+
+def build_count(table: str, schema: str, filters: Sequence[Filter]) -> sql.Composed:
+    """``SELECT count(*)`` of ``table`` matching ``filters`` (values: :func:`filter_params`)."""
+    return sql.SQL("SELECT count(*) FROM {}{}").format(
+        sql.Identifier(schema, table), _where(filters)
+    )
+
+
+def _insert_body(table: str, schema: str, row: Mapping[str, Any]) -> sql.Composed:
+    target = sql.Identifier(schema, table)
+    if not row:
+        return sql.SQL("INSERT INTO {} DEFAULT VALUES").format(target)
+    return sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+        target,
+        sql.SQL(", ").join(sql.Identifier(c) for c in row),
+        sql.SQL(", ").join(sql.Placeholder() * len(row)),
+    )
+
+
+def build_insert(table: str, schema: str, row: Mapping[str, Any]) -> sql.Composed:
+    """``INSERT ... RETURNING *`` for one row (values: the row's, in order)."""
+    return _insert_body(table, schema, row) + sql.SQL(" RETURNING *")
+
+
+def build_upsert(table: str, schema: str, row: Mapping[str, Any], on_conflict: str) -> sql.Composed:
+    """``INSERT ... ON CONFLICT (on_conflict) DO UPDATE`` of the given columns, ``RETURNING *``."""
+    updates = [c for c in row if c != on_conflict]
+    # DO UPDATE even with nothing to change, so that RETURNING yields the existing row.
+    assignments = [sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in updates] or [
+        sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(on_conflict))
+    ]
+    statement = sql.SQL("{} ON CONFLICT ({}) DO UPDATE SET {} RETURNING *").format(
+        _insert_body(table, schema, row),
+        sql.Identifier(on_conflict),
+        sql.SQL(", ").join(assignments),
+    )
+    return statement
+
+
+def build_delete(table: str, schema: str, filters: Sequence[Filter]) -> sql.Composed:
+    """``DELETE FROM`` the rows matching ``filters`` (values: :func:`filter_params`)."""
+    return sql.SQL("DELETE FROM {}{}").format(sql.Identifier(schema, table), _where(filters))

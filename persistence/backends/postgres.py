@@ -1,0 +1,545 @@
+"""The PostgreSQL backend (any PostgreSQL, including Supabase's database by its DSN).
+
+Read-only is enforced by the database, not only by this code: every read runs in a ``READ ONLY``
+transaction with ``SET LOCAL statement_timeout``, and at start-up a read-only backend refuses a
+superuser or ``BYPASSRLS`` role unless ``allow_privileged=True``. One read is one network round
+trip: ``BEGIN READ ONLY``, ``SET LOCAL``, the page-and-count ``SELECT`` and ``COMMIT`` are four
+statements, each its own extended-protocol execute, sent together in a pipeline.
+
+Thread-safety: a backend is safe to share between threads; its pool hands each call its own
+connection, and the cached catalog is replaced, never mutated.
+
+Example::
+
+    facade = create_read_only_facade(kind="postgres", dsn="postgresql://reader@db/app")
+    with facade:
+        page = facade.read("leads", [Filter("email", Op.EQ, "a@x.io")], limit=10)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType, TracebackType
+from typing import Any
+
+import structlog
+
+from persistence.capabilities import Capabilities
+from persistence.errors import (
+    BackendError,
+    ColumnNotAllowedError,
+    ConfigurationError,
+    PersistenceError,
+    PersistencePermissionError,
+)
+from persistence.query import Filter, Page, Query
+
+try:
+    import psycopg
+    from psycopg import sql
+    from psycopg.pq import TransactionStatus
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
+    raise ConfigurationError(
+        "the postgres backend needs psycopg 3 and psycopg_pool: "
+        'pip install "readonly-rag[postgres]"'
+    ) from exc
+
+from persistence.backends import _pg_sql
+from persistence.backends._pg_errors import is_connection_lost, translate
+from persistence.backends._pg_sql import ColumnType
+
+__all__ = ["PostgresBackend", "create_backend"]
+
+log = structlog.get_logger("persistence.postgres")
+
+Row = dict[str, Any]
+Catalog = Mapping[str, Mapping[str, ColumnType]]
+
+DSN_VARIABLE = "RAG_POSTGRES_DSN"
+TIMEOUT_VARIABLE = "RAG_STATEMENT_TIMEOUT_MS"
+DEFAULT_STATEMENT_TIMEOUT_MS = 5000
+
+_CATALOG_SQL = b"""
+SELECT c.relname, a.attname, t.typname, t.typcategory,
+       has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE') AS writable
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
+JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
+  AND a.attnum > 0 AND NOT a.attisdropped
+  AND has_column_privilege(c.oid, a.attnum, 'SELECT')
+ORDER BY c.relname, a.attnum
+"""
+_ROLE_SQL = (
+    b"SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+)
+# Moves an identity/serial sequence past explicitly written ids, never backwards, so that a later
+# insert without an id does not collide (the memory backend behaves the same way).
+_BUMP_SEQUENCE_SQL = b"""
+SELECT setval(s.seq::regclass, s.m) FROM (
+  SELECT pg_get_serial_sequence(%s, 'id') AS seq, (SELECT max(id) FROM {table}) AS m
+) AS s
+WHERE s.seq IS NOT NULL AND s.m >= 1
+  AND s.m > COALESCE(pg_sequence_last_value(s.seq::regclass), 0)
+"""
+_RESET_STATEMENTS = (b"RESET ALL", b"SELECT pg_advisory_unlock_all()", b"UNLISTEN *")
+_CATALOG_RETRY_SECONDS = 5.0
+
+
+def _reset_connection(conn: psycopg.Connection[Any]) -> None:
+    """Run by the pool, off the caller's path, before a connection is reused."""
+    with conn.pipeline():
+        for statement in _RESET_STATEMENTS:
+            conn.execute(statement)
+
+
+class PostgresBackend:
+    """psycopg 3 over a ``psycopg_pool`` pool, opened on first use; see the module docstring.
+
+    ``read_only=True`` (the facade's backend) refuses writes itself, runs reads in ``READ ONLY``
+    transactions and checks the role's privileges at start-up.
+    """
+
+    name = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        read_only: bool = True,
+        schema: str = "public",
+        statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS,
+        pool_min_size: int = 1,
+        pool_max_size: int = 10,
+        pool_timeout: float = 10.0,
+        connect_timeout: float = 5.0,
+        max_idle: float = 600.0,
+        max_lifetime: float = 3600.0,
+        prepared_statements: bool = True,
+        allow_privileged: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._dsn = dsn
+        self._read_only = read_only
+        self._schema = schema
+        self._timeout_ms = statement_timeout_ms
+        self._pool_sizes = (pool_min_size, pool_max_size)
+        self._pool_times = (pool_timeout, max_idle, max_lifetime)
+        self._connect_kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": max(1, round(connect_timeout)),
+            # None turns server-side prepared statements off (PgBouncer/Supavisor transaction mode).
+            "prepare_threshold": 5 if prepared_statements else None,
+        }
+        self._allow_privileged = allow_privileged
+        self._clock = clock
+        self._capabilities = Capabilities()
+        self._lock = threading.Lock()
+        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
+        self._closed = False
+        self._catalog: Catalog = MappingProxyType({})
+        self._catalog_loaded_at = float("-inf")
+        self._set_timeout = (
+            sql.SQL("SET LOCAL statement_timeout = {}")
+            .format(sql.Literal(int(statement_timeout_ms)))
+            .as_bytes(None)
+        )
+        self._statements: dict[tuple[Any, ...], bytes] = {}
+
+    # --- life cycle ----------------------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    def _ensure_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        pool = self._pool
+        if pool is not None:
+            return pool
+        with self._lock:
+            if self._closed:
+                raise BackendError("postgres backend is closed", backend="postgres")
+            if self._pool is None:
+                self._start_up()
+                pool = ConnectionPool(
+                    self._dsn,
+                    kwargs=self._connect_kwargs,
+                    reset=_reset_connection,
+                    open=False,
+                    name="readonly-rag",
+                    min_size=self._pool_sizes[0],
+                    max_size=self._pool_sizes[1],
+                    timeout=self._pool_times[0],
+                    max_idle=self._pool_times[1],
+                    max_lifetime=self._pool_times[2],
+                )
+                pool.open(wait=False)
+                self._pool = pool
+            return self._pool
+
+    def _start_up(self) -> None:
+        """One direct connection: fail fast when unreachable, check the role, load the catalog."""
+        try:
+            with psycopg.connect(self._dsn, **self._connect_kwargs) as conn:
+                role = conn.execute(_ROLE_SQL).fetchone()
+                self._load_catalog(conn)
+        except PersistenceError:
+            raise
+        except Exception as exc:
+            raise translate(exc, "connect") from exc
+        if role is not None:
+            self._check_role(str(role[0]), bool(role[1]), bool(role[2]))
+
+    def _check_role(self, user: str, superuser: bool, bypass_rls: bool) -> None:
+        if not self._read_only:
+            return
+        if superuser or bypass_rls:
+            what = "a superuser" if superuser else "a BYPASSRLS role"
+            if not self._allow_privileged:
+                raise ConfigurationError(
+                    f"postgres role {user!r} is {what}: connect the read-only facade as a "
+                    "least-privilege role (see docs/backends/postgres.md), or pass "
+                    "allow_privileged=True to accept the risk"
+                )
+            log.warning("postgres.privileged_role", role=user, privilege=what)
+        writable = sorted(self._writable)
+        if writable:
+            log.warning(
+                "postgres.role_can_write",
+                role=user,
+                tables=writable,
+                hint="grant the read-only role SELECT only",
+            )
+
+    def close(self) -> None:
+        """Close the pool; the backend may not be used afterwards."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def __enter__(self) -> PostgresBackend:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- catalog -------------------------------------------------------------------------------
+
+    def _load_catalog(self, conn: psycopg.Connection[Any]) -> None:
+        tables: dict[str, dict[str, ColumnType]] = {}
+        writable: set[str] = set()
+        for table, column, type_name, category, can_write in conn.execute(
+            _CATALOG_SQL, (self._schema,)
+        ):
+            tables.setdefault(table, {})[column] = ColumnType(type_name, category)
+            if can_write:
+                writable.add(table)
+        self._writable = frozenset(writable)
+        self._catalog = MappingProxyType(
+            {table: MappingProxyType(columns) for table, columns in tables.items()}
+        )
+        self._statements = {}
+        self._catalog_loaded_at = self._clock()
+
+    def refresh_catalog(self) -> None:
+        """Reload table and column names from the database (after a migration)."""
+        self._run(lambda conn: self._load_catalog(conn), "catalog", read=True)
+
+    def _table(self, table: str) -> Mapping[str, ColumnType]:
+        self._ensure_pool()
+        columns = self._catalog.get(table)
+        if columns is None and self._clock() - self._catalog_loaded_at >= _CATALOG_RETRY_SECONDS:
+            self.refresh_catalog()  # a table created since start-up
+            columns = self._catalog.get(table)
+        if columns is None:
+            raise BackendError(
+                f"postgres: table {self._schema}.{table} does not exist or is not readable",
+                backend="postgres",
+                operation="read",
+            )
+        return columns
+
+    def columns(self, table: str) -> frozenset[str] | None:
+        return frozenset(self._table(table))
+
+    def _types(self, table: str, filters: Sequence[Filter]) -> Mapping[str, ColumnType]:
+        types = self._table(table)
+        for flt in filters:
+            ctype = types.get(flt.column)
+            if ctype is None:
+                raise ColumnNotAllowedError(
+                    f"table {table!r} has no column {flt.column!r}",
+                    table=table,
+                    column=flt.column,
+                )
+            _pg_sql.check_value(table, flt, ctype)
+        return types
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def read(self, query: Query) -> Page:
+        types = self._types(query.table, query.filters)
+        columns = query.columns or tuple(types)
+        unknown = sorted(set(columns) - types.keys())
+        if unknown:
+            raise ColumnNotAllowedError(
+                f"table {query.table!r} has no column {unknown[0]!r}",
+                table=query.table,
+                column=unknown[0],
+            )
+        shape = (
+            "read",
+            query.table,
+            tuple((f.column, f.op, f.value if f.op == "is_null" else None) for f in query.filters),
+            columns,
+            query.order,
+        )
+        statement = self._statements.get(shape)
+        if statement is None:
+            composed = _pg_sql.build_read(query, self._schema, columns, "id" in types)
+            statement = self._statements[shape] = composed.as_bytes(None)
+        rows = self._select(statement, _pg_sql.read_params(query), "read")
+        total = int(rows[0][0]) if rows else 0
+        return Page(
+            rows=[dict(zip(columns, row[2:], strict=True)) for row in rows if row[1] is not None],
+            total_count=total,
+        )
+
+    def count(self, table: str, filters: Sequence[Filter]) -> int:
+        self._types(table, filters)
+        statement = _pg_sql.build_count(table, self._schema, filters).as_bytes(None)
+        rows = self._select(statement, _pg_sql.filter_params(filters), "count")
+        return int(rows[0][0])
+
+    def _select(self, statement: bytes, params: list[Any], operation: str) -> list[Any]:
+        def once(conn: psycopg.Connection[Any]) -> list[Any]:
+            cursor = conn.cursor()
+            with conn.pipeline():
+                conn.execute(b"BEGIN READ ONLY")
+                conn.execute(self._set_timeout)
+                cursor.execute(statement, params)
+                conn.execute(b"COMMIT")
+            return cursor.fetchall()
+
+        rows: list[Any] = self._run(once, operation, read=True)
+        return rows
+
+    def _run(
+        self, work: Callable[[psycopg.Connection[Any]], Any], operation: str, *, read: bool
+    ) -> Any:
+        """Run ``work`` on a pooled connection; translate errors; retry a read once if lost."""
+        pool = self._ensure_pool()
+        for attempt in (1, 2):
+            try:
+                conn = pool.getconn()
+            except Exception as exc:
+                raise translate(exc, operation) from exc
+            try:
+                return work(conn)
+            except PersistenceError:
+                raise
+            except Exception as exc:
+                if read and attempt == 1 and is_connection_lost(exc):
+                    log.info("postgres.retry", operation=operation, error=type(exc).__name__)
+                    pool.check()  # drop the other idle connections the server may have lost
+                    continue
+                raise translate(exc, operation) from exc
+            finally:
+                _end_transaction(conn)
+                pool.putconn(conn)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # --- writes (PersistenceAgent only) ----------------------------------------------------------
+
+    def _refuse_write(self, operation: str, table: str) -> None:
+        if self._read_only:
+            raise PersistencePermissionError(
+                f"{operation} on {table!r} refused: this postgres backend is read-only",
+                table=table,
+                operation=operation,
+            )
+
+    def _checked_row(self, table: str, row: Mapping[str, Any], operation: str) -> Row:
+        types = self._table(table)
+        clean = {k: v for k, v in row.items() if not (k == "id" and v is None)}
+        for column in clean:
+            if column not in types:
+                raise ColumnNotAllowedError(
+                    f"table {table!r} has no column {column!r}",
+                    table=table,
+                    column=column,
+                    operation=operation,
+                )
+        return clean
+
+    def _write(
+        self,
+        table: str,
+        rows: Sequence[Mapping[str, Any]],
+        operation: str,
+        build: Callable[[Row], sql.Composed],
+    ) -> list[Row]:
+        self._refuse_write(operation, table)
+        checked = [self._checked_row(table, row, operation) for row in rows]
+        bump = "id" in self._table(table) and any("id" in row for row in checked)
+
+        def work(conn: psycopg.Connection[Any]) -> list[Row]:
+            stored: list[Row] = []
+            with conn.transaction(), conn.cursor(row_factory=dict_row) as cursor:
+                cursor.execute(self._set_timeout)
+                for row in checked:
+                    cursor.execute(build(row), list(row.values()))
+                    stored.extend(cursor.fetchall())
+                if bump:
+                    cursor.execute(
+                        sql.SQL(_BUMP_SEQUENCE_SQL.decode()).format(
+                            table=sql.Identifier(self._schema, table)
+                        ),
+                        (sql.Identifier(self._schema, table).as_string(None),),
+                    )
+            return stored
+
+        result: list[Row] = self._run(work, operation, read=False)
+        return result
+
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[Row]:
+        return self._write(
+            table, rows, "insert", lambda row: _pg_sql.build_insert(table, self._schema, row)
+        )
+
+    def upsert(
+        self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str = "id"
+    ) -> list[Row]:
+        if on_conflict not in self._table(table):
+            raise ColumnNotAllowedError(
+                f"table {table!r} has no column {on_conflict!r}",
+                table=table,
+                column=on_conflict,
+                operation="upsert",
+            )
+        return self._write(
+            table,
+            rows,
+            "upsert",
+            lambda row: _pg_sql.build_upsert(table, self._schema, row, on_conflict),
+        )
+
+    def delete(self, table: str, filters: Sequence[Filter]) -> int:
+        self._refuse_write("delete", table)
+        self._types(table, filters)
+        statement = _pg_sql.build_delete(table, self._schema, filters)
+        params = _pg_sql.filter_params(filters)
+
+        def work(conn: psycopg.Connection[Any]) -> int:
+            with conn.transaction(), conn.cursor() as cursor:
+                cursor.execute(self._set_timeout)
+                cursor.execute(statement, params)
+                return cursor.rowcount
+
+        result: int = self._run(work, "delete", read=False)
+        return result
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self._read_only else "read-write"
+        return f"PostgresBackend({mode}, schema={self._schema!r})"
+
+
+def _end_transaction(conn: psycopg.Connection[Any]) -> None:
+    """Roll back whatever a failed call left open, so the pool gets an idle connection."""
+    if conn.closed or conn.pgconn.transaction_status == TransactionStatus.IDLE:
+        return
+    # If even this fails, the pool discards the connection it cannot bring back to IDLE.
+    with contextlib.suppress(psycopg.Error):
+        conn.execute(b"ROLLBACK")
+
+
+# --- factory -----------------------------------------------------------------------------------
+
+_INT_OPTIONS = ("pool_min_size", "pool_max_size", "statement_timeout_ms")
+_FLOAT_OPTIONS = ("pool_timeout", "connect_timeout", "max_idle", "max_lifetime")
+_BOOL_OPTIONS = ("prepared_statements", "allow_privileged")
+_OPTIONS = frozenset((*_INT_OPTIONS, *_FLOAT_OPTIONS, *_BOOL_OPTIONS, "schema", "clock"))
+
+
+def _timeout_from_env() -> int:
+    raw = os.environ.get(TIMEOUT_VARIABLE)
+    if raw is None or not raw.strip():
+        return DEFAULT_STATEMENT_TIMEOUT_MS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigurationError(
+            f"{TIMEOUT_VARIABLE} must be a positive integer of milliseconds, not {raw!r}; "
+            "or pass statement_timeout_ms=",
+            variable=TIMEOUT_VARIABLE,
+        )
+    return value
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise ConfigurationError(
+            f"unknown option(s) for kind='postgres': {', '.join(unknown)}; accepted: dsn, "
+            + ", ".join(sorted(_OPTIONS))
+        )
+    for name in _INT_OPTIONS:
+        value = options.get(name)
+        if value is not None and (type(value) is not int or value <= 0):
+            raise ConfigurationError(f"{name}= must be a positive int, not {value!r}")
+    for name in _FLOAT_OPTIONS:
+        value = options.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+        ):
+            raise ConfigurationError(f"{name}= must be a positive number, not {value!r}")
+    for name in _BOOL_OPTIONS:
+        value = options.get(name)
+        if value is not None and type(value) is not bool:
+            raise ConfigurationError(f"{name}= must be True or False, not {value!r}")
+    schema = options.get("schema")
+    if schema is not None and not (isinstance(schema, str) and schema.isidentifier()):
+        raise ConfigurationError(f"schema= must be a plain identifier, not {schema!r}")
+    low, high = options.get("pool_min_size", 1), options.get("pool_max_size", 10)
+    if low > high:
+        raise ConfigurationError(f"pool_min_size={low} exceeds pool_max_size={high}")
+
+
+def create_backend(
+    *, read_only: bool = True, dsn: str | None = None, **options: Any
+) -> PostgresBackend:
+    """Factory hook for ``kind="postgres"``: ``dsn=`` or ``RAG_POSTGRES_DSN``; nothing connects yet.
+
+    Options: ``schema`` (``"public"``), ``statement_timeout_ms`` (``RAG_STATEMENT_TIMEOUT_MS``,
+    5000), ``pool_min_size`` (1), ``pool_max_size`` (10), ``pool_timeout`` (10 s),
+    ``connect_timeout`` (5 s), ``max_idle`` (600 s), ``max_lifetime`` (3600 s),
+    ``prepared_statements`` (True; False behind a transaction pooler), ``allow_privileged``
+    (False).
+    """
+    if dsn is None:
+        dsn = os.environ.get(DSN_VARIABLE) or None
+    if not isinstance(dsn, str) or not dsn.strip():
+        raise ConfigurationError(
+            f"kind='postgres' needs a connection string: pass dsn= or set {DSN_VARIABLE}",
+            variable=DSN_VARIABLE,
+        )
+    _check_options(options)
+    if "statement_timeout_ms" not in options:
+        options["statement_timeout_ms"] = _timeout_from_env()
+    return PostgresBackend(dsn, read_only=read_only, **options)
