@@ -266,8 +266,9 @@ def format_envelope(envelope: Mapping[str, Any], *, max_rows: int | None = None)
             f"{json.dumps(attempt.get('filters'), ensure_ascii=False)} "
             f"-> {attempt.get('result_count')} rows"
         )
-    if meta.get("error"):
-        lines.append(f"error: {meta['error']}")
+    error = _error_of(envelope)
+    if error:
+        lines.append(f"error: {error}")
     if records:
         shown = records if max_rows is None else records[:max_rows]
         headers = _columns_for(table, shown)
@@ -312,8 +313,14 @@ def _isatty(stream: TextIO) -> bool:
 
 
 def _error_of(envelope: Mapping[str, Any]) -> str | None:
+    """The envelope's error as one line (``"Type: message"``), or ``None``."""
     error = envelope.get("metadata", {}).get("error")
-    return None if error in (None, "") else str(error)
+    if error in (None, ""):
+        return None
+    if isinstance(error, Mapping):
+        kind, message = error.get("type"), error.get("message")
+        error = f"{kind}: {message}" if kind else message
+    return " ".join(str(error).split())
 
 
 # --------------------------------------------------------------------------- commands
@@ -662,7 +669,8 @@ def main(
     err = stderr if stderr is not None else sys.stderr
     parser = build_parser()
     try:
-        with contextlib.redirect_stderr(err):  # argparse writes usage errors to sys.stderr
+        # argparse prints --help to sys.stdout and usage errors to sys.stderr.
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             args = parser.parse_args(argv)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
@@ -679,7 +687,10 @@ def main(
     try:
         return handlers[args.command]()
     except (UsageError, ConfigurationError) as exc:
-        return _fail(err, exc, EXIT_USAGE)
+        hint = (
+            " (on the command line: --allow-privileged)" if "allow_privileged" in str(exc) else ""
+        )
+        return _fail(err, exc, EXIT_USAGE, hint)
     except PersistenceError as exc:
         return _fail(err, exc, EXIT_QUERY_ERROR)
     except KeyboardInterrupt:
@@ -695,13 +706,13 @@ def main(
         return _fail(err, exc, EXIT_QUERY_ERROR)
 
 
-def _fail(err: TextIO, exc: BaseException, code: int) -> int:
+def _fail(err: TextIO, exc: BaseException, code: int, hint: str = "") -> int:
     if _debug():
         import traceback
 
         traceback.print_exception(exc, file=err)
     message = " ".join(str(exc).split()) or type(exc).__name__
-    err.write(f"rag-agent: error: {message}\n")
+    err.write(f"rag-agent: error: {message}{hint}\n")
     return code
 
 

@@ -1,0 +1,295 @@
+"""The `rag-agent` CLI: parsing, exit codes, `tables`, `load`, rendering and logging."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from rag_agent import cli
+from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, format_envelope, format_grid, main
+from rag_agent.sample import SAMPLE_TABLES, sample_rows
+from tests.conftest import require_service
+
+
+class Terminal(io.StringIO):
+    """A text stream that says it is a terminal, so the CLI renders tables."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def run(
+    *argv: str, stdin: str = "", tty: bool = False, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    """Run the CLI in-process; return (exit code, stdout, stderr)."""
+    out: io.StringIO = Terminal() if tty else io.StringIO()
+    err = io.StringIO()
+    code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def _quiet_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Backend and debug variables of the developer's shell must not change these tests."""
+    for name in ("RAG_DEBUG", "RAG_POSTGRES_DSN", "SUPABASE_URL", "SUPABASE_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class TestParsing:
+    """Usage errors exit with 2 and one usage message on stderr, nothing on stdout."""
+
+    @pytest.mark.parametrize(
+        ("argv", "message"),
+        [
+            ((), "required: COMMAND"),
+            (("frobnicate",), "invalid choice"),
+            (("ask",), "required: text"),
+            (("ask", "x", "--limit", "0"), "must be at least 1"),
+            (("ask", "x", "--limit", "many"), "not an integer"),
+            (("ask", "x", "--offset", "-1"), "negative"),
+            (("ask", "x", "--backend", "mysql"), "invalid choice"),
+        ],
+    )
+    def test_usage_errors(self, argv: tuple[str, ...], message: str) -> None:
+        """Each malformed command line is refused with exit code 2 and says why."""
+        code, out, err = run(*argv)
+        assert code == EXIT_USAGE
+        assert out == ""
+        assert message in err
+
+    def test_help(self) -> None:
+        """--help lists the commands and the exit codes, and exits 0."""
+        code, out, _ = run("--help")
+        assert code == EXIT_OK
+        for command in ("ask", "chat", "tables", "load", "demo", "tools"):
+            assert command in out
+        assert "Exit codes" in out
+
+
+class TestConfigurationErrors:
+    """A bad configuration exits with 2 and one clear line on stderr."""
+
+    @pytest.mark.parametrize(
+        ("argv", "message"),
+        [
+            (("tables", "--backend", "postgres"), "needs --dsn or RAG_POSTGRES_DSN"),
+            (("tables", "--backend", "supabase"), "needs --url or SUPABASE_URL"),
+            (
+                ("tables", "--backend", "supabase", "--url", "https://x.supabase.co"),
+                "needs SUPABASE_KEY",
+            ),
+            (("tables", "--dsn", "postgresql://127.0.0.1/x"), "--dsn and --url need --backend"),
+            (("load", "--backend", "memory"), "load needs --backend postgres or supabase"),
+            (("load",), "needs --dsn or RAG_POSTGRES_DSN"),
+        ],
+    )
+    def test_one_line(self, argv: tuple[str, ...], message: str) -> None:
+        """The message names what is missing; there is no traceback."""
+        code, out, err = run(*argv)
+        assert code == EXIT_USAGE
+        assert out == ""
+        assert err.count("\n") == 1 and err.startswith("rag-agent: error: ")
+        assert message in err
+        assert "Traceback" not in err
+
+    def test_traceback_with_debug(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """With RAG_DEBUG=1 the traceback comes before the one-line error."""
+        monkeypatch.setenv("RAG_DEBUG", "1")
+        code, _, err = run("load", "--backend", "memory")
+        assert code == EXIT_USAGE
+        assert "Traceback" in err
+        assert err.rstrip().splitlines()[-1].startswith("rag-agent: error: ")
+
+    def test_create_tables_needs_postgres(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """--create-tables is refused for Supabase, whose tables are made in the dashboard."""
+        monkeypatch.setenv("SUPABASE_KEY", "test-key")
+        code, _, err = run("load", "--backend", "supabase", "--url", "https://x.supabase.co",
+                           "--create-tables")  # fmt: skip
+        assert code == EXIT_USAGE
+        assert "--create-tables works with --backend postgres only" in err
+
+
+class TestTables:
+    """`tables` lists the allow-listed tables with their columns and row counts."""
+
+    def test_json_when_piped(self) -> None:
+        """Piped output is JSON: every business table with the sample's row count."""
+        code, out, err = run("tables")
+        assert code == EXIT_OK, err
+        listing = json.loads(out)
+        assert listing["backend"] == "memory"
+        counts = {t["table"]: t["rows"] for t in listing["tables"]}
+        assert counts == {t: len(sample_rows(t)) for t in SAMPLE_TABLES}
+        leads = next(t for t in listing["tables"] if t["table"] == "leads")
+        assert {"email", "company_name", "client_id"} <= set(leads["columns"])
+
+    def test_empty(self) -> None:
+        """--empty skips the sample data: every table has zero rows."""
+        code, out, _ = run("tables", "--empty", "--json")
+        assert code == EXIT_OK
+        assert {t["rows"] for t in json.loads(out)["tables"]} == {0}
+
+    def test_table_on_terminal(self) -> None:
+        """On a terminal the listing is a readable table, not JSON."""
+        code, out, _ = run("tables", tty=True)
+        assert code == EXIT_OK
+        assert out.startswith("backend: memory\n")
+        assert "table" in out.splitlines()[1] and "rows" in out.splitlines()[1]
+        assert any(line.startswith("leads") and " 3000 " in line for line in out.splitlines())
+
+    def test_json_flag_on_terminal(self) -> None:
+        """--json wins over a terminal."""
+        code, out, _ = run("tables", "--json", tty=True)
+        assert code == EXIT_OK
+        assert json.loads(out)["backend"] == "memory"
+
+
+class TestTools:
+    """`tools` prints tool schemas, or says clearly why it cannot."""
+
+    def test_needs_a_format(self) -> None:
+        """Without --openai there is nothing to print: a usage error."""
+        code, out, err = run("tools")
+        assert code == EXIT_USAGE
+        assert out == ""
+        assert "rag-agent: error:" in err
+
+
+class TestRendering:
+    """The terminal rendering of envelopes and grids."""
+
+    def test_grid_aligns_and_cuts_long_cells(self) -> None:
+        """Columns are aligned, long cells cut with an ellipsis, newlines flattened."""
+        text = format_grid(["id", "body"], [[1, "a" * 50], [22, "two\nlines"]])
+        lines = text.splitlines()
+        assert lines[0].split() == ["id", "body"]
+        assert lines[2].startswith("1   ") and lines[2].endswith("…")
+        assert "two lines" in lines[3]
+
+    def test_envelope_with_error(self) -> None:
+        """An envelope's error is rendered as one 'Type: message' line."""
+        envelope: dict[str, Any] = {
+            "metadata": {
+                "source": "persistence.leads",
+                "total_count": 0,
+                "error": {"type": "TableNotAllowedError", "message": "no"},
+            },
+            "records": [],
+        }
+        text = format_envelope(envelope)
+        assert "error: TableNotAllowedError: no" in text
+        assert text.splitlines()[0].startswith("persistence.leads · 0 matches")
+
+    def test_envelope_with_records_and_summary(self) -> None:
+        """Preferred lead columns come first; summaries and reformulations are shown."""
+        envelope = {
+            "metadata": {
+                "source": "persistence.leads",
+                "total_count": 300,
+                "offset": 10,
+                "cache": "miss",
+                "fallback": "reformulation",
+                "query_filters": {"company": "Acme"},
+                "reformulation_attempts": [
+                    {"reason": "shorten_company_suffix", "filters": {"company": "Acme"},
+                     "result_count": 300}
+                ],
+                "truncated": True,
+                "summary": {"columns": {"status": {"distinct": 3}}},
+            },
+            "records": [
+                {"zeta": 1, "email": "a@x.example", "id": 7, "provenance": {"row_hash": "0" * 64}}
+            ],
+        }  # fmt: skip
+        text = format_envelope(envelope)
+        assert "rows 11-11" in text and "cache: miss" in text and "fallback: reformulation" in text
+        assert "reformulation shorten_company_suffix" in text and "-> 300 rows" in text
+        header = text.splitlines()[2].split()
+        assert header == ["id", "email", "zeta"]
+        assert "provenance" not in text
+        assert "truncated: 300 matches" in text and 'status: {"distinct": 3}' in text
+
+
+class TestLogging:
+    """Logs go to stderr, never stdout."""
+
+    def test_structlog_goes_to_stderr(self) -> None:
+        """After the CLI configures logging, a warning lands on the given stream."""
+        import structlog
+
+        err = io.StringIO()
+        cli.configure_logging(err)
+        structlog.get_logger("test").warning("cli.test_event", detail=1)
+        assert "cli.test_event" in err.getvalue()
+
+    def test_debug_level_hidden_by_default(self) -> None:
+        """Debug events are dropped unless RAG_DEBUG=1."""
+        import structlog
+
+        err = io.StringIO()
+        cli.configure_logging(err)
+        structlog.get_logger("test").debug("cli.hidden")
+        assert err.getvalue() == ""
+
+
+@pytest.fixture
+def postgres_dsn() -> Iterator[str]:
+    """A DSN for a new, empty database on the local server, dropped afterwards."""
+    import os
+
+    psycopg = pytest.importorskip("psycopg")
+    pytest.importorskip("persistence.backends.postgres")
+    base = os.environ.get("RAG_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+    try:
+        admin = psycopg.connect(base, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        require_service(False, f"PostgreSQL not reachable at {base}: {exc}")
+        raise
+    name = f"rag_cli_{uuid.uuid4().hex[:12]}"
+    from psycopg import sql
+
+    with admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        try:
+            yield psycopg.conninfo.make_conninfo(base, dbname=name)
+        finally:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.mark.postgres
+class TestLoadPostgres:
+    """`load` seeds a real PostgreSQL database, and `tables` reads it back."""
+
+    def test_load_then_tables(self, postgres_dsn: str) -> None:
+        """Every table is created and loaded; a second load changes nothing; identities move on."""
+        args = ("--backend", "postgres", "--dsn", postgres_dsn, "--allow-privileged")
+        code, out, err = run("load", "--create-tables", *args)
+        assert code == EXIT_OK, err
+        loaded = json.loads(out)["loaded"]
+        assert loaded == {t: len(sample_rows(t)) for t in SAMPLE_TABLES}
+        code, out, err = run("load", *args)
+        assert code == EXIT_OK, err
+        code, out, err = run("tables", *args)
+        assert code == EXIT_OK, err
+        counts = {t["table"]: t["rows"] for t in json.loads(out)["tables"]}
+        assert counts == loaded
+
+        import psycopg
+
+        with psycopg.connect(postgres_dsn) as conn:
+            row = conn.execute(
+                "INSERT INTO leads (email) VALUES ('new@x.example') RETURNING id"
+            ).fetchone()
+        assert row is not None and row[0] > loaded["leads"]
+
+    def test_missing_tables(self, postgres_dsn: str) -> None:
+        """Loading into a database without the tables fails with one line, exit code 1."""
+        code, _, err = run("load", "--backend", "postgres", "--dsn", postgres_dsn,
+                           "--allow-privileged")  # fmt: skip
+        assert code in (EXIT_QUERY_ERROR, EXIT_USAGE)
+        assert err.count("\n") == 1 and "Traceback" not in err
