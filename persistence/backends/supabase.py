@@ -1,0 +1,562 @@
+"""The Supabase backend: PostgREST over HTTP, through the ``supabase`` client's session.
+
+``create_client`` is built with an ``httpx.Client`` of ours (HTTP/1.1, explicit timeout; the
+library's own default is HTTP/2, which is not thread-safe with a sync client) passed in
+``ClientOptions(httpx_client=...)``. Requests are built here rather than with the ``postgrest``
+query builder, so that every value is encoded exactly as PostgREST's URL grammar requires (see
+:mod:`persistence.backends._postgrest_encoding`), and sent through the client's session with its
+``apikey``/``Authorization``/profile headers.
+
+* Counts come from ``Content-Range`` with ``Prefer: count=exact`` (or ``planned``/``estimated``).
+* The server's row cap (``db-max-rows``: 1000 rows per request on Supabase, silently) is handled
+  by fetching on until the page is full or the rows end.
+* A literal ``*`` in ``icontains``/``ilike`` cannot be sent (PostgREST makes every ``*`` a
+  wildcard); it is sent as ``_`` and rows are checked exactly here, which means fetching every
+  candidate row of that query to count and page them.
+* Errors are translated once, in :mod:`persistence.backends._postgrest_errors`; idempotent reads
+  retry a bounded number of times on 503/520 and broken connections.
+* A ``service_role`` key bypasses row-level security: the read-only facade refuses it unless
+  ``allow_privileged=True``.
+
+Thread-safety: a backend is safe to share between threads (the httpx client is, over HTTP/1.1;
+the backend keeps no other mutable state).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import decimal
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from persistence.capabilities import Capabilities
+from persistence.errors import BackendError, ColumnNotAllowedError, ConfigurationError
+from persistence.query import Filter, Op, Page, Query
+
+try:
+    import httpx
+    from supabase import ClientOptions, SupabaseException, create_client
+except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
+    raise ConfigurationError(
+        'the Supabase backend needs the supabase package: pip install "readonly-rag[supabase]"'
+    ) from exc
+
+from persistence.backends._postgrest_encoding import (
+    COUNT_MODES,
+    RESERVED_PARAMETERS,
+    CountMode,
+    client_predicate,
+    encode_query_string,
+    filter_params,
+    needs_client_check,
+    order_param,
+    parse_content_range,
+    select_param,
+)
+from persistence.backends._postgrest_errors import (
+    PostgrestErrorBody,
+    error_from_exception,
+    error_from_response,
+    is_retryable,
+)
+
+__all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_TIMEOUT", "SupabaseBackend", "create_backend", "key_role"]
+
+logger = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+#: Rows asked for per request: Supabase's default ``db-max-rows``.
+DEFAULT_PAGE_SIZE = 1000
+#: Seconds for the whole request (connect: at most 5).
+DEFAULT_TIMEOUT = 10.0
+_DEFAULT_RETRIES = 2
+_BACKOFF_SECONDS = 0.2
+_MAX_BACKOFF_SECONDS = 2.0
+# Ids per DELETE when rows were selected on the client; keeps URLs well under gateway limits.
+_DELETE_CHUNK = 200
+_RETRYABLE_EXCEPTIONS = (httpx.NetworkError, httpx.RemoteProtocolError)
+_OPTIONS = ("url", "key", "http_client", "allow_privileged", "count", "page_size", "timeout",
+            "retries", "schema", "sleep")  # fmt: skip
+
+
+def key_role(key: str) -> str | None:
+    """The ``role`` claim of a Supabase API key, read without verifying it (``None`` if opaque).
+
+    New-style secret keys (``sb_secret_...``) count as ``service_role``: they bypass RLS too.
+    """
+    if key.startswith("sb_secret_"):
+        return "service_role"
+    parts = key.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return None
+    role = payload.get("role") if isinstance(payload, dict) else None
+    return role if isinstance(role, str) else None
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+class SupabaseBackend:
+    """Serves queries from a Supabase project (or any PostgREST) over its REST API.
+
+    Build it with :func:`persistence.create_read_only_facade` ``(kind="supabase", ...)`` rather
+    than directly; see ``docs/backends/supabase.md`` for the options.
+    """
+
+    name = "supabase"
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        key: str,
+        http_client: httpx.Client | None = None,
+        read_only: bool = True,
+        allow_privileged: bool = False,
+        count: CountMode = "exact",
+        page_size: int = DEFAULT_PAGE_SIZE,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = _DEFAULT_RETRIES,
+        schema: str = "public",
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        _check_options(count, page_size, timeout, retries, http_client)
+        role = key_role(key)
+        if role == "service_role":
+            if read_only and not allow_privileged:
+                raise ConfigurationError(
+                    "SUPABASE_KEY (or key=) is a service_role key, which bypasses row-level "
+                    "security; the read-only facade refuses it. Use the anon key with SELECT-only "
+                    "policies, or pass allow_privileged=True to accept the risk",
+                    variable="SUPABASE_KEY",
+                )
+            if read_only:
+                logger.warning(
+                    "read-only Supabase facade uses a service_role key (allow_privileged=True): "
+                    "row-level security is bypassed"
+                )
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else _default_http_client(timeout)
+        try:
+            client = create_client(
+                url,
+                key,
+                ClientOptions(
+                    schema=schema,
+                    httpx_client=self._http,
+                    postgrest_client_retry=False,  # ours is bounded and injectable
+                    auto_refresh_token=False,
+                    persist_session=False,
+                ),
+            )
+        except SupabaseException as exc:
+            self._close_http()
+            raise ConfigurationError(
+                f"invalid Supabase settings (SUPABASE_URL / url=, SUPABASE_KEY / key=): "
+                f"{exc.message}",
+                variable="SUPABASE_URL",
+            ) from exc
+        rest = client.postgrest
+        self._base_url = str(rest.base_url).rstrip("/")
+        self._headers = httpx.Headers(rest.headers)
+        self._headers["Accept"] = "application/json"
+        self._count_mode: CountMode = count
+        self._page_size = page_size
+        self._retries = retries
+        self._sleep = sleep
+        self._capabilities = Capabilities(
+            operators=frozenset(Op),
+            native_offset=True,
+            max_page_size=None,  # capped responses are refilled here, where Content-Range is seen
+            count=count == "exact",
+        )
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    @property
+    def count_mode(self) -> CountMode:
+        """The ``Prefer: count=`` mode used for totals."""
+        return self._count_mode
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def read(self, query: Query) -> Page:
+        checks = [f for f in query.filters if needs_client_check(f)]
+        base = self._filter_params(query.table, query.filters, "read")
+        if checks:
+            return self._read_checked(query, base, checks)
+        params = [("select", select_param(query)), *base, ("order", order_param(query.order))]
+        rows, total = self._fetch(query, params, query.offset, query.limit, "read")
+        if total is None:
+            total = self._total(query.table, base, "read")
+        return Page(rows=rows, total_count=total)
+
+    def count(self, table: str, filters: Sequence[Filter]) -> int:
+        checks = [f for f in filters if needs_client_check(f)]
+        base = self._filter_params(table, filters, "count")
+        if checks:
+            return len(self._checked_rows(table, base, checks, "count", ("id",)))
+        return self._total(table, base, "count")
+
+    def columns(self, table: str) -> frozenset[str] | None:
+        """``None``: PostgREST names an unknown column in its error, which is mapped instead."""
+        return None
+
+    def _read_checked(
+        self, query: Query, base: list[tuple[str, str]], checks: list[Filter]
+    ) -> Page:
+        extra = [f.column for f in checks]
+        kept = self._checked_rows(
+            query.table,
+            base,
+            checks,
+            "read",
+            None if query.columns is None else (*query.columns, *extra),
+            query,
+        )
+        end = None if query.limit is None else query.offset + query.limit
+        window = kept[query.offset : end]
+        if query.columns is not None:
+            window = [{c: row.get(c) for c in query.columns} for row in window]
+        return Page(rows=window, total_count=len(kept))
+
+    def _checked_rows(
+        self,
+        table: str,
+        base: list[tuple[str, str]],
+        checks: list[Filter],
+        operation: str,
+        columns: Sequence[str] | None,
+        query: Query | None = None,
+    ) -> list[Row]:
+        """Every row the (wider) server filter returns that passes the exact client checks."""
+        predicates = [client_predicate(f) for f in checks]
+        wanted = None if columns is None else (*columns, *(f.column for f in checks))
+        select = "*" if wanted is None else ",".join(dict.fromkeys(wanted))
+        order = order_param(() if query is None else query.order)
+        params = [("select", select), *base, ("order", order)]
+        probe = query if query is not None else Query(table)
+        rows, _ = self._fetch(probe, params, 0, None, operation)
+        return [row for row in rows if all(p(row) for p in predicates)]
+
+    def _fetch(
+        self,
+        query: Query,
+        params: list[tuple[str, str]],
+        offset: int,
+        limit: int | None,
+        operation: str,
+    ) -> tuple[list[Row], int | None]:
+        """Rows ``offset .. offset+limit`` (all when ``limit`` is None), refilling capped pages.
+
+        Returns the rows and the total from the first response's ``Content-Range`` (``None``
+        when the server sent ``*``).
+        """
+        rows: list[Row] = []
+        total: int | None = None
+        first = True
+        exact = self._count_mode == "exact"
+        while True:
+            remaining = None if limit is None else limit - len(rows)
+            ask = self._page_size if remaining is None else min(self._page_size, remaining)
+            position = offset + len(rows)
+            window = [("limit", str(ask))]
+            if position:
+                window.insert(0, ("offset", str(position)))
+            prefer = {"Prefer": f"count={self._count_mode}"} if first else {}
+            response = self._send(
+                "GET", query.table, [*params, *window], prefer, operation, idempotent=True
+            )
+            if not response.is_success:
+                if _is_range_error(response):
+                    # The start lies past the last row (PGRST103): an empty page, not a failure.
+                    break
+                raise error_from_response(
+                    response,
+                    table=query.table,
+                    operation=operation,
+                    columns=query.referenced_columns(),
+                )
+            batch = _json_rows(response, query.table, operation)
+            content_range = parse_content_range(response.headers.get("content-range"))
+            if first:
+                total = content_range.total if content_range else None
+                first = False
+            if len(batch) > ask:
+                raise BackendError(
+                    f"the Supabase API returned {len(batch)} rows for a limit of {ask}",
+                    backend=self.name,
+                    operation=operation,
+                )
+            rows.extend(batch)
+            if ask == 0 or not batch or (limit is not None and len(rows) >= limit):
+                break
+            reached = offset + len(rows)
+            if exact and total is not None and reached >= total:
+                break
+            # Otherwise the page was full, or short because of the server's row cap (the total
+            # says more rows exist), or the total is unknown/estimated: ask again; an empty
+            # answer ends the loop.
+        return rows, total
+
+    def _total(self, table: str, base: list[tuple[str, str]], operation: str) -> int:
+        params = [*base, ("limit", "0")]
+        prefer = {"Prefer": f"count={self._count_mode}"}
+        response = self._send("GET", table, params, prefer, operation, idempotent=True)
+        if not response.is_success:
+            raise error_from_response(
+                response, table=table, operation=operation, columns=[k for k, _ in base]
+            )
+        content_range = parse_content_range(response.headers.get("content-range"))
+        if content_range is None or content_range.total is None:
+            raise BackendError(
+                f"the Supabase API sent no total count for {table!r} (Content-Range "
+                f"{response.headers.get('content-range')!r}); a proxy may drop the Prefer header",
+                backend=self.name,
+                operation=operation,
+            )
+        return content_range.total
+
+    # --- writes (PersistenceAgent only) ------------------------------------------------------
+
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[Row]:
+        if not rows:
+            return []
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        return self._post(
+            table,
+            rows,
+            [("columns", ",".join(columns))],
+            "return=representation,missing=default",
+            "insert",
+        )
+
+    def upsert(
+        self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str = "id"
+    ) -> list[Row]:
+        # PostgREST updates every column named in ``columns`` on conflict, so rows naming
+        # different columns go in separate requests: no row gets another row's columns reset.
+        groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault(tuple(row), []).append(row)
+        stored: list[Row] = []
+        for columns, group in groups.items():
+            stored.extend(
+                self._post(
+                    table,
+                    group,
+                    [("on_conflict", on_conflict), ("columns", ",".join(columns))],
+                    "resolution=merge-duplicates,return=representation",
+                    "upsert",
+                )
+            )
+        return stored
+
+    def delete(self, table: str, filters: Sequence[Filter]) -> int:
+        checks = [f for f in filters if needs_client_check(f)]
+        base = self._filter_params(table, filters, "delete")
+        if not checks:
+            return self._delete(table, base)
+        ids = [row["id"] for row in self._checked_rows(table, base, checks, "delete", ("id",))]
+        deleted = 0
+        for start in range(0, len(ids), _DELETE_CHUNK):
+            chunk = Filter("id", Op.IN, ids[start : start + _DELETE_CHUNK])
+            deleted += self._delete(table, [filter_params(chunk)])
+        return deleted
+
+    def _delete(self, table: str, params: list[tuple[str, str]]) -> int:
+        response = self._send(
+            "DELETE",
+            table,
+            [*params, ("select", "id")],
+            {"Prefer": "return=representation"},
+            "delete",
+            idempotent=False,
+        )
+        if not response.is_success:
+            raise error_from_response(
+                response, table=table, operation="delete", columns=[k for k, _ in params]
+            )
+        return len(_json_rows(response, table, "delete"))
+
+    def _post(
+        self,
+        table: str,
+        rows: Sequence[Mapping[str, Any]],
+        params: list[tuple[str, str]],
+        prefer: str,
+        operation: str,
+    ) -> list[Row]:
+        body = json.dumps([dict(r) for r in rows], default=_json_default).encode("utf-8")
+        headers = {"Prefer": prefer, "Content-Type": "application/json"}
+        response = self._send(
+            "POST", table, params, headers, operation, idempotent=False, content=body
+        )
+        if not response.is_success:
+            named = {k for row in rows for k in row}
+            raise error_from_response(response, table=table, operation=operation, columns=named)
+        return _json_rows(response, table, operation)
+
+    # --- transport ---------------------------------------------------------------------------
+
+    def _filter_params(
+        self, table: str, filters: Sequence[Filter], operation: str
+    ) -> list[tuple[str, str]]:
+        for flt in filters:
+            if flt.column in RESERVED_PARAMETERS:
+                raise ColumnNotAllowedError(
+                    f"column {flt.column!r} of {table!r} cannot be filtered over the Supabase "
+                    "API: PostgREST reads that query parameter as part of its own grammar",
+                    table=table,
+                    column=flt.column,
+                    operation=operation,
+                )
+        return [filter_params(f) for f in filters]
+
+    def _send(
+        self,
+        method: str,
+        table: str,
+        params: list[tuple[str, str]],
+        headers: Mapping[str, str],
+        operation: str,
+        *,
+        idempotent: bool,
+        content: bytes | None = None,
+    ) -> httpx.Response:
+        url = httpx.URL(f"{self._base_url}/{table}").copy_with(query=encode_query_string(params))
+        merged = httpx.Headers(self._headers)
+        merged.update(headers)
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(method, url, headers=merged, content=content)
+            except httpx.HTTPError as exc:
+                if (
+                    idempotent
+                    and attempt < self._retries
+                    and isinstance(exc, _RETRYABLE_EXCEPTIONS)
+                ):
+                    self._backoff(attempt)
+                    attempt += 1
+                    continue
+                raise error_from_exception(exc, table=table, operation=operation) from exc
+            if idempotent and attempt < self._retries and is_retryable(response):
+                response.close()
+                self._backoff(attempt)
+                attempt += 1
+                continue
+            return response
+
+    def _backoff(self, attempt: int) -> None:
+        self._sleep(min(_BACKOFF_SECONDS * 2**attempt, _MAX_BACKOFF_SECONDS))
+
+    def _close_http(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def close(self) -> None:
+        """Close the HTTP client if this backend created it (a caller's client stays open)."""
+        self._close_http()
+
+
+def _is_range_error(response: httpx.Response) -> bool:
+    if response.status_code != 416:
+        return False
+    body = PostgrestErrorBody.from_response(response)
+    return body is None or body.code == "PGRST103"
+
+
+def _json_rows(response: httpx.Response, table: str, operation: str) -> list[Row]:
+    try:
+        data = json.loads(response.content)
+    except ValueError as exc:
+        raise BackendError(
+            f"the Supabase API answered {operation} on {table!r} with a body that is not JSON",
+            backend="supabase",
+            operation=operation,
+        ) from exc
+    if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
+        raise BackendError(
+            f"the Supabase API answered {operation} on {table!r} with something other than rows",
+            backend="supabase",
+            operation=operation,
+        )
+    return data
+
+
+def _default_http_client(timeout: float) -> httpx.Client:
+    return httpx.Client(
+        http2=False,
+        timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+        follow_redirects=False,
+    )
+
+
+def _check_options(
+    count: object, page_size: object, timeout: object, retries: object, http_client: object
+) -> None:
+    if count not in COUNT_MODES:
+        raise ConfigurationError(f"count= must be one of {', '.join(COUNT_MODES)}, not {count!r}")
+    if type(page_size) is not int or page_size < 1:
+        raise ConfigurationError(f"page_size= must be a positive integer, not {page_size!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise ConfigurationError(f"timeout= must be a positive number of seconds, not {timeout!r}")
+    if type(retries) is not int or not 0 <= retries <= 10:
+        raise ConfigurationError(f"retries= must be an integer from 0 to 10, not {retries!r}")
+    if http_client is not None and not isinstance(http_client, httpx.Client):
+        raise ConfigurationError(
+            f"http_client= must be an httpx.Client, not {type(http_client).__name__}"
+        )
+
+
+def _setting(value: object, variable: str, argument: str) -> str:
+    if value is None:
+        value = os.environ.get(variable) or None
+    if value is None:
+        raise ConfigurationError(
+            f"the Supabase backend needs {argument}: set {variable} or pass {argument}=",
+            variable=variable,
+        )
+    if not isinstance(value, str):
+        raise ConfigurationError(f"{argument}= must be a str", variable=variable)
+    return value
+
+
+def create_backend(*, read_only: bool = True, **options: Any) -> SupabaseBackend:
+    """Factory hook for ``kind="supabase"``.
+
+    ``url=``/``key=`` (else ``SUPABASE_URL``/``SUPABASE_KEY``), and optionally ``http_client=``,
+    ``allow_privileged=``, ``count=`` (``"exact"``, ``"planned"``, ``"estimated"``),
+    ``page_size=``, ``timeout=`` (seconds), ``retries=``, ``schema=``, ``sleep=``.
+    """
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ConfigurationError(
+            f"unknown option(s) for kind='supabase': {', '.join(unknown)}; "
+            f"accepted: {', '.join(_OPTIONS)}"
+        )
+    url = _setting(options.pop("url", None), "SUPABASE_URL", "url")
+    key = _setting(options.pop("key", None), "SUPABASE_KEY", "key")
+    allow = options.pop("allow_privileged", False)
+    if type(allow) is not bool:
+        raise ConfigurationError(f"allow_privileged= must be a bool, not {allow!r}")
+    return SupabaseBackend(url=url, key=key, read_only=read_only, allow_privileged=allow, **options)

@@ -1,0 +1,1 @@
+"""Test helpers shared by several test packages (an in-process PostgREST emulator, fake keys)."""

@@ -1,0 +1,506 @@
+"""An in-process PostgREST for ``httpx.MockTransport``, evaluating requests on a ``MemoryStore``.
+
+It parses PostgREST's URL grammar **strictly** — the subset the Supabase adapter may use — and
+answers as PostgREST does (``Content-Range``, ``Prefer: count=``, 206/416 statuses, error JSON).
+Anything outside that subset (``or=``/``and=`` logic trees, unknown operators, an unterminated
+``in`` list, a bad ``order``...) is a PostgREST-shaped 400, so a request that round-trips here
+was encoded the way PostgREST reads it. Grammar rules mirrored (PostgREST's query-string parser):
+
+* ``col=[not.]op.value``: for scalar operators the value is the rest of the text, verbatim;
+* ``in.(e1,e2)``: an element is ``"..."`` (``\\`` escapes any character; the closing quote must
+  be followed by ``,`` or ``)``) or bare text up to ``,``/``)``;
+* ``like``/``ilike``: every ``*`` becomes ``%`` before SQL's LIKE (``\\`` escapes ``%``/``_``);
+* ``is.null|not_null|true|false``; ``order=col[.asc|.desc][.nullsfirst|.nullslast],...``.
+
+``max_rows`` emulates the server's row cap (``db-max-rows``): responses are silently truncated.
+
+Example::
+
+    emulator = PostgrestEmulator(MemoryStore(), max_rows=1000)
+    client = httpx.Client(transport=httpx.MockTransport(emulator))
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import unquote_plus
+
+import httpx
+
+from persistence import BackendError, MemoryStore
+
+__all__ = [
+    "BASE_URL",
+    "EmulatorError",
+    "PostgrestEmulator",
+    "decode_query",
+    "fake_key",
+    "parse_in_list",
+]
+
+BASE_URL = "https://emulated.supabase.test"
+_REST_PREFIX = "/rest/v1/"
+_IDENT = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_SCALAR_OPS = {"eq", "neq", "gt", "gte", "lt", "lte", "like", "ilike"}
+_RESERVED = {"select", "order", "limit", "offset", "columns", "on_conflict"}
+Row = dict[str, Any]
+Verdict = bool | None  # SQL's three-valued logic: None is NULL
+
+
+def fake_key(role: str = "anon") -> str:
+    """An unsigned JWT-shaped API key with the given ``role`` claim."""
+
+    def part(data: Mapping[str, object]) -> str:
+        raw = json.dumps(data, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part({'role': role, 'iss': 'test'})}.sig"
+
+
+class EmulatorError(Exception):
+    """A request PostgREST would refuse; carries the status and the error document."""
+
+    def __init__(self, status: int, code: str, message: str, details: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.body = {"code": code, "message": message, "details": details, "hint": None}
+
+
+def _parse_error(message: str, details: str | None = None) -> EmulatorError:
+    return EmulatorError(400, "PGRST100", message, details)
+
+
+def decode_query(raw: bytes | str) -> list[tuple[str, str]]:
+    """The ``(key, value)`` pairs of a raw query string, decoded as PostgREST's server does."""
+    text = raw.decode("ascii") if isinstance(raw, bytes) else raw
+    if not text:
+        return []
+    pairs = []
+    for item in text.split("&"):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise _parse_error(f"query parameter {key!r} has no value")
+        pairs.append((unquote_plus(key), unquote_plus(value)))
+    return pairs
+
+
+def parse_in_list(text: str) -> list[str]:
+    """The elements of an ``in.`` operand, read exactly as PostgREST's list grammar reads it."""
+    if not text.startswith("("):
+        raise _parse_error("failed to parse filter", f"expected '(' in {text!r}")
+    pos, items = 1, []
+    while True:
+        if pos < len(text) and text[pos] == '"':
+            pos += 1
+            chars: list[str] = []
+            while True:
+                if pos >= len(text):
+                    raise _parse_error("failed to parse filter", "unterminated quoted value")
+                char = text[pos]
+                if char == "\\":
+                    if pos + 1 >= len(text):
+                        raise _parse_error("failed to parse filter", "dangling escape")
+                    chars.append(text[pos + 1])
+                    pos += 2
+                elif char == '"':
+                    pos += 1
+                    break
+                else:
+                    chars.append(char)
+                    pos += 1
+            if pos >= len(text) or text[pos] not in ",)":
+                raise _parse_error("failed to parse filter", "quoted value not followed by , or )")
+            items.append("".join(chars))
+        else:
+            end = pos
+            while end < len(text) and text[end] not in ",)":
+                end += 1
+            items.append(text[pos:end])
+            pos = end
+        if pos >= len(text):
+            raise _parse_error("failed to parse filter", "unterminated in list")
+        if text[pos] == ")":
+            if pos != len(text) - 1:
+                raise _parse_error("failed to parse filter", "text after the in list")
+            return items
+        pos += 1  # the comma
+
+
+def _like_regex(pattern: str) -> re.Pattern[str]:
+    parts: list[str] = []
+    chars = iter(pattern)
+    for char in chars:
+        if char == "\\":
+            parts.append(re.escape(next(chars, "\\")))
+        elif char == "%":
+            parts.append(".*")
+        elif char == "_":
+            parts.append(".")
+        else:
+            parts.append(re.escape(char))
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def _coerce(literal: str, sample: object, column: str) -> object:
+    """``literal`` read as the type of ``sample`` (what PostgreSQL does with ``::unknown``)."""
+    try:
+        if isinstance(sample, bool):
+            lowered = literal.lower()
+            if lowered in {"true", "t"}:
+                return True
+            if lowered in {"false", "f"}:
+                return False
+            raise ValueError(literal)
+        if isinstance(sample, int):
+            return int(literal)
+        if isinstance(sample, float):
+            return float(literal)
+        if isinstance(sample, decimal.Decimal):
+            return decimal.Decimal(literal)
+        if isinstance(sample, dt.datetime):
+            return dt.datetime.fromisoformat(literal)
+        if isinstance(sample, dt.date):
+            return dt.date.fromisoformat(literal)
+        if isinstance(sample, uuid.UUID):
+            return uuid.UUID(literal)
+    except (ValueError, decimal.InvalidOperation) as exc:
+        raise EmulatorError(
+            400,
+            "22P02",
+            f'invalid input syntax for type {type(sample).__name__}: "{literal}"',
+            f"column {column}",
+        ) from exc
+    return literal
+
+
+def _compare(op: str, left: object, right: object) -> bool:
+    try:
+        if op == "eq":
+            return bool(left == right)
+        if op == "neq":
+            return bool(left != right)
+        if op == "gt":
+            return bool(left > right)  # type: ignore[operator]
+        if op == "gte":
+            return bool(left >= right)  # type: ignore[operator]
+        if op == "lt":
+            return bool(left < right)  # type: ignore[operator]
+        return bool(left <= right)  # type: ignore[operator]
+    except TypeError:
+        return False
+
+
+Condition = Callable[[Row], Verdict]
+
+
+def _condition(table: str, column: str, expression: str) -> Condition:
+    negate = False
+    if expression.startswith("not."):
+        negate, expression = True, expression[4:]
+    op, sep, operand = expression.partition(".")
+    if not sep:
+        raise _parse_error("failed to parse filter", f"{column}={expression}")
+    test: Condition
+    if op in {"like", "ilike"}:
+        pattern = operand.replace("*", "%")
+        regex = _like_regex(pattern.lower() if op == "ilike" else pattern)
+
+        def test(row: Row) -> Verdict:
+            value = row.get(column)
+            if value is None:
+                return None
+            if not isinstance(value, str):
+                raise EmulatorError(
+                    400,
+                    "42883",
+                    f"operator does not exist: {type(value).__name__} ~~* unknown",
+                )
+            text = value.lower() if op == "ilike" else value
+            return regex.fullmatch(text) is not None
+
+    elif op in _SCALAR_OPS:
+
+        def test(row: Row) -> Verdict:
+            value = row.get(column)
+            if value is None:
+                return None
+            return _compare(op, value, _coerce(operand, value, f"{table}.{column}"))
+
+    elif op == "in":
+        elements = parse_in_list(operand)
+
+        def test(row: Row) -> Verdict:
+            value = row.get(column)
+            if value is None:
+                return None
+            if elements == [""]:  # PostgREST reads in.() and in.("") as the empty list
+                return False
+            return any(
+                _compare("eq", value, _coerce(e, value, f"{table}.{column}")) for e in elements
+            )
+
+    elif op == "is":
+        wanted = operand.lower()
+        if wanted not in {"null", "not_null", "true", "false"}:
+            raise _parse_error("failed to parse filter", f"is.{operand}")
+
+        def test(row: Row) -> Verdict:
+            value = row.get(column)
+            if wanted == "null":
+                return value is None
+            if wanted == "not_null":
+                return value is not None
+            return value is (wanted == "true")
+
+    else:
+        raise _parse_error("failed to parse filter", f"unknown operator {op!r}")
+
+    if not negate:
+        return test
+    return lambda row: None if (v := test(row)) is None else not v
+
+
+def _order_key(column: str, descending: bool, nulls_first: bool) -> Callable[[Row], Any]:
+    def key(row: Row) -> Any:
+        value = row.get(column)
+        # Python sorts True after False; reverse=True flips that, so place NULLs explicitly.
+        is_null = value is None
+        null_rank = (not is_null) if nulls_first != descending else is_null
+        if is_null:
+            return (null_rank, "", 0)
+        kind = "" if isinstance(value, int | float | decimal.Decimal) else type(value).__name__
+        return (null_rank, kind, value)
+
+    return key
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
+    raise TypeError(type(value).__name__)
+
+
+class PostgrestEmulator:
+    """Callable as an ``httpx.MockTransport`` handler; see the module docstring.
+
+    ``requests`` records every request received, in order.
+    """
+
+    def __init__(self, store: MemoryStore, *, max_rows: int | None = None) -> None:
+        self.store = store
+        self.max_rows = max_rows
+        self.requests: list[httpx.Request] = []
+
+    def transport(self) -> httpx.MockTransport:
+        """A transport that answers with this emulator."""
+        return httpx.MockTransport(self)
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        try:
+            return self._handle(request)
+        except EmulatorError as exc:
+            return httpx.Response(exc.status, json=exc.body)
+
+    # --- request parsing ---------------------------------------------------------------------
+
+    def _table(self, request: httpx.Request) -> str:
+        path = request.url.path
+        if not path.startswith(_REST_PREFIX):
+            raise EmulatorError(404, "PGRST125", f"invalid path {path!r}")
+        table = path[len(_REST_PREFIX) :]
+        if not _IDENT.fullmatch(table) or table not in self.store.tables():
+            raise EmulatorError(
+                404,
+                "PGRST205",
+                f"Could not find the table 'public.{table}' in the schema cache",
+            )
+        return table
+
+    def _column(self, table: str, name: str) -> str:
+        if not _IDENT.fullmatch(name):
+            raise _parse_error("failed to parse select parameter", name)
+        if name not in self.store.columns(table):
+            raise EmulatorError(400, "42703", f"column {table}.{name} does not exist")
+        return name
+
+    def _handle(self, request: httpx.Request) -> httpx.Response:
+        table = self._table(request)
+        params = decode_query(request.url.query)
+        prefer = {
+            token.strip().partition("=")[0]: token.strip().partition("=")[2]
+            for token in request.headers.get("prefer", "").split(",")
+            if token.strip()
+        }
+        special: dict[str, str] = {}
+        conditions: list[Condition] = []
+        for key, value in params:
+            if key in {"or", "and", "not.or", "not.and"}:
+                raise _parse_error("logic trees are outside the adapter's grammar", key)
+            if key in _RESERVED:
+                if key in special:
+                    raise _parse_error(f"duplicate {key} parameter")
+                special[key] = value
+                continue
+            conditions.append(_condition(table, self._column(table, key), value))
+        if request.method in {"GET", "HEAD"}:
+            return self._read(request, table, special, conditions, prefer)
+        if request.method == "POST":
+            return self._write(request, table, special, prefer)
+        if request.method == "DELETE":
+            return self._delete(table, special, conditions, prefer)
+        raise EmulatorError(405, "PGRST117", f"Unsupported HTTP method: {request.method}")
+
+    def _matching(self, table: str, conditions: list[Condition]) -> list[Row]:
+        return [row for row in self.store.rows(table) if all(c(row) is True for c in conditions)]
+
+    def _projection(self, table: str, select: str | None) -> list[str] | None:
+        if select is None or select == "*":
+            return None
+        return [self._column(table, name) for name in select.split(",")]
+
+    def _sorted(self, table: str, rows: list[Row], order: str | None) -> list[Row]:
+        if order is None:
+            return rows
+        for term in reversed(order.split(",")):
+            name, *modifiers = term.split(".")
+            self._column(table, name)
+            descending, nulls_first = False, None
+            for modifier in modifiers:
+                if modifier in {"asc", "desc"}:
+                    descending = modifier == "desc"
+                elif modifier in {"nullsfirst", "nullslast"}:
+                    nulls_first = modifier == "nullsfirst"
+                else:
+                    raise _parse_error("failed to parse order", term)
+            if nulls_first is None:
+                nulls_first = descending  # PostgreSQL's default placement
+            rows = sorted(rows, key=_order_key(name, descending, nulls_first), reverse=descending)
+        return rows
+
+    @staticmethod
+    def _count(special: dict[str, str], name: str) -> int | None:
+        if name not in special:
+            return None
+        text = special[name]
+        if not text.isdigit():
+            raise _parse_error(f"failed to parse {name} parameter", text)
+        return int(text)
+
+    def _read(
+        self,
+        request: httpx.Request,
+        table: str,
+        special: dict[str, str],
+        conditions: list[Condition],
+        prefer: dict[str, str],
+    ) -> httpx.Response:
+        for key in ("columns", "on_conflict"):
+            if key in special:
+                raise _parse_error(f"{key} is not valid on a read")
+        columns = self._projection(table, special.get("select"))
+        matched = self._sorted(table, self._matching(table, conditions), special.get("order"))
+        offset = self._count(special, "offset") or 0
+        limit = self._count(special, "limit")
+        if self.max_rows is not None:
+            limit = self.max_rows if limit is None else min(limit, self.max_rows)
+        mode = prefer.get("count")
+        if mode is not None and mode not in {"exact", "planned", "estimated"}:
+            mode = None  # PostgREST ignores preferences it does not know (lenient handling)
+        total = len(matched) if mode else None
+        window = matched[offset : None if limit is None else offset + limit]
+        if total is not None and offset > total:
+            return httpx.Response(
+                416,
+                headers={"Content-Range": f"*/{total}"},
+                json={
+                    "code": "PGRST103",
+                    "message": "Requested range not satisfiable",
+                    "details": f"An offset of {offset} was requested, but there are only "
+                    f"{total} rows.",
+                    "hint": None,
+                },
+            )
+        shown = "*" if total is None else str(total)
+        content_range = f"{offset}-{offset + len(window) - 1}/{shown}" if window else f"*/{shown}"
+        status = 206 if total is not None and len(window) < total else 200
+        rows = [{c: row.get(c) for c in (columns or self.store.columns(table))} for row in window]
+        content = b"" if request.method == "HEAD" else json.dumps(rows, default=_json_default)
+        return httpx.Response(
+            status,
+            headers={"Content-Range": content_range, "Content-Type": "application/json"},
+            content=content,
+        )
+
+    def _write(
+        self, request: httpx.Request, table: str, special: dict[str, str], prefer: dict[str, str]
+    ) -> httpx.Response:
+        try:
+            body = json.loads(request.content)
+        except ValueError as exc:
+            raise EmulatorError(400, "PGRST102", "Empty or invalid json") from exc
+        items = body if isinstance(body, list) else [body]
+        if not all(isinstance(item, dict) for item in items):
+            raise EmulatorError(400, "PGRST102", "Empty or invalid json")
+        if "columns" in special:
+            columns = [self._column(table, c) for c in special["columns"].split(",")]
+        else:
+            columns = list(items[0]) if items else []
+        for item in items:
+            for key in item:
+                if key not in self.store.columns(table):
+                    raise EmulatorError(
+                        400,
+                        "PGRST204",
+                        f"Could not find the '{key}' column of '{table}' in the schema cache",
+                    )
+        missing_default = prefer.get("missing") == "default"
+        rows: list[Row] = []
+        for item in items:
+            row: Row = {}
+            for column in columns:
+                if column in item:
+                    row[column] = item[column]
+                elif not missing_default:
+                    row[column] = None
+            rows.append(row)
+        try:
+            if prefer.get("resolution") == "merge-duplicates":
+                conflict = self._column(table, special.get("on_conflict", "id"))
+                stored = self.store.upsert(table, rows, conflict)
+            else:
+                stored = self.store.insert(table, rows)
+        except BackendError as exc:
+            raise EmulatorError(
+                409, "23505", "duplicate key value violates unique constraint"
+            ) from exc
+        if prefer.get("return") == "representation":
+            return httpx.Response(201, content=json.dumps(stored, default=_json_default))
+        return httpx.Response(201)
+
+    def _delete(
+        self,
+        table: str,
+        special: dict[str, str],
+        conditions: list[Condition],
+        prefer: dict[str, str],
+    ) -> httpx.Response:
+        columns = self._projection(table, special.get("select"))
+        doomed = self._matching(table, conditions)
+        ids = {row["id"] for row in doomed}
+        self.store.delete(table, lambda row: row.get("id") in ids)
+        if prefer.get("return") == "representation":
+            rows = [
+                {c: row.get(c) for c in (columns or self.store.columns(table))} for row in doomed
+            ]
+            return httpx.Response(200, content=json.dumps(rows, default=_json_default))
+        return httpx.Response(204)
