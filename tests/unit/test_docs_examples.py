@@ -87,7 +87,7 @@ class TestCodeExamples:
         for block in _runnable(path):
             code = compile(block.code, f"{_rel(path)}:{block.line}", "exec")
             try:
-                exec(code, namespace)  # noqa: S102  # the project's own documentation
+                exec(code, namespace)  # the project's own documentation
             except Exception as exc:  # pragma: no cover - reports which block failed
                 pytest.fail(f"{_rel(path)} block at line {block.line} failed: {exc!r}")
 
