@@ -1,3 +1,75 @@
-"""Adaptive retrieval on top of a read-only persistence facade."""
+"""Adaptive retrieval on top of a read-only persistence facade.
 
-__all__: list[str] = []
+Free text → filters (rules first, then an optional LLM) → a paginated, cached read → deterministic
+reformulations → a rate-limited fallback → an envelope whose every record carries verifiable
+provenance::
+
+    from rag_agent import create_rag_agent
+    rag = create_rag_agent(kind="memory")
+    envelope = rag.run("find leads at acme", return_json=True)
+"""
+
+from rag_agent.agent import (
+    FallbackRead,
+    FallbackRequest,
+    FallbackResult,
+    FallbackRunner,
+    FilterExtractor,
+    RAGAgent,
+)
+from rag_agent.cache import QueryCache
+from rag_agent.envelope import (
+    Envelope,
+    ErrorInfo,
+    Metadata,
+    Provenance,
+    Record,
+    ReformulationAttempt,
+    build_records,
+    envelope_json_schema,
+    row_hash,
+)
+from rag_agent.factory import create_rag_agent
+from rag_agent.filters import filters_to_query, normalize_filters, parse_filters_from_text
+from rag_agent.ratelimit import (
+    MemorySlidingWindowLimiter,
+    RateLimiter,
+    RateLimiterUnavailableError,
+    RedisSlidingWindowLimiter,
+    create_limiter,
+)
+from rag_agent.reformulation import REFORMULATION_ORDER, reformulations
+from rag_agent.settings import RAGSettings
+from rag_agent.summary import summarize
+
+__all__ = [
+    "REFORMULATION_ORDER",
+    "Envelope",
+    "ErrorInfo",
+    "FallbackRead",
+    "FallbackRequest",
+    "FallbackResult",
+    "FallbackRunner",
+    "FilterExtractor",
+    "MemorySlidingWindowLimiter",
+    "Metadata",
+    "Provenance",
+    "QueryCache",
+    "RAGAgent",
+    "RAGSettings",
+    "RateLimiter",
+    "RateLimiterUnavailableError",
+    "Record",
+    "RedisSlidingWindowLimiter",
+    "ReformulationAttempt",
+    "build_records",
+    "create_limiter",
+    "create_rag_agent",
+    "envelope_json_schema",
+    "filters_to_query",
+    "normalize_filters",
+    "parse_filters_from_text",
+    "reformulations",
+    "row_hash",
+    "summarize",
+]

@@ -1,0 +1,62 @@
+"""Summaries of large results: per-column counts and extremes over the returned page.
+
+When a query matches more rows than ``RAG_SUMMARY_THRESHOLD`` the envelope is marked
+``truncated`` and carries a summary. It describes **the returned page only**, a sample of the
+matching rows, and says so (``"sample": true``, ``sample_size``, ``total_count``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["TOP_VALUES", "summarize"]
+
+#: How many most frequent values are listed per column.
+TOP_VALUES = 3
+_HASHABLE_SCALARS = (str, int, float, bool)
+
+
+def _extremes(values: list[Any]) -> dict[str, Any]:
+    # Only values of one comparable kind have a meaningful min/max.
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) == len(values) and numbers:
+        return {"min": min(numbers), "max": max(numbers)}
+    texts = [v for v in values if isinstance(v, str)]
+    if len(texts) == len(values) and texts:
+        return {"min": min(texts), "max": max(texts)}
+    return {}
+
+
+def summarize(rows: Sequence[Mapping[str, Any]], total_count: int) -> dict[str, Any]:
+    """Per-column ``distinct``, ``nulls``, ``top`` values and ``min``/``max`` over ``rows``.
+
+    ``rows`` are canonical (JSON-ready) record fields; the result is JSON-ready too.
+
+    >>> summarize([{"status": "new"}, {"status": None}], 900)["columns"]["status"]["top"]
+    [{'value': 'new', 'count': 1}]
+    """
+    columns: dict[str, list[Any]] = {}
+    for row in rows:
+        for key, value in row.items():
+            columns.setdefault(key, []).append(value)
+    described: dict[str, Any] = {}
+    for column, values in columns.items():
+        present = [v for v in values if v is not None]
+        nulls = len(rows) - len(present)  # a column missing from a row counts as null
+        countable = [v for v in present if isinstance(v, _HASHABLE_SCALARS)]
+        counts = Counter(countable)
+        described[column] = {
+            "distinct": len(counts),
+            "nulls": nulls,
+            "top": [{"value": v, "count": c} for v, c in counts.most_common(TOP_VALUES)],
+            **_extremes(present),
+        }
+    return {
+        "sample": True,
+        "sample_size": len(rows),
+        "total_count": total_count,
+        "note": "computed over the returned page only, a sample of the matching rows",
+        "columns": described,
+    }
