@@ -204,9 +204,12 @@ class SupabaseBackend:
         if checks:
             return self._read_checked(query, base, checks)
         params = [("select", select_param(query)), *base, ("order", order_param(query.order))]
-        rows, total = self._fetch(query, params, query.offset, query.limit, "read")
+        rows, total, ended = self._fetch(query, params, query.offset, query.limit, "read")
         if total is None:
-            total = self._total(query.table, base, "read")
+            # No count in Content-Range (``*``): what was read is the total when the rows ran
+            # out on this page; otherwise ask for the count on its own.
+            known = ended and (rows or not query.offset)
+            total = query.offset + len(rows) if known else self._total(query.table, base, "read")
         return Page(rows=rows, total_count=total)
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
@@ -254,7 +257,7 @@ class SupabaseBackend:
         order = order_param(() if query is None else query.order)
         params = [("select", select), *base, ("order", order)]
         probe = query if query is not None else Query(table)
-        rows, _ = self._fetch(probe, params, 0, None, operation)
+        rows, _, _ = self._fetch(probe, params, 0, None, operation)
         return [row for row in rows if all(p(row) for p in predicates)]
 
     def _fetch(
@@ -264,14 +267,15 @@ class SupabaseBackend:
         offset: int,
         limit: int | None,
         operation: str,
-    ) -> tuple[list[Row], int | None]:
+    ) -> tuple[list[Row], int | None, bool]:
         """Rows ``offset .. offset+limit`` (all when ``limit`` is None), refilling capped pages.
 
-        Returns the rows and the total from the first response's ``Content-Range`` (``None``
-        when the server sent ``*``).
+        Returns the rows, the total from the first response's ``Content-Range`` (``None`` when
+        the server sent ``*``), and whether the rows were seen to end.
         """
         rows: list[Row] = []
         total: int | None = None
+        ended = False
         first = True
         exact = self._count_mode == "exact"
         while True:
@@ -288,6 +292,7 @@ class SupabaseBackend:
             if not response.is_success:
                 if _is_range_error(response):
                     # The start lies past the last row (PGRST103): an empty page, not a failure.
+                    ended = True
                     break
                 raise error_from_response(
                     response,
@@ -307,15 +312,18 @@ class SupabaseBackend:
                     operation=operation,
                 )
             rows.extend(batch)
-            if ask == 0 or not batch or (limit is not None and len(rows) >= limit):
+            if not batch and ask:
+                ended = True
                 break
-            reached = offset + len(rows)
-            if exact and total is not None and reached >= total:
+            if ask == 0 or (limit is not None and len(rows) >= limit):
+                break
+            if exact and total is not None and offset + len(rows) >= total:
+                ended = True
                 break
             # Otherwise the page was full, or short because of the server's row cap (the total
             # says more rows exist), or the total is unknown/estimated: ask again; an empty
             # answer ends the loop.
-        return rows, total
+        return rows, total, ended
 
     def _total(self, table: str, base: list[tuple[str, str]], operation: str) -> int:
         params = [*base, ("limit", "0")]

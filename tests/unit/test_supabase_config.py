@@ -1,0 +1,166 @@
+"""Settings of the Supabase backend: url/key resolution, options, the privileged-key rule."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import httpx
+import pytest
+
+from persistence import (
+    ConfigurationError,
+    Op,
+    create_persistence_agent,
+    create_read_only_facade,
+)
+from persistence.backends.supabase import create_backend, key_role
+from tests.support.http import ScriptedServer, rows_response
+from tests.support.postgrest import BASE_URL, fake_key
+
+
+@pytest.fixture
+def http() -> httpx.Client:
+    server = ScriptedServer([rows_response([], "*/0")])
+    return httpx.Client(transport=httpx.MockTransport(server))
+
+
+@pytest.fixture(autouse=True)
+def _no_supabase_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SUPABASE_URL", raising=False)
+    monkeypatch.delenv("SUPABASE_KEY", raising=False)
+
+
+class TestSettings:
+    @pytest.mark.parametrize(
+        ("given", "variable", "argument"),
+        [({"key": "k"}, "SUPABASE_URL", "url="), ({"url": BASE_URL}, "SUPABASE_KEY", "key=")],
+    )
+    def test_missing_setting_names_variable_and_argument(
+        self, given: dict[str, str], variable: str, argument: str
+    ) -> None:
+        """A missing url or key raises ConfigurationError naming the variable and the argument."""
+        with pytest.raises(ConfigurationError) as info:
+            create_backend(**given)
+        assert variable in str(info.value)
+        assert argument in str(info.value)
+        assert info.value.variable == variable
+
+    def test_environment_supplies_url_and_key(
+        self, monkeypatch: pytest.MonkeyPatch, http: httpx.Client
+    ) -> None:
+        """``SUPABASE_URL``/``SUPABASE_KEY`` are used when no argument is given."""
+        monkeypatch.setenv("SUPABASE_URL", BASE_URL)
+        monkeypatch.setenv("SUPABASE_KEY", fake_key())
+        facade = create_read_only_facade(kind="supabase", http_client=http)
+        assert facade.count("leads") == 0
+        request = http._transport.handler.requests[0]  # type: ignore[attr-defined]
+        assert request.url.host == "emulated.supabase.test"
+
+    def test_arguments_win_over_environment(
+        self, monkeypatch: pytest.MonkeyPatch, http: httpx.Client
+    ) -> None:
+        """Explicit url=/key= are used even when the variables are set."""
+        monkeypatch.setenv("SUPABASE_URL", "https://other.example")
+        monkeypatch.setenv("SUPABASE_KEY", fake_key("other"))
+        facade = create_read_only_facade(
+            kind="supabase", url=BASE_URL, key=fake_key(), http_client=http
+        )
+        facade.count("leads")
+        request = http._transport.handler.requests[0]  # type: ignore[attr-defined]
+        assert request.url.host == "emulated.supabase.test"
+        assert request.headers["apikey"] == fake_key()
+
+    @pytest.mark.parametrize(
+        "options",
+        [
+            {"count": "approximate"},
+            {"page_size": 0},
+            {"page_size": "10"},
+            {"timeout": 0},
+            {"timeout": True},
+            {"retries": -1},
+            {"retries": 11},
+            {"http_client": object()},
+            {"allow_privileged": "yes"},
+            {"dsn": "postgresql://x"},
+        ],
+        ids=str,
+    )
+    def test_bad_options_are_configuration_errors(self, options: dict[str, object]) -> None:
+        """Every malformed or unknown option is refused before anything is sent."""
+        with pytest.raises(ConfigurationError):
+            create_backend(url=BASE_URL, key=fake_key(), **options)
+
+    def test_bad_url_is_a_configuration_error(self) -> None:
+        """A URL the client rejects becomes ConfigurationError naming SUPABASE_URL."""
+        with pytest.raises(ConfigurationError) as info:
+            create_backend(url="ftp://nowhere", key=fake_key())
+        assert info.value.variable == "SUPABASE_URL"
+
+    def test_capabilities_are_declared(self, http: httpx.Client) -> None:
+        """Every operator, native offset, no page-size limit for callers, exact counts."""
+        backend = create_backend(url=BASE_URL, key=fake_key(), http_client=http)
+        caps = backend.capabilities
+        assert caps.operators == frozenset(Op)
+        assert caps.native_offset is True
+        assert caps.max_page_size is None
+        assert caps.count is True
+        assert caps.raw_sql is False
+        assert backend.columns("leads") is None
+
+    def test_missing_package_gives_install_hint(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without the supabase package, importing the backend names the extra to install."""
+        monkeypatch.setitem(sys.modules, "supabase", None)
+        monkeypatch.delitem(sys.modules, "persistence.backends.supabase", raising=False)
+        with pytest.raises(ConfigurationError, match=r"readonly-rag\[supabase\]"):
+            importlib.import_module("persistence.backends.supabase")
+
+
+class TestPrivilegedKeys:
+    @pytest.mark.parametrize(
+        ("key", "role"),
+        [
+            (fake_key("anon"), "anon"),
+            (fake_key("service_role"), "service_role"),
+            ("sb_secret_abc123", "service_role"),
+            ("sb_publishable_abc123", None),
+            ("not-a-jwt", None),
+            ("a.!!!.c", None),
+            ("a.bnVsbA.c", None),
+        ],
+    )
+    def test_key_role_reads_the_claim(self, key: str, role: str | None) -> None:
+        """The role claim is read from the JWT payload; secret keys count as service_role."""
+        assert key_role(key) == role
+
+    def test_service_role_refused_for_read_only(self, http: httpx.Client) -> None:
+        """The read-only facade refuses a key that bypasses row-level security."""
+        with pytest.raises(ConfigurationError, match="row-level security") as info:
+            create_read_only_facade(
+                kind="supabase", url=BASE_URL, key=fake_key("service_role"), http_client=http
+            )
+        assert info.value.variable == "SUPABASE_KEY"
+
+    def test_allow_privileged_accepts_with_warning(
+        self, http: httpx.Client, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """``allow_privileged=True`` accepts the key and logs a warning."""
+        with caplog.at_level(logging.WARNING, logger="persistence.backends.supabase"):
+            facade = create_read_only_facade(
+                kind="supabase",
+                url=BASE_URL,
+                key=fake_key("service_role"),
+                http_client=http,
+                allow_privileged=True,
+            )
+        assert facade.count("leads") == 0
+        assert any("service_role" in r.getMessage() for r in caplog.records)
+
+    def test_writer_may_use_service_role(self, http: httpx.Client) -> None:
+        """The read-write agent (seeding, trusted callers) accepts a service_role key."""
+        agent = create_persistence_agent(
+            kind="supabase", url=BASE_URL, key=fake_key("service_role"), http_client=http
+        )
+        assert agent.count("leads") == 0
