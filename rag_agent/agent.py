@@ -100,6 +100,8 @@ class FallbackResult:
 
     reads: Sequence[FallbackRead] = ()
     error: BaseException | str | None = None
+    #: Row ids the LLM's final answer cited but no tool call read: dropped, counted here.
+    dropped_ids: int = 0
 
 
 class FallbackRunner(Protocol):
@@ -132,6 +134,7 @@ class _Outcome:
     cache: Literal["hit", "miss"] | None = None
     fallback: Literal["agent", "reformulation", "suppressed", "disabled"] | None = None
     attempts: list[ReformulationAttempt] = field(default_factory=list)
+    dropped_ids: int | None = None
     error: ErrorInfo | None = None
 
 
@@ -503,6 +506,7 @@ class RAGAgent:
         outcome.total_count = len(records)
         outcome.retrieved_at = self._now()
         outcome.cache = None
+        outcome.dropped_ids = max(0, int(result.dropped_ids))
         if result.error is not None:
             outcome.error = _error_info(result.error)
             if isinstance(result.error, BaseException):
@@ -529,6 +533,8 @@ class RAGAgent:
             metadata["cache"] = outcome.cache
         if outcome.attempts:
             metadata["reformulation_attempts"] = outcome.attempts
+        if outcome.dropped_ids is not None:
+            metadata["fallback_dropped_ids"] = outcome.dropped_ids
         if truncated:
             metadata["truncated"] = True
             metadata["summary"] = outcome.summary or summarize(

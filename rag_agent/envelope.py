@@ -11,7 +11,10 @@ UUIDs and Decimals are ``str``. Anyone holding an envelope can re-verify every r
 
 (in JSON form, values are already the canonical strings, so the check works on a parsed
 envelope as it is). The JSON Schema of the envelope lives in ``docs/envelope.schema.json``;
-regenerate it with ``python -m rag_agent.envelope > docs/envelope.schema.json``.
+regenerate it with::
+
+    python -c "import rag_agent.envelope as e; print(e.schema_json(), end='')" \\
+        > docs/envelope.schema.json
 
 Models are frozen: a record shared through the agent's cache cannot be changed by attribute
 assignment, and every envelope gets its own ``records`` list and ``metadata``.
@@ -45,6 +48,7 @@ __all__ = [
     "canonical_value",
     "envelope_json_schema",
     "row_hash",
+    "schema_json",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -152,6 +156,11 @@ class Metadata(_Frozen):
     limit: int | None = Field(default=None, ge=1, description="Effective limit after clamping.")
     offset: int | None = Field(default=None, ge=0)
     reformulation_attempts: list[ReformulationAttempt] | None = None
+    fallback_dropped_ids: int | None = Field(
+        default=None,
+        ge=0,
+        description="Row ids the agent fallback cited without having read them (dropped).",
+    )
 
 
 _OPTIONAL_METADATA = tuple(
@@ -256,7 +265,8 @@ def build_records(
         _set_attr(provenance, "__pydantic_private__", None)
         record = new_record(Record)
         _set_attr(record, "__dict__", {"provenance": provenance})
-        _set_attr(record, "__pydantic_fields_set__", record_fields)
+        # As after validation, extra fields count as set (``exclude_unset`` keeps them).
+        _set_attr(record, "__pydantic_fields_set__", record_fields.union(fields))
         _set_attr(record, "__pydantic_extra__", fields)
         _set_attr(record, "__pydantic_private__", None)
         records.append(record)
@@ -274,9 +284,6 @@ def envelope_json_schema() -> dict[str, Any]:
     }
 
 
-def _main() -> None:
-    print(json.dumps(envelope_json_schema(), indent=2, sort_keys=True))
-
-
-if __name__ == "__main__":
-    _main()
+def schema_json() -> str:
+    """The schema as the text of ``docs/envelope.schema.json`` (sorted keys, two-space indent)."""
+    return json.dumps(envelope_json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

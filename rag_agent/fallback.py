@@ -8,7 +8,7 @@ bounded, and what it says is never taken on trust:
 - **Grounded records.** Every row a tool call reads is written to a per-run :class:`ReadLedger`
   (table, row, ``retrieved_at``). The model's final answer only *cites* rows by table and id; the
   records are those ledger entries. A cited id that was never read is dropped and counted
-  (``FallbackResult.dropped_citations``): the model's text never becomes a record.
+  (``FallbackOutcome.dropped_citations``): the model's text never becomes a record.
 - **Untrusted-data boundary.** Rows are shown to the model as JSON between two markers carrying a
   fresh random token per tool call, with the rule (in the system prompt) that nothing between
   markers is an instruction. A row cannot close the block, since it cannot know the token.
@@ -56,21 +56,25 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from persistence import Filter, Op, Order, PersistenceError, ReadOnlyPersistenceFacade
+from rag_agent.agent import FallbackRead, FallbackRequest, FallbackResult
 from rag_agent.llm_filters import message_text, read_json_object
+from rag_agent.settings import RAGSettings
 
 __all__ = [
     "DEFAULT_FALLBACK_TIMEOUT_SECONDS",
     "LLM_OPERATORS",
     "AgentFallback",
     "CitedRow",
-    "FallbackResult",
+    "FallbackOutcome",
     "FallbackStepLimitError",
     "FallbackStopped",
     "FallbackTimeoutError",
     "FinalAnswer",
     "LedgerEntry",
+    "PipelineFallback",
     "ReadLedger",
     "boundary_block",
+    "create_fallback_runner",
 ]
 
 #: Overall wall-clock budget of one fallback run.
@@ -181,7 +185,7 @@ class FinalAnswer(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
-class FallbackResult:
+class FallbackOutcome:
     """What one fallback run produced. ``records`` are ledger entries only, never model text."""
 
     records: tuple[LedgerEntry, ...] = ()
@@ -194,7 +198,8 @@ class FallbackResult:
     refused_tool_calls: int = 0
     rows_read: int = 0
     stopped: Literal["answer", "no_answer", "step_limit", "timeout", "error"] = "answer"
-    tables: tuple[str, ...] = field(default=())
+    tables: tuple[str, ...] = ()
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     def metadata(self) -> dict[str, Any]:
         """Counters for the envelope's metadata (``fallback_*`` keys)."""
@@ -482,21 +487,28 @@ class AgentFallback:
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
 
     def run(
-        self, text: str, *, table: str = "leads", tried_filters: Mapping[str, Any] | None = None
-    ) -> FallbackResult:
+        self,
+        text: str,
+        *,
+        table: str = "leads",
+        tried_filters: Mapping[str, Any] | None = None,
+        max_steps: int | None = None,
+    ) -> FallbackOutcome:
         """Let the model look for rows answering ``text``; never raises.
 
         ``table`` is the table the caller asked about (the default for citations without one);
-        ``tried_filters`` are the filters the deterministic steps already tried, as a hint.
+        ``tried_filters`` are the filters the deterministic steps already tried, as a hint;
+        ``max_steps`` overrides the step limit for this run.
         """
+        steps = self.max_steps if max_steps is None else max(1, max_steps)
         state = _Run(
             self._facade,
-            max_steps=self.max_steps,
+            max_steps=steps,
             deadline=self._clock() + self.timeout_seconds,
             clock=self._clock,
             now=self._now,
         )
-        _log.info("rag.fallback.start", table=table, max_steps=self.max_steps)
+        _log.info("rag.fallback.start", table=table, max_steps=steps)
         context = contextvars.copy_context()
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rag-fallback")
         try:
@@ -517,7 +529,7 @@ class AgentFallback:
         graph = create_agent(
             self._llm,
             state.tools(),
-            system_prompt=_SYSTEM_PROMPT.format(max_steps=self.max_steps),
+            system_prompt=_SYSTEM_PROMPT.format(max_steps=state.max_steps),
             middleware=[_Budget(state)],
             response_format=ToolStrategy(FinalAnswer),
         )
@@ -526,7 +538,7 @@ class AgentFallback:
         result: dict[str, Any] = graph.invoke({"messages": [HumanMessage(request)]})
         return result
 
-    def _result(self, state: _Run, output: Mapping[str, Any], table: str) -> FallbackResult:
+    def _result(self, state: _Run, output: Mapping[str, Any], table: str) -> FallbackOutcome:
         answer = _final_answer(output)
         records: list[LedgerEntry] = []
         seen: set[tuple[str, str]] = set()
@@ -542,7 +554,7 @@ class AgentFallback:
                 dropped += 1
             else:
                 records.append(entry)
-        result = FallbackResult(
+        result = FallbackOutcome(
             records=tuple(records),
             answer=answer.answer if answer else None,
             dropped_citations=dropped,
@@ -556,7 +568,7 @@ class AgentFallback:
         _log.info("rag.fallback.done", records=len(records), **result.metadata())
         return result
 
-    def _failed(self, state: _Run, error: Exception) -> FallbackResult:
+    def _failed(self, state: _Run, error: Exception) -> FallbackOutcome:
         reason: Literal["step_limit", "timeout", "error"]
         if isinstance(error, FallbackStopped):
             reason, message = error.reason, str(error)
@@ -572,9 +584,10 @@ class AgentFallback:
             )
         else:
             _log.warning("rag.fallback.error", error=message, stopped=reason)
-        return FallbackResult(
+        return FallbackOutcome(
             error=message,
             error_type=type(error).__name__,
+            exception=error,
             model_calls=state.model_calls,
             tool_calls=state.tool_calls,
             refused_tool_calls=state.refused,
@@ -613,3 +626,53 @@ def _chain(exc: BaseException) -> list[str]:
         chain.append(f"{type(current).__name__}: {current}")
         current = current.__cause__ or current.__context__
     return chain
+
+
+class PipelineFallback:
+    """The pipeline's step-5 hook: runs an :class:`AgentFallback` for a ``FallbackRequest``.
+
+    Built by :func:`create_fallback_runner`, which ``RAGAgent`` looks up when it has an LLM.
+    It hands back only the rows the final answer cited *and* the tools read (one
+    ``FallbackRead`` per row, with that read's time), the number of cited ids dropped, and the
+    error that stopped the run. Thread-safe, like ``AgentFallback``.
+    """
+
+    def __init__(self, fallback: AgentFallback) -> None:
+        self.fallback = fallback
+
+    def __call__(self, request: FallbackRequest) -> FallbackResult:
+        """Run the agent for ``request`` within its step budget; never raises."""
+        outcome = self.fallback.run(
+            request.text,
+            table=request.table,
+            tried_filters=request.filters or None,
+            max_steps=request.max_steps,
+        )
+        reads = [
+            FallbackRead(table=entry.table, rows=[entry.row], retrieved_at=entry.retrieved_at)
+            for entry in outcome.records
+        ]
+        error: BaseException | str | None = outcome.exception or outcome.error
+        return FallbackResult(reads=reads, error=error, dropped_ids=outcome.dropped_citations)
+
+
+def create_fallback_runner(
+    facade: ReadOnlyPersistenceFacade,
+    llm: BaseChatModel,
+    *,
+    settings: RAGSettings | None = None,
+    timeout_seconds: float = DEFAULT_FALLBACK_TIMEOUT_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> PipelineFallback:
+    """The fallback hook for ``RAGAgent``: ``RAG_FALLBACK_MAX_STEPS`` and ``RAG_DEBUG`` apply."""
+    settings = settings if settings is not None else RAGSettings.from_env()
+    return PipelineFallback(
+        AgentFallback(
+            facade,
+            llm,
+            max_steps=settings.fallback_max_steps,
+            timeout_seconds=timeout_seconds,
+            debug=settings.debug,
+            clock=clock,
+        )
+    )

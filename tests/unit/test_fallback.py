@@ -22,7 +22,7 @@ from persistence import (
 )
 from rag_agent.fallback import (
     AgentFallback,
-    FallbackResult,
+    FallbackOutcome,
     ReadLedger,
     boundary_block,
 )
@@ -446,7 +446,7 @@ class TestErrors:
 class TestConcurrency:
     def test_parallel_runs_share_nothing(self, facade: ReadOnlyPersistenceFacade) -> None:
         """Runs on eight threads each get exactly the rows their own tool calls read."""
-        results: list[tuple[int, FallbackResult]] = []
+        results: list[tuple[int, FallbackOutcome]] = []
         lock = threading.Lock()
 
         def worker(lead_id: int) -> None:
