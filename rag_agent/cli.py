@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -71,6 +71,45 @@ def _debug() -> bool:
 # --------------------------------------------------------------------------- logging
 
 
+@contextlib.contextmanager
+def _logging_for_cli(stream: TextIO) -> Iterator[None]:
+    """Configure logging for one CLI run, then put back what was there.
+
+    ``main`` is also called in-process (tests, notebooks): it must not leave the host's logging
+    pointed at a stream that only existed for one call.
+    """
+    import structlog
+
+    saved_structlog = structlog.get_config()
+    root = logging.getLogger()
+    saved_root = (root.level, list(root.handlers))
+    configure_logging(stream)
+    try:
+        yield
+    finally:
+        structlog.configure(**saved_structlog)
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        root.setLevel(saved_root[0])
+        for handler in saved_root[1]:
+            root.addHandler(handler)
+
+
+# Events the CLI already reports in its own words: a failed run is the "query failed" line, and
+# a missing LLM shows as `fallback: disabled` in the envelope. With RAG_DEBUG=1 they are logged.
+_REPORTED_EVENTS = frozenset({"rag.error", "rag.llm.disabled"})
+
+
+def _drop_reported_events(
+    logger: Any, method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    import structlog
+
+    if event_dict.get("event") in _REPORTED_EVENTS:
+        raise structlog.DropEvent
+    return event_dict
+
+
 def configure_logging(stream: TextIO | None = None) -> None:
     """Send structlog and stdlib logs to stderr, at WARNING unless ``RAG_DEBUG=1``.
 
@@ -78,10 +117,12 @@ def configure_logging(stream: TextIO | None = None) -> None:
     """
     import structlog
 
-    level = logging.DEBUG if _debug() else logging.WARNING
+    debug = _debug()
+    level = logging.DEBUG if debug else logging.WARNING
     target = stream if stream is not None else sys.stderr
     structlog.configure(
         processors=[
+            *([] if debug else [_drop_reported_events]),
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.dev.ConsoleRenderer(colors=False),
@@ -90,7 +131,13 @@ def configure_logging(stream: TextIO | None = None) -> None:
         logger_factory=structlog.PrintLoggerFactory(file=target),
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(level=level, stream=target, force=True)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)  # not closed: the caller may still own it
+    handler = logging.StreamHandler(target)
+    handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)s] %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(level)
 
 
 # --------------------------------------------------------------------------- backends
@@ -98,10 +145,10 @@ def configure_logging(stream: TextIO | None = None) -> None:
 
 @dataclass
 class _Connection:
-    """What a command reads through, and what to close afterwards."""
+    """What a command reads through: a facade, and the agent over it when one was asked for."""
 
     facade: ReadOnlyPersistenceFacade
-    kind: str
+    agent: Any = None
     loaded: Mapping[str, int] | None = None
 
 
@@ -130,8 +177,11 @@ def _backend_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _connect(args: argparse.Namespace) -> Iterator[_Connection]:
-    """A read-only facade for ``args``; the memory backend gets the sample data unless --empty."""
+def _connect(args: argparse.Namespace, *, agent: bool) -> Iterator[_Connection]:
+    """A read-only facade for ``args`` (and a ``RAGAgent`` over it with ``agent=True``).
+
+    The memory backend gets a private store with the sample data, unless ``--empty``.
+    """
     from rag_agent.sample import load_sample
 
     options = _backend_options(args)
@@ -141,11 +191,18 @@ def _connect(args: argparse.Namespace) -> Iterator[_Connection]:
         if not getattr(args, "empty", False):
             loaded = load_sample(store)
         options["store"] = store
-    facade = create_read_only_facade(kind=args.backend, **options)
+    if agent:
+        # Imported here: the pipeline pulls in LangChain, which `tables` and `load` do not need.
+        from rag_agent.factory import create_rag_agent
+
+        rag = create_rag_agent(args.backend, **options)
+        connection = _Connection(rag.facade, rag, loaded)
+    else:
+        connection = _Connection(create_read_only_facade(kind=args.backend, **options))
     try:
-        yield _Connection(facade, args.backend, loaded)
+        yield connection
     finally:
-        facade.close()
+        (connection.agent or connection.facade).close()
 
 
 def _writable_backend(kind: str, options: Mapping[str, Any]) -> Backend:
@@ -185,16 +242,6 @@ def _sync_postgres_identities(dsn: str, tables: Sequence[str]) -> None:
 
 
 # --------------------------------------------------------------------------- the agent
-
-
-def _create_agent(facade: ReadOnlyPersistenceFacade) -> Any:
-    try:
-        factory = importlib.import_module("rag_agent.factory")
-    except ModuleNotFoundError as exc:
-        if exc.name != "rag_agent.factory":
-            raise
-        raise UsageError("the retrieval agent is not available in this build") from exc
-    return factory.create_rag_agent(facade=facade)
 
 
 def _run(agent: Any, text: str, args: argparse.Namespace, **overrides: Any) -> Envelope:
@@ -282,16 +329,24 @@ def format_envelope(envelope: Mapping[str, Any], *, max_rows: int | None = None)
 
 
 def _format_summary(summary: Any) -> str:
-    if not isinstance(summary, Mapping):
+    if not isinstance(summary, Mapping) or not isinstance(summary.get("columns"), Mapping):
         return "  " + json.dumps(summary, ensure_ascii=False, default=str)
+    columns: Mapping[str, Any] = summary["columns"]
+    width = max((len(c) for c in columns), default=0)
     lines = []
-    columns = summary.get("columns", summary)
-    if isinstance(columns, Mapping):
-        for column, stats in columns.items():
-            lines.append(f"  {column}: {json.dumps(stats, ensure_ascii=False, default=str)}")
-    else:
-        lines.append("  " + json.dumps(summary, ensure_ascii=False, default=str))
-    return "\n".join(lines[:12] + (["  …"] if len(lines) > 12 else []))
+    for column, stats in columns.items():
+        if not isinstance(stats, Mapping):
+            continue
+        parts = [f"{stats.get('distinct', '?')} distinct, {stats.get('nulls', 0)} null"]
+        top = [t for t in stats.get("top") or () if isinstance(t, Mapping)]
+        if top:
+            parts.append(
+                "top: " + ", ".join(f"{_cell(t.get('value'), 24)} ({t.get('count')})" for t in top)
+            )
+        if "min" in stats:
+            parts.append(f"min {_cell(stats['min'], 24)}, max {_cell(stats.get('max'), 24)}")
+        lines.append(f"  {column.ljust(width)}  " + " · ".join(parts))
+    return "\n".join(lines)
 
 
 def _emit(envelope: Envelope, as_json: bool, out: TextIO, *, max_rows: int | None = None) -> None:
@@ -328,8 +383,8 @@ def _error_of(envelope: Mapping[str, Any]) -> str | None:
 
 def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run one query and print its envelope."""
-    with _connect(args) as conn:
-        envelope = _run(_create_agent(conn.facade), args.text, args)
+    with _connect(args, agent=True) as conn:
+        envelope = _run(conn.agent, args.text, args)
     _emit(envelope, _wants_json(args, out), out)
     error = _error_of(envelope)
     if error:
@@ -348,17 +403,13 @@ _CHAT_HELP = (
 class _Chat:
     """One chat session: the agent, the history of requests, the page to continue from."""
 
-    facade: ReadOnlyPersistenceFacade
+    agent: Any
     args: argparse.Namespace
     history: list[tuple[str, int, int, int]]  # (text, offset, page size, total)
-    agent: Any = None
-
-    def __post_init__(self) -> None:
-        self.agent = _create_agent(self.facade)
 
     def reset(self) -> None:
         self.history.clear()
-        self.agent = _create_agent(self.facade)  # a fresh agent has an empty cache
+        self.agent.cache.clear()
 
     def next_page(self) -> tuple[str, int] | None:
         if not self.history:
@@ -387,8 +438,8 @@ def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO, inp: TextIO) ->
     interactive = _isatty(inp)
     as_json = _wants_json(args, out)
     failed = False
-    with _connect(args) as conn:
-        chat = _Chat(conn.facade, args, [])
+    with _connect(args, agent=True) as conn:
+        chat = _Chat(conn.agent, args, [])
         if interactive:
             with contextlib.suppress(ImportError):
                 import readline  # noqa: F401  # line editing and arrow-key history
@@ -436,7 +487,7 @@ def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO, inp: TextIO) ->
 
 def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """List the allow-listed tables with their columns and row counts."""
-    with _connect(args) as conn:
+    with _connect(args, agent=False) as conn:
         rows = [
             (t, conn.facade.count(t), list(conn.facade.columns(t))) for t in conn.facade.tables()
         ]
@@ -492,8 +543,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Load the sample data into memory and walk through what the agent does."""
     args.backend, args.dsn, args.url, args.empty = "memory", None, None, False
     as_json = bool(args.json)
-    with _connect(args) as conn:
-        agent = _create_agent(conn.facade)
+    with _connect(args, agent=True) as conn:
+        agent = conn.agent
         if not as_json:
             loaded = conn.loaded or {}
             out.write(
@@ -501,6 +552,11 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 + ", ".join(f"{n} {t}" for t, n in loaded.items())
                 + "\n"
             )
+            if getattr(agent, "llm", None) is None:
+                out.write(
+                    "LLM steps are off (no OPENAI_API_KEY): everything below is rules, queries "
+                    "and reformulations.\n"
+                )
         failed = False
         for title, text, options in _demo_steps():
             envelope = agent.run(text, return_json=True, **options)
@@ -508,9 +564,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if as_json:
                 out.write(json.dumps({"step": title, "query": text, "envelope": envelope}) + "\n")
                 continue
-            shown = ", ".join(f"{k}={v}" for k, v in options.items())
-            out.write(f"\n== {title}\n$ rag-agent ask {json.dumps(text)}")
-            out.write(f"{' ' + shown if shown else ''}\n")
+            flags = "".join(f" --{k} {v}" for k, v in options.items())
+            out.write(f"\n== {title}\n$ rag-agent ask {json.dumps(text)}{flags}\n")
             _emit(envelope, False, out, max_rows=5)
     if not as_json:
         out.write(
@@ -675,7 +730,6 @@ def main(
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
         return code
-    configure_logging(err)
     handlers: dict[str, Callable[[], int]] = {
         "ask": lambda: cmd_ask(args, out, err),
         "chat": lambda: cmd_chat(args, out, err, inp),
@@ -684,8 +738,13 @@ def main(
         "demo": lambda: cmd_demo(args, out, err),
         "tools": lambda: cmd_tools(args, out, err),
     }
+    with _logging_for_cli(err):
+        return _dispatch(handlers[args.command], err)
+
+
+def _dispatch(handler: Callable[[], int], err: TextIO) -> int:
     try:
-        return handlers[args.command]()
+        return handler()
     except (UsageError, ConfigurationError) as exc:
         hint = (
             " (on the command line: --allow-privileged)" if "allow_privileged" in str(exc) else ""

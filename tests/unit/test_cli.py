@@ -212,7 +212,8 @@ class TestRendering:
         header = text.splitlines()[2].split()
         assert header == ["id", "email", "zeta"]
         assert "provenance" not in text
-        assert "truncated: 300 matches" in text and 'status: {"distinct": 3}' in text
+        assert "truncated: 300 matches" in text
+        assert "  status  3 distinct, 0 null" in text
 
 
 class TestLogging:
@@ -278,6 +279,10 @@ class TestLoadPostgres:
         assert code == EXIT_OK, err
         counts = {t["table"]: t["rows"] for t in json.loads(out)["tables"]}
         assert counts == loaded
+        code, out, err = run("ask", "find leads at Acme Corp", "--limit", "3", *args)
+        assert code == EXIT_OK, err
+        meta = json.loads(out)["metadata"]
+        assert (meta["total_count"], meta["fallback"]) == (196, "reformulation")
 
         import psycopg
 
