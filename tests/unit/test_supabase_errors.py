@@ -1,4 +1,4 @@
-"""PostgREST error shapes, gateway pages, timeouts and broken connections → typed errors; retries."""
+"""PostgREST error shapes, gateway pages, timeouts and broken connections → typed errors."""
 
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -74,7 +76,7 @@ class TestRowCap:
         assert limits == ["2", "2", "1"]
 
     def test_estimated_totals_confirm_the_end_with_one_more_request(self) -> None:
-        """Without an exact total, a short answer is followed by one request that comes back empty."""
+        """Without an exact total, a short answer is confirmed by one more, empty, request."""
         emulator = PostgrestEmulator(seeded_store(3), max_rows=2)
         page = backend_over(emulator, count="planned").read(Query("leads"))
         assert len(page.rows) == 3
@@ -126,7 +128,7 @@ class TestStarTotals:
 
 
 class TestLiteralStar:
-    ROWS = [
+    ROWS: ClassVar[list[dict[str, object]]] = [
         {"company_name": "a*b"},
         {"company_name": "axb"},
         {"company_name": "A*B corp"},
