@@ -101,6 +101,8 @@ class PostgresDatabase:
         self.admin_dsn = admin_dsn
         self.reader_dsn = reader_dsn
         self.writer_dsn = writer_dsn
+        self.reader_role = f"{name}_r"
+        self.writer_role = f"{name}_w"
 
     def execute(self, statement: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         """Run one statement as the admin role (autocommit); return its rows, if any."""
@@ -185,3 +187,48 @@ def postgres_clean(postgres_db: PostgresDatabase) -> Iterator[PostgresDatabase]:
     postgres_db.truncate()
     yield postgres_db
     postgres_db.truncate()
+
+
+# --- Redis: a unique key prefix per test ---------------------------------------------------------
+
+REDIS_TEST_URL = os.environ.get("RAG_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """The test Redis URL (``RAG_TEST_REDIS_URL``, default database 15 on 127.0.0.1:6379).
+
+    Skips (fails when ``CI=true``) if Redis is unreachable. Tests must use keys under
+    ``redis_key_prefix`` so they never collide; those keys are deleted afterwards.
+    """
+    try:
+        import redis
+    except ImportError:
+        require_service(False, "the redis client is not installed (extra 'redis')")
+        raise
+    client = redis.Redis.from_url(REDIS_TEST_URL, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError:
+        client.close()
+        require_service(False, f"Redis not reachable at {REDIS_TEST_URL!r}")
+    yield REDIS_TEST_URL
+    client.close()
+
+
+@pytest.fixture
+def redis_key_prefix(redis_url: str) -> Iterator[str]:
+    """A key prefix unique to this test; every key under it is deleted after the test."""
+    import secrets
+
+    import redis
+
+    prefix = f"rag_test:{secrets.token_hex(6)}:"
+    yield prefix
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}*"))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()

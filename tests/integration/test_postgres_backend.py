@@ -1,0 +1,451 @@
+"""The PostgreSQL backend against the real server: enforcement, failures, catalog, configuration."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from psycopg.pq import TransactionStatus
+from structlog.testing import capture_logs
+
+from persistence import (
+    BackendError,
+    BackendUnavailableError,
+    ColumnNotAllowedError,
+    ConfigurationError,
+    Filter,
+    InvalidQueryError,
+    Op,
+    Order,
+    PersistencePermissionError,
+    Query,
+    QueryTimeoutError,
+    create_persistence_agent,
+    create_read_only_facade,
+)
+from persistence.backends.postgres import PostgresBackend, create_backend
+from tests.conftest import PostgresDatabase
+
+pytestmark = pytest.mark.postgres
+
+LEADS = [
+    {"email": "ann@acme.io", "company_name": "Acme Inc.", "score": 10},
+    {"email": "bob@acme.io", "company_name": "ACME corp", "score": 20},
+    {"email": "cy@globex.com", "company_name": "Globex", "score": None},
+]
+
+
+@pytest.fixture
+def db(postgres_clean: PostgresDatabase) -> PostgresDatabase:
+    """The session database, emptied, with three leads written by the read-write role."""
+    with create_persistence_agent(kind="postgres", dsn=postgres_clean.writer_dsn) as writer:
+        writer.batch("leads", LEADS)
+    return postgres_clean
+
+
+@pytest.fixture
+def backend(db: PostgresDatabase) -> Iterator[PostgresBackend]:
+    """A read-only backend as the least-privilege role, with a one-connection pool."""
+    with create_backend(dsn=db.reader_dsn, pool_max_size=1) as backend:
+        yield backend
+
+
+def session_state(backend: PostgresBackend) -> dict[str, Any]:
+    """What a pooled connection carries between calls, read on that very connection."""
+    pool = backend._ensure_pool()
+    conn = pool.getconn()
+    try:
+        row = conn.execute(
+            "SELECT current_setting('statement_timeout'),"
+            " current_setting('transaction_read_only'),"
+            " (SELECT count(*) FROM pg_locks"
+            "  WHERE locktype = 'advisory' AND pid = pg_backend_pid())"
+        ).fetchone()
+        assert row is not None
+        return {
+            "status": TransactionStatus(conn.pgconn.transaction_status).name,
+            "statement_timeout": row[0],
+            "read_only": row[1],
+            "advisory_locks": row[2],
+        }
+    finally:
+        pool.putconn(conn)
+
+
+class TestReadOnlyEnforcement:
+    def test_reads_run_in_read_only_transactions(self, backend: PostgresBackend) -> None:
+        """The server itself marks every transaction of a read-only backend READ ONLY."""
+        backend.columns("leads")
+        assert session_state(backend)["read_only"] == "on"
+
+    def test_a_write_slipped_past_the_code_is_refused_by_the_server(
+        self, db: PostgresDatabase, backend: PostgresBackend
+    ) -> None:
+        """Even a buggy write on the facade's own connection fails, and changes nothing."""
+
+        def rogue(conn: Any) -> None:
+            conn.execute("INSERT INTO leads (email) VALUES ('evil@x.io')")
+
+        with pytest.raises(BackendError) as info:
+            backend._run(rogue, "read", read=True)
+        assert info.value.__cause__ is not None
+        assert db.execute("SELECT count(*) FROM leads WHERE email = 'evil@x.io'") == [(0,)]
+
+    def test_read_only_backend_refuses_writes_itself(self, backend: PostgresBackend) -> None:
+        """insert, upsert and delete on a read-only backend raise before any SQL."""
+        with pytest.raises(PersistencePermissionError):
+            backend.insert("leads", [{"email": "x@y.z"}])
+        with pytest.raises(PersistencePermissionError):
+            backend.upsert("leads", [{"id": 1, "email": "x@y.z"}])
+        with pytest.raises(PersistencePermissionError):
+            backend.delete("leads", [Filter("id", Op.EQ, 1)])
+
+    def test_superuser_is_refused_for_the_read_only_facade(self, db: PostgresDatabase) -> None:
+        """A superuser DSN is a configuration error unless allow_privileged=True."""
+        with (
+            create_read_only_facade(kind="postgres", dsn=db.admin_dsn) as facade,
+            pytest.raises(ConfigurationError, match="allow_privileged"),
+        ):
+            facade.read("leads")
+
+    def test_allow_privileged_accepts_with_a_warning(self, db: PostgresDatabase) -> None:
+        """allow_privileged=True reads, and logs that the role is privileged."""
+        with (
+            capture_logs() as logs,
+            create_read_only_facade(
+                kind="postgres", dsn=db.admin_dsn, allow_privileged=True
+            ) as facade,
+        ):
+            assert facade.read("leads").total_count == len(LEADS)
+        events = [entry["event"] for entry in logs if entry["log_level"] == "warning"]
+        assert "postgres.privileged_role" in events
+
+    def test_role_with_write_grants_gets_a_warning(self, db: PostgresDatabase) -> None:
+        """A read-only facade connected as a role that can write is warned about, by table."""
+        with (
+            capture_logs() as logs,
+            create_read_only_facade(kind="postgres", dsn=db.writer_dsn) as facade,
+        ):
+            facade.count("leads")
+        warnings = [entry for entry in logs if entry["event"] == "postgres.role_can_write"]
+        assert warnings and "leads" in warnings[0]["tables"]
+
+    def test_least_privilege_role_reads_without_warnings(self, db: PostgresDatabase) -> None:
+        """The SELECT-only role logs no privilege warning."""
+        with (
+            capture_logs() as logs,
+            create_read_only_facade(kind="postgres", dsn=db.reader_dsn) as facade,
+        ):
+            facade.count("leads")
+        assert [entry for entry in logs if entry["log_level"] == "warning"] == []
+
+
+class TestFailures:
+    @pytest.fixture
+    def slow_view(self, db: PostgresDatabase) -> Iterator[str]:
+        """A view whose every read sleeps two seconds."""
+        db.execute("CREATE VIEW slow_leads AS SELECT 1::bigint AS id, pg_sleep(2) IS NULL AS done")
+        db.execute(f"GRANT SELECT ON slow_leads TO {db.reader_role}")
+        yield "slow_leads"
+        db.execute("DROP VIEW slow_leads")
+
+    def test_slow_read_times_out(self, db: PostgresDatabase, slow_view: str) -> None:
+        """A read past statement_timeout_ms ends in QueryTimeoutError, promptly."""
+        with create_read_only_facade(
+            kind="postgres", dsn=db.reader_dsn, tables=[slow_view], statement_timeout_ms=200
+        ) as facade:
+            facade.columns(slow_view)  # start-up outside the timed part
+            start = time.monotonic()
+            with pytest.raises(QueryTimeoutError) as info:
+                facade.read(slow_view)
+            elapsed = time.monotonic() - start
+        assert 0.2 <= elapsed < 1.5
+        assert info.value.__cause__ is not None
+
+    def test_timeout_from_environment(
+        self, db: PostgresDatabase, slow_view: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """RAG_STATEMENT_TIMEOUT_MS sets the timeout when no argument is given."""
+        monkeypatch.setenv("RAG_STATEMENT_TIMEOUT_MS", "150")
+        with (
+            create_read_only_facade(
+                kind="postgres", dsn=db.reader_dsn, tables=[slow_view]
+            ) as facade,
+            pytest.raises(QueryTimeoutError),
+        ):
+            facade.read(slow_view)
+
+    def test_connection_is_clean_after_a_timeout(
+        self, db: PostgresDatabase, slow_view: str
+    ) -> None:
+        """After a timed-out read the pooled connection is idle, and the next read works."""
+        with create_backend(
+            dsn=db.reader_dsn, pool_max_size=1, statement_timeout_ms=200
+        ) as backend:
+            with pytest.raises(QueryTimeoutError):
+                backend.read(Query(slow_view))
+            state = session_state(backend)
+            assert state["status"] == "IDLE"
+            assert state["statement_timeout"] == "200ms"
+            assert backend.count("leads", []) == len(LEADS)
+
+    def test_state_left_by_a_failed_call_is_reset(self, backend: PostgresBackend) -> None:
+        """A call that fails after taking a lock and changing a setting leaves neither behind."""
+
+        def messy(conn: Any) -> None:
+            conn.execute("SELECT pg_advisory_lock(42)")
+            conn.execute("SET statement_timeout = 1")
+            conn.execute("BEGIN")
+            conn.execute("SELECT 1/0")
+
+        with pytest.raises(BackendError):
+            backend._run(messy, "read", read=True)
+        state = session_state(backend)
+        assert state == {
+            "status": "IDLE",
+            "statement_timeout": "5s",
+            "read_only": "on",
+            "advisory_locks": 0,
+        }
+
+    def test_clean_reads_leave_nothing_behind(self, backend: PostgresBackend) -> None:
+        """After ordinary reads the connection is idle with its session defaults."""
+        backend.count("leads", [Filter("score", Op.GT, 1)])
+        assert session_state(backend) == {
+            "status": "IDLE",
+            "statement_timeout": "5s",
+            "read_only": "on",
+            "advisory_locks": 0,
+        }
+
+    def test_terminated_connection_is_survived(
+        self, db: PostgresDatabase, backend: PostgresBackend
+    ) -> None:
+        """When the server kills the pooled connections, the next read still succeeds."""
+        assert backend.count("leads", []) == len(LEADS)
+        killed = db.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND usename = %s",
+            (db.reader_role,),
+        )
+        assert killed and all(row[0] for row in killed)
+        assert backend.count("leads", []) == len(LEADS)
+
+    def test_unreachable_server_fails_fast(self) -> None:
+        """Nothing listening: BackendUnavailableError within the connect timeout."""
+        with create_read_only_facade(
+            kind="postgres", dsn="postgresql://nobody@127.0.0.1:1/none", connect_timeout=1
+        ) as facade:
+            start = time.monotonic()
+            with pytest.raises(BackendUnavailableError) as info:
+                facade.read("leads")
+            assert time.monotonic() - start < 2
+        assert info.value.__cause__ is not None
+
+    def test_exhausted_pool_is_unavailable(self, backend: PostgresBackend) -> None:
+        """No free connection within pool_timeout is BackendUnavailableError."""
+        with create_backend(dsn=backend._dsn, pool_max_size=1, pool_timeout=0.2) as tight:
+            pool = tight._ensure_pool()
+            held = pool.getconn()
+            try:
+                with pytest.raises(BackendUnavailableError):
+                    tight.count("leads", [])
+            finally:
+                pool.putconn(held)
+
+    def test_closed_backend_refuses_use(self, db: PostgresDatabase) -> None:
+        """After close() the backend raises instead of reconnecting."""
+        backend = create_backend(dsn=db.reader_dsn)
+        backend.close()
+        with pytest.raises(BackendError, match="closed"):
+            backend.count("leads", [])
+
+
+class TestCatalog:
+    def test_unknown_column_fails_before_any_query(
+        self, backend: PostgresBackend, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An unknown column is ColumnNotAllowedError from the cached catalog, with no SQL sent."""
+        backend.columns("leads")
+        sent: list[str] = []
+        monkeypatch.setattr(backend, "_run", lambda *a, **k: sent.append("sql"))
+        with pytest.raises(ColumnNotAllowedError) as info:
+            backend.read(Query("leads", (Filter("password", Op.EQ, "x"),)))
+        assert info.value.column == "password"
+        with pytest.raises(ColumnNotAllowedError):
+            backend.read(Query("leads", columns=("secret",)))
+        assert sent == []
+
+    def test_new_table_is_found_after_the_retry_interval(self, db: PostgresDatabase) -> None:
+        """A table created after start-up is seen once the catalog may be reloaded."""
+        now = [0.0]
+        with create_backend(dsn=db.reader_dsn, clock=lambda: now[0]) as backend:
+            assert backend.columns("leads")
+            db.execute("CREATE TABLE late_table (id bigint primary key, note text)")
+            try:
+                with pytest.raises(BackendError, match="does not exist"):
+                    backend.columns("late_table")
+                now[0] += 10
+                assert backend.columns("late_table") == frozenset({"id", "note"})
+            finally:
+                db.execute("DROP TABLE late_table")
+
+    def test_columns_lists_the_readable_columns(self, backend: PostgresBackend) -> None:
+        """columns() is the catalog's column set of the table."""
+        assert {"id", "email", "company_name", "score"} <= (backend.columns("leads") or set())
+
+
+class TestTypedValues:
+    @pytest.mark.parametrize(
+        "flt",
+        [
+            Filter("score", Op.EQ, "12"),
+            Filter("score", Op.IN, [1, "two"]),
+            Filter("id", Op.GT, True),
+            Filter("email", Op.EQ, 5),
+            Filter("created_at", Op.GT, "yesterday"),
+            Filter("created_at", Op.GT, dt.date(2024, 1, 1)),
+            Filter("score", Op.ICONTAINS, "1"),
+            Filter("id", Op.ILIKE, "1%"),
+        ],
+        ids=str,
+    )
+    def test_value_that_does_not_fit_the_column_is_a_typed_error(
+        self, backend: PostgresBackend, flt: Filter
+    ) -> None:
+        """A value of the wrong type is InvalidQueryError, never a driver exception."""
+        with pytest.raises(InvalidQueryError):
+            backend.read(Query("leads", (flt,)))
+        with pytest.raises(InvalidQueryError):
+            backend.count("leads", [flt])
+
+    def test_mixed_numbers_in_a_list(self, backend: PostgresBackend) -> None:
+        """IN with ints, floats and Decimals compares numerically."""
+        from decimal import Decimal
+
+        page = backend.read(Query("leads", (Filter("score", Op.IN, [10, 20.0, Decimal(30)]),)))
+        assert sorted(row["score"] for row in page.rows) == [10, 20]
+
+
+class TestPages:
+    def test_page_past_the_end_keeps_the_total(self, backend: PostgresBackend) -> None:
+        """An empty page still carries the number of matches, in the same statement."""
+        page = backend.read(Query("leads", limit=5, offset=50))
+        assert page.rows == []
+        assert page.total_count == len(LEADS)
+
+    def test_projection_without_id_keeps_all_null_rows(self, backend: PostgresBackend) -> None:
+        """A projected row whose every value is NULL is still a row."""
+        page = backend.read(
+            Query("leads", (Filter("score", Op.IS_NULL, True),), columns=("score",))
+        )
+        assert page.rows == [{"score": None}]
+
+    def test_transaction_pooler_mode_reads_the_same(self, db: PostgresDatabase) -> None:
+        """transaction_pooler=True (explicit READ ONLY transactions, no prepared statements)."""
+        query_args: dict[str, Any] = {"order": [Order("score", descending=True)], "limit": 2}
+        with (
+            create_read_only_facade(kind="postgres", dsn=db.reader_dsn) as direct,
+            create_read_only_facade(
+                kind="postgres", dsn=db.reader_dsn, transaction_pooler=True
+            ) as pooled,
+        ):
+            for _ in range(7):  # past psycopg's prepare threshold
+                assert pooled.read("leads", **query_args) == direct.read("leads", **query_args)
+            backend = pooled._backend()
+            assert isinstance(backend, PostgresBackend)
+            conn = backend._ensure_pool().getconn()
+            try:
+                assert conn.prepare_threshold is None
+                assert conn.execute("SHOW transaction_read_only").fetchone() == ("off",)
+            finally:
+                backend._ensure_pool().putconn(conn)
+
+
+class TestWrites:
+    def test_explicit_ids_do_not_collide_with_later_ones(self, db: PostgresDatabase) -> None:
+        """After a row written with id 100, a row without an id gets 101, as in memory."""
+        with create_persistence_agent(kind="postgres", dsn=db.writer_dsn) as writer:
+            writer.write("leads", {"id": 100, "email": "hundred@x.io"})
+            assert writer.write("leads", {"email": "next@x.io"})["id"] == 101
+
+    def test_upsert_inserts_rows_without_the_key(self, db: PostgresDatabase) -> None:
+        """upsert of a row with no id inserts it."""
+        with create_persistence_agent(kind="postgres", dsn=db.writer_dsn) as writer:
+            rows = writer.upsert("leads", [{"email": "new@x.io"}])
+            assert rows[0]["id"] == len(LEADS) + 1
+
+    def test_upsert_with_only_the_key_returns_the_row(self, db: PostgresDatabase) -> None:
+        """upsert of just an existing id changes nothing and returns the stored row."""
+        with create_persistence_agent(kind="postgres", dsn=db.writer_dsn) as writer:
+            rows = writer.upsert("leads", [{"id": 1}])
+            assert rows[0]["email"] == LEADS[0]["email"]
+
+    def test_write_to_unknown_column_is_refused(self, db: PostgresDatabase) -> None:
+        """A row naming a column the table lacks is refused, and nothing is written."""
+        with create_persistence_agent(kind="postgres", dsn=db.writer_dsn) as writer:
+            with pytest.raises(ColumnNotAllowedError):
+                writer.batch("leads", [{"email": "a@x.io"}, {"nickname": "x"}])
+            assert writer.count("leads") == len(LEADS)
+
+    def test_writes_run_read_write_on_a_read_only_session(self, db: PostgresDatabase) -> None:
+        """The agent's reads are READ ONLY too; its writes begin READ WRITE explicitly."""
+        with create_persistence_agent(kind="postgres", dsn=db.writer_dsn) as writer:
+            backend = writer._backend()
+            assert isinstance(backend, PostgresBackend)
+            assert session_state(backend)["read_only"] == "on"
+            assert writer.delete("leads", [Filter("email", Op.EQ, "ann@acme.io")]) == 1
+
+
+class TestConfiguration:
+    def test_dsn_is_required(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """No dsn= and no RAG_POSTGRES_DSN is a ConfigurationError naming the variable."""
+        monkeypatch.delenv("RAG_POSTGRES_DSN", raising=False)
+        with pytest.raises(ConfigurationError) as info:
+            create_read_only_facade(kind="postgres")
+        assert info.value.variable == "RAG_POSTGRES_DSN"
+        assert "dsn=" in str(info.value)
+
+    def test_dsn_from_environment(
+        self, db: PostgresDatabase, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """RAG_POSTGRES_DSN is used when dsn= is not given."""
+        monkeypatch.setenv("RAG_POSTGRES_DSN", db.reader_dsn)
+        with create_read_only_facade(kind="postgres") as facade:
+            assert facade.count("leads") == len(LEADS)
+
+    @pytest.mark.parametrize("raw", ["0", "-5", "fast", "1.5"])
+    def test_bad_timeout_variable(self, raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A RAG_STATEMENT_TIMEOUT_MS that is not a positive int names the variable."""
+        monkeypatch.setenv("RAG_STATEMENT_TIMEOUT_MS", raw)
+        with pytest.raises(ConfigurationError) as info:
+            create_backend(dsn="postgresql://127.0.0.1/x")
+        assert info.value.variable == "RAG_STATEMENT_TIMEOUT_MS"
+
+    @pytest.mark.parametrize(
+        "options",
+        [
+            {"pool_size": 3},
+            {"pool_max_size": 0},
+            {"pool_min_size": 5, "pool_max_size": 2},
+            {"pool_timeout": "soon"},
+            {"allow_privileged": "yes"},
+            {"schema": "public; drop"},
+            {"statement_timeout_ms": 1.5},
+        ],
+        ids=str,
+    )
+    def test_bad_options(self, options: dict[str, Any]) -> None:
+        """Unknown or ill-typed options are ConfigurationErrors, before any connection."""
+        with pytest.raises(ConfigurationError):
+            create_backend(dsn="postgresql://127.0.0.1/x", **options)
+
+    def test_nothing_connects_until_first_use(self) -> None:
+        """Building a backend opens no connection (the pool opens lazily)."""
+        backend = create_backend(dsn="postgresql://nobody@127.0.0.1:1/none")
+        assert backend._pool is None
+        backend.close()
