@@ -1,0 +1,177 @@
+"""The argument parser and ``main``: parse, configure logging, dispatch, map errors to codes."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from persistence import (
+    ConfigurationError,
+    PersistenceError,
+)
+from rag_agent.cli._common import (
+    EXIT_OK,
+    EXIT_QUERY_ERROR,
+    EXIT_USAGE,
+    UsageError,
+    debug_enabled,
+)
+from rag_agent.cli.commands import cmd_ask, cmd_chat, cmd_demo, cmd_load, cmd_tables, cmd_tools
+from rag_agent.cli.connect import BACKENDS
+from rag_agent.cli.logs import logging_for_cli
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _add_backend_options(parser: argparse.ArgumentParser, *, memory_default: bool = True) -> None:
+    group = parser.add_argument_group("backend")
+    group.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="memory" if memory_default else "postgres",
+        help="where to read (default: %(default)s)",
+    )
+    group.add_argument("--dsn", help="PostgreSQL DSN (default: RAG_POSTGRES_DSN)")
+    group.add_argument(
+        "--url", help="Supabase project URL (default: SUPABASE_URL; key: SUPABASE_KEY)"
+    )
+    group.add_argument(
+        "--allow-privileged",
+        action="store_true",
+        help="let the postgres backend use a superuser/BYPASSRLS role (development only)",
+    )
+    if memory_default:
+        group.add_argument(
+            "--empty", action="store_true", help="memory backend: do not load the sample data"
+        )
+
+
+def _add_query_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--table", default="leads", help="table to query (default: %(default)s)")
+    parser.add_argument("--limit", type=_positive, help="page size (default: RAG_DEFAULT_LIMIT)")
+    parser.add_argument("--offset", type=_non_negative, help="rows to skip (default: 0)")
+    parser.add_argument(
+        "--include-raw", action="store_true", help="add each row as read to its provenance"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rag-agent`` (exposed for documentation and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="rag-agent",
+        description="Ask allow-listed business tables in plain words; read-only by construction.",
+        epilog="Exit codes: 0 success, 1 query error, 2 usage or configuration error. "
+        "RAG_DEBUG=1 shows debug logs and tracebacks (on stderr).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ask = commands.add_parser("ask", help="run one query and print its envelope")
+    ask.add_argument("text", help='the request, e.g. "find leads at acme"')
+    _add_query_options(ask)
+    ask.add_argument("--json", action="store_true", help="print the envelope as JSON")
+    _add_backend_options(ask)
+
+    chat = commands.add_parser("chat", help="interactive: one request per line (stdin)")
+    _add_query_options(chat)
+    chat.add_argument("--json", action="store_true", help="print each envelope as one JSON line")
+    _add_backend_options(chat)
+
+    tables = commands.add_parser("tables", help="allow-listed tables, their columns and row counts")
+    tables.add_argument("--json", action="store_true", help="print JSON")
+    _add_backend_options(tables)
+
+    load = commands.add_parser("load", help="load the sample dataset into PostgreSQL or Supabase")
+    load.add_argument(
+        "--create-tables", action="store_true", help="postgres: create missing tables first"
+    )
+    load.add_argument("--json", action="store_true", help="print JSON")
+    _add_backend_options(load, memory_default=False)
+
+    demo = commands.add_parser("demo", help="walk through the agent on the sample data")
+    demo.add_argument("--json", action="store_true", help="one JSON line per step")
+
+    tools = commands.add_parser("tools", help="print the tool schemas")
+    tools.add_argument("--openai", action="store_true", help="OpenAI function-calling format")
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run ``rag-agent`` with ``argv``; return the exit code (the console script exits with it)."""
+    inp = stdin if stdin is not None else sys.stdin
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    parser = build_parser()
+    try:
+        # argparse prints --help to sys.stdout and usage errors to sys.stderr.
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = parser.parse_args(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        return code
+    handlers: dict[str, Callable[[], int]] = {
+        "ask": lambda: cmd_ask(args, out, err),
+        "chat": lambda: cmd_chat(args, out, err, inp),
+        "tables": lambda: cmd_tables(args, out, err),
+        "load": lambda: cmd_load(args, out, err),
+        "demo": lambda: cmd_demo(args, out, err),
+        "tools": lambda: cmd_tools(args, out, err),
+    }
+    with logging_for_cli(err):
+        return _dispatch(handlers[args.command], err)
+
+
+def _dispatch(handler: Callable[[], int], err: TextIO) -> int:
+    try:
+        return handler()
+    except (UsageError, ConfigurationError) as exc:
+        hint = (
+            " (on the command line: --allow-privileged)" if "allow_privileged" in str(exc) else ""
+        )
+        return _fail(err, exc, EXIT_USAGE, hint)
+    except PersistenceError as exc:
+        return _fail(err, exc, EXIT_QUERY_ERROR)
+    except KeyboardInterrupt:
+        err.write("\n")
+        return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`); nothing more to say.
+        return EXIT_OK
+    except ImportError as exc:
+        return _fail(err, exc, EXIT_USAGE)  # an optional extra is missing: the hint says which
+    except Exception as exc:
+        # A failure we did not anticipate (e.g. a database driver error): still one line.
+        return _fail(err, exc, EXIT_QUERY_ERROR)
+
+
+def _fail(err: TextIO, exc: BaseException, code: int, hint: str = "") -> int:
+    if debug_enabled():
+        import traceback
+
+        traceback.print_exception(exc, file=err)
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    err.write(f"rag-agent: error: {message}{hint}\n")
+    return code

@@ -1,0 +1,265 @@
+"""The commands: ask, chat, tables, load, demo, tools."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from persistence import (
+    GOVERNANCE_TABLES,
+    AccessPolicy,
+    PersistenceAgent,
+)
+from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, Envelope, UsageError, isatty
+from rag_agent.cli.connect import (
+    backend_options,
+    connect,
+    create_postgres_tables,
+    run_query,
+    sync_postgres_identities,
+    writable_backend,
+)
+from rag_agent.cli.render import emit, error_of, format_grid, wants_json
+
+
+def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run one query and print its envelope."""
+    with connect(args, agent=True) as conn:
+        envelope = run_query(conn.agent, args.text, args)
+    emit(envelope, wants_json(args, out), out)
+    error = error_of(envelope)
+    if error:
+        err.write(f"rag-agent: query failed: {error}\n")
+        return EXIT_QUERY_ERROR
+    return EXIT_OK
+
+
+_CHAT_HELP = (
+    "Type a request, e.g. 'find leads at acme'. Commands: next (the next page), "
+    "history, reset (clear history and cache), help, exit/quit (or Ctrl-D)."
+)
+
+
+@dataclass
+class _Chat:
+    """One chat session: the agent, the history of requests, the page to continue from."""
+
+    agent: Any
+    args: argparse.Namespace
+    history: list[tuple[str, int, int, int]]  # (text, offset, page size, total)
+
+    def reset(self) -> None:
+        self.history.clear()
+        self.agent.cache.clear()
+
+    def next_page(self) -> tuple[str, int] | None:
+        if not self.history:
+            return None
+        text, offset, size, _ = self.history[-1]
+        return text, offset + size
+
+    def ask(self, text: str, offset: int | None) -> Envelope:
+        envelope = run_query(self.agent, text, self.args, offset=offset)
+        meta = envelope.get("metadata", {})
+        size = (
+            meta.get("limit")
+            if isinstance(meta.get("limit"), int)
+            else len(envelope.get("records", []))
+        )
+        total = meta.get("total_count") if isinstance(meta.get("total_count"), int) else 0
+        self.history.append((text, int(meta.get("offset") or 0), max(size, 1), total))
+        return envelope
+
+
+def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO, inp: TextIO) -> int:
+    """Read one request per line until end of input; print an envelope for each.
+
+    Exit code 1 when any request of the session failed, so scripts piping requests notice.
+    """
+    interactive = isatty(inp)
+    as_json = wants_json(args, out)
+    failed = False
+    with connect(args, agent=True) as conn:
+        chat = _Chat(conn.agent, args, [])
+        if interactive:
+            with contextlib.suppress(ImportError):
+                import readline  # noqa: F401  # line editing and arrow-key history
+            err.write(_CHAT_HELP + "\n")
+        while True:
+            if interactive:
+                err.write("rag> ")
+                err.flush()
+            line = inp.readline()
+            if not line:
+                break
+            text = line.strip()
+            command = text.lower()
+            if not text:
+                continue
+            if command in {"exit", "quit"}:
+                break
+            if command == "help":
+                err.write(_CHAT_HELP + "\n")
+                continue
+            if command == "history":
+                for i, (past, offset, _, total) in enumerate(chat.history, start=1):
+                    err.write(f"{i:3d}  {past}  (offset {offset}, {total} matches)\n")
+                continue
+            if command == "reset":
+                chat.reset()
+                err.write("history and cache cleared\n")
+                continue
+            offset = args.offset
+            if command == "next":
+                following = chat.next_page()
+                if following is None:
+                    err.write("nothing to page through yet\n")
+                    continue
+                text, offset = following
+            envelope = chat.ask(text, offset)
+            emit(envelope, as_json, out)
+            out.flush()
+            error = error_of(envelope)
+            if error:
+                failed = True
+                err.write(f"rag-agent: query failed: {error}\n")
+    return EXIT_QUERY_ERROR if failed else EXIT_OK
+
+
+def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """List the allow-listed tables with their columns and row counts."""
+    with connect(args, agent=False) as conn:
+        rows = [
+            (t, conn.facade.count(t), list(conn.facade.columns(t))) for t in conn.facade.tables()
+        ]
+    if wants_json(args, out):
+        listing = [{"table": t, "rows": n, "columns": c} for t, n, c in rows]
+        out.write(json.dumps({"backend": args.backend, "tables": listing}) + "\n")
+    else:
+        out.write(f"backend: {args.backend}\n")
+        out.write(
+            format_grid(
+                ["table", "rows", "columns"],
+                [[t, n, ", ".join(c)] for t, n, c in rows],
+                max_cell=None,
+            )
+            + "\n"
+        )
+    return EXIT_OK
+
+
+def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Load the sample dataset into PostgreSQL or Supabase."""
+    from rag_agent.sample import SAMPLE_TABLES, load_sample
+
+    if args.backend == "memory":
+        raise UsageError(
+            "load needs --backend postgres or supabase: the memory backend lives in one process, "
+            "and ask/chat/tables/demo load the sample into it themselves"
+        )
+    options = backend_options(args)
+    if args.create_tables:
+        if args.backend != "postgres":
+            raise UsageError("--create-tables works with --backend postgres only")
+        create_postgres_tables(options["dsn"])
+    backend = writable_backend(args.backend, options)
+    try:
+        governance = [t for t in SAMPLE_TABLES if t in GOVERNANCE_TABLES]
+        counts = load_sample(backend, tables=governance)
+        counts.update(load_sample(PersistenceAgent(backend, AccessPolicy.writer())))
+    finally:
+        backend.close()
+    if args.backend == "postgres":
+        sync_postgres_identities(options["dsn"], list(counts))
+    if wants_json(args, out):
+        out.write(json.dumps({"backend": args.backend, "loaded": counts}) + "\n")
+    else:
+        for table in SAMPLE_TABLES:
+            if table in counts:
+                out.write(f"{table:<14} {counts[table]:>6} rows\n")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Load the sample data into memory and walk through what the agent does."""
+    args.backend, args.dsn, args.url, args.empty = "memory", None, None, False
+    as_json = bool(args.json)
+    with connect(args, agent=True) as conn:
+        agent = conn.agent
+        if not as_json:
+            loaded = conn.loaded or {}
+            out.write(
+                "Sample data loaded into the memory backend: "
+                + ", ".join(f"{n} {t}" for t, n in loaded.items())
+                + "\n"
+            )
+            if getattr(agent, "llm", None) is None:
+                out.write(
+                    "LLM steps are off (no OPENAI_API_KEY): everything below is rules, queries "
+                    "and reformulations.\n"
+                )
+        failed = False
+        for title, text, options in _demo_steps():
+            envelope = agent.run(text, return_json=True, **options)
+            failed = failed or error_of(envelope) is not None
+            if as_json:
+                out.write(json.dumps({"step": title, "query": text, "envelope": envelope}) + "\n")
+                continue
+            flags = "".join(f" --{k} {v}" for k, v in options.items())
+            out.write(f"\n== {title}\n$ rag-agent ask {json.dumps(text)}{flags}\n")
+            emit(envelope, False, out, max_rows=5)
+    if not as_json:
+        out.write(
+            "\nEvery record carries provenance (source, row_id, row_hash); try "
+            '`rag-agent ask "find leads at acme" --json`.\n'
+        )
+    return EXIT_QUERY_ERROR if failed else EXIT_OK
+
+
+def _demo_steps() -> list[tuple[str, str, dict[str, Any]]]:
+    from rag_agent.sample import sample_rows
+
+    email = next(r["email"] for r in sample_rows("leads") if r["company_name"] == "Acme Inc.")
+    return [
+        ("Fast path: an e-mail address is parsed by rules, one exact match", f"lead {email}", {}),
+        (
+            "Fast path: a company name becomes a case-insensitive match",
+            "find leads at Acme Inc.",
+            {"limit": 5},
+        ),
+        (
+            "Reformulation: no company is called 'Acme Corp', so the suffix is dropped",
+            "find leads at Acme Corp",
+            {"limit": 5},
+        ),
+        ("Pagination: page 1 of the Acme leads", "find leads at acme", {"limit": 5, "offset": 0}),
+        ("Pagination: page 2, same query", "find leads at acme", {"limit": 5, "offset": 5}),
+        (
+            "Large result: more matches than the summary threshold, so a summary comes along",
+            "find leads at Globex",
+            {"limit": 20},
+        ),
+        (
+            "No filter and no LLM configured: nothing is returned, never a whole table",
+            "show me everything",
+            {},
+        ),
+    ]  # fmt: skip
+
+
+def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Print the tool schemas (OpenAI function-calling format with --openai)."""
+    try:
+        tools = importlib.import_module("rag_agent.tools")
+        schemas_of: Callable[..., Any] = tools.openai_tool_schemas
+    except (ImportError, AttributeError) as exc:
+        raise UsageError("tool schemas are not available yet in this build") from exc
+    if not args.openai:
+        raise UsageError("choose a schema format: --openai")
+    out.write(json.dumps(schemas_of(), indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK

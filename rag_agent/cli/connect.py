@@ -1,0 +1,135 @@
+"""Opening a backend for a command: options from flags and environment, the sample data."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from persistence import (
+    Backend,
+    MemoryStore,
+    ReadOnlyPersistenceFacade,
+    create_read_only_facade,
+)
+from persistence.schema import TABLE_DDL
+from rag_agent.cli._common import Envelope, UsageError
+
+BACKENDS = ("memory", "postgres", "supabase")
+
+
+@dataclass
+class Connection:
+    """What a command reads through: a facade, and the agent over it when one was asked for."""
+
+    facade: ReadOnlyPersistenceFacade
+    agent: Any = None
+    loaded: Mapping[str, int] | None = None
+
+
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    kind = args.backend
+    if kind == "postgres":
+        dsn = args.dsn or os.environ.get("RAG_POSTGRES_DSN", "").strip()
+        if not dsn:
+            raise UsageError("the postgres backend needs --dsn or RAG_POSTGRES_DSN")
+        options: dict[str, Any] = {"dsn": dsn}
+        if getattr(args, "allow_privileged", False):
+            options["allow_privileged"] = True
+        return options
+    if kind == "supabase":
+        url = args.url or os.environ.get("SUPABASE_URL", "").strip()
+        key = os.environ.get("SUPABASE_KEY", "").strip()
+        if not url:
+            raise UsageError("the supabase backend needs --url or SUPABASE_URL")
+        if not key:
+            # The key is read from the environment only: a command line shows in `ps`.
+            raise UsageError("the supabase backend needs SUPABASE_KEY in the environment")
+        return {"url": url, "key": key}
+    if args.dsn or args.url:
+        raise UsageError("--dsn and --url need --backend postgres or --backend supabase")
+    return {}
+
+
+@contextlib.contextmanager
+def connect(args: argparse.Namespace, *, agent: bool) -> Iterator[Connection]:
+    """A read-only facade for ``args`` (and a ``RAGAgent`` over it with ``agent=True``).
+
+    The memory backend gets a private store with the sample data, unless ``--empty``.
+    """
+    from rag_agent.sample import load_sample
+
+    options = backend_options(args)
+    loaded = None
+    if args.backend == "memory":
+        store = MemoryStore()
+        if not getattr(args, "empty", False):
+            loaded = load_sample(store)
+        options["store"] = store
+    if agent:
+        # Imported here: the pipeline pulls in LangChain, which `tables` and `load` do not need.
+        from rag_agent.factory import create_rag_agent
+
+        rag = create_rag_agent(args.backend, **options)
+        connection = Connection(rag.facade, rag, loaded)
+    else:
+        connection = Connection(create_read_only_facade(kind=args.backend, **options))
+    try:
+        yield connection
+    finally:
+        (connection.agent or connection.facade).close()
+
+
+def writable_backend(kind: str, options: Mapping[str, Any]) -> Backend:
+    # Seeding is a deployment step: the governance tables are written below the access policy,
+    # by the backend itself; every other table goes through a PersistenceAgent (see cmd_load).
+    module = importlib.import_module(f"persistence.backends.{kind}")
+    backend: Backend = module.create_backend(read_only=False, **options)
+    return backend
+
+
+def create_postgres_tables(dsn: str) -> None:
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - the postgres extra is part of [all]
+        raise UsageError(
+            '--create-tables needs psycopg: pip install "readonly-rag[postgres]"'
+        ) from exc
+    # The DDL is a constant of persistence.schema; nothing a user typed reaches this statement.
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for ddl in TABLE_DDL.values():
+            conn.execute(ddl.encode())
+
+
+def sync_postgres_identities(dsn: str, tables: Sequence[str]) -> None:
+    import psycopg
+    from psycopg import sql
+
+    # Rows were loaded with explicit ids: move each identity past them so later inserts work.
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in tables:
+            conn.execute(
+                sql.SQL(
+                    "SELECT setval(pg_get_serial_sequence({name}, 'id'), "
+                    "GREATEST((SELECT max(id) FROM {table}), 1))"
+                ).format(name=sql.Literal(table), table=sql.Identifier(table))
+            )
+
+
+# --------------------------------------------------------------------------- the agent
+
+
+def run_query(agent: Any, text: str, args: argparse.Namespace, **overrides: Any) -> Envelope:
+    options = {
+        "table": args.table,
+        "limit": args.limit,
+        "offset": args.offset,
+        "include_raw": args.include_raw,
+    }
+    options.update(overrides)
+    envelope: Envelope = agent.run(text, return_json=True, **options)
+    return envelope

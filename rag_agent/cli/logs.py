@@ -1,0 +1,80 @@
+"""Logging for the CLI: structlog and stdlib logs to stderr, WARNING unless ``RAG_DEBUG=1``."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator, MutableMapping
+from typing import Any, TextIO
+
+from rag_agent.cli._common import debug_enabled
+
+
+@contextlib.contextmanager
+def logging_for_cli(stream: TextIO) -> Iterator[None]:
+    """Configure logging for one CLI run, then put back what was there.
+
+    ``main`` is also called in-process (tests, notebooks): it must not leave the host's logging
+    pointed at a stream that only existed for one call.
+    """
+    import structlog
+
+    saved_structlog = structlog.get_config()
+    root = logging.getLogger()
+    saved_root = (root.level, list(root.handlers))
+    configure_logging(stream)
+    try:
+        yield
+    finally:
+        structlog.configure(**saved_structlog)
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        root.setLevel(saved_root[0])
+        for handler in saved_root[1]:
+            root.addHandler(handler)
+
+
+# Events the CLI already reports in its own words: a failed run is the "query failed" line, and
+# a missing LLM shows as `fallback: disabled` in the envelope. With RAG_DEBUG=1 they are logged.
+_REPORTED_EVENTS = frozenset({"rag.error", "rag.llm.disabled"})
+
+
+def _drop_reported_events(
+    logger: Any, method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    import structlog
+
+    if event_dict.get("event") in _REPORTED_EVENTS:
+        raise structlog.DropEvent
+    return event_dict
+
+
+def configure_logging(stream: TextIO | None = None) -> None:
+    """Send structlog and stdlib logs to stderr, at WARNING unless ``RAG_DEBUG=1``.
+
+    Only the CLI configures logging: a library must leave that to its application.
+    """
+    import structlog
+
+    debug = debug_enabled()
+    level = logging.DEBUG if debug else logging.WARNING
+    target = stream if stream is not None else sys.stderr
+    structlog.configure(
+        processors=[
+            *([] if debug else [_drop_reported_events]),
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=target),
+        cache_logger_on_first_use=False,
+    )
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)  # not closed: the caller may still own it
+    handler = logging.StreamHandler(target)
+    handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)s] %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(level)

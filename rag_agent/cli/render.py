@@ -1,0 +1,129 @@
+"""Rendering envelopes for a terminal, and choosing between text and JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from rag_agent.cli._common import Envelope, isatty
+
+# Columns shown first on a terminal for the tables people ask about most; the rest follow.
+_PREFERRED_COLUMNS = {
+    "leads": ("id", "first_name", "last_name", "email", "company_name", "title", "status", "score"),
+}
+_MAX_CELL = 32
+_MAX_TABLE_COLUMNS = 8
+
+
+def _cell(value: Any, max_cell: int | None = _MAX_CELL) -> str:
+    text = "" if value is None else str(value)
+    text = " ".join(text.split())  # newlines and tabs would break the grid
+    if max_cell is None or len(text) <= max_cell:
+        return text
+    return text[: max_cell - 1] + "…"
+
+
+def _columns_for(table: str, records: Sequence[Mapping[str, Any]]) -> list[str]:
+    seen: dict[str, None] = {}
+    for record in records:
+        seen.update(dict.fromkeys(k for k in record if k != "provenance"))
+    preferred = [c for c in _PREFERRED_COLUMNS.get(table, ()) if c in seen]
+    rest = [c for c in seen if c not in preferred]
+    return (preferred + rest)[:_MAX_TABLE_COLUMNS]
+
+
+def format_grid(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_cell: int | None = _MAX_CELL
+) -> str:
+    """A plain-text table: one header line, a rule, one line per row; long cells are cut."""
+    cells = [[_cell(v, max_cell) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
+    return "\n".join(lines)
+
+
+def format_envelope(envelope: Mapping[str, Any], *, max_rows: int | None = None) -> str:
+    """A readable rendering of an envelope: a status line, the records, the summary."""
+    meta = envelope.get("metadata", {})
+    records = list(envelope.get("records", []))
+    source = str(meta.get("source", "?"))
+    table = source.removeprefix("persistence.")
+    total = meta.get("total_count", len(records))
+    offset = meta.get("offset") or 0
+    status = [source, f"{total} match{'es' if total != 1 else ''}"]
+    if records:
+        status.append(f"rows {offset + 1}-{offset + len(records)}")
+    for key in ("cache", "fallback"):
+        if meta.get(key):
+            status.append(f"{key}: {meta[key]}")
+    if meta.get("query_filters"):
+        status.append("filters: " + json.dumps(meta["query_filters"], ensure_ascii=False))
+    lines = [" · ".join(status)]
+    for attempt in meta.get("reformulation_attempts") or ():
+        lines.append(
+            f"  reformulation {attempt.get('reason')}: "
+            f"{json.dumps(attempt.get('filters'), ensure_ascii=False)} "
+            f"-> {attempt.get('result_count')} rows"
+        )
+    error = error_of(envelope)
+    if error:
+        lines.append(f"error: {error}")
+    if records:
+        shown = records if max_rows is None else records[:max_rows]
+        headers = _columns_for(table, shown)
+        lines.append(format_grid(headers, [[r.get(h) for h in headers] for r in shown]))
+        if len(shown) < len(records):
+            lines.append(f"… {len(records) - len(shown)} more rows on this page")
+    if meta.get("truncated"):
+        lines.append(f"truncated: {total} matches; summary of the returned page:")
+        lines.append(_format_summary(meta.get("summary")))
+    return "\n".join(lines)
+
+
+def _format_summary(summary: Any) -> str:
+    if not isinstance(summary, Mapping) or not isinstance(summary.get("columns"), Mapping):
+        return "  " + json.dumps(summary, ensure_ascii=False, default=str)
+    columns: Mapping[str, Any] = summary["columns"]
+    width = max((len(c) for c in columns), default=0)
+    lines = []
+    for column, stats in columns.items():
+        if not isinstance(stats, Mapping):
+            continue
+        parts = [f"{stats.get('distinct', '?')} distinct, {stats.get('nulls', 0)} null"]
+        top = [t for t in stats.get("top") or () if isinstance(t, Mapping)]
+        if top:
+            parts.append(
+                "top: " + ", ".join(f"{_cell(t.get('value'), 24)} ({t.get('count')})" for t in top)
+            )
+        if "min" in stats:
+            parts.append(f"min {_cell(stats['min'], 24)}, max {_cell(stats.get('max'), 24)}")
+        lines.append(f"  {column.ljust(width)}  " + " · ".join(parts))
+    return "\n".join(lines)
+
+
+def emit(envelope: Envelope, as_json: bool, out: TextIO, *, max_rows: int | None = None) -> None:
+    if as_json:
+        out.write(json.dumps(envelope, ensure_ascii=False, default=str) + "\n")
+    else:
+        out.write(format_envelope(envelope, max_rows=max_rows) + "\n")
+
+
+def wants_json(args: argparse.Namespace, out: TextIO) -> bool:
+    return bool(getattr(args, "json", False)) or not isatty(out)
+
+
+def error_of(envelope: Mapping[str, Any]) -> str | None:
+    """The envelope's error as one line (``"Type: message"``), or ``None``."""
+    error = envelope.get("metadata", {}).get("error")
+    if error in (None, ""):
+        return None
+    if isinstance(error, Mapping):
+        kind, message = error.get("type"), error.get("message")
+        error = f"{kind}: {message}" if kind else message
+    return " ".join(str(error).split())
