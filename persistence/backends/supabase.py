@@ -19,7 +19,7 @@ query builder, so that every value is encoded exactly as PostgREST's URL grammar
   ``allow_privileged=True``.
 
 Thread-safety: a backend is safe to share between threads (the httpx client is, over HTTP/1.1;
-the backend keeps no other mutable state).
+the only other state is a per-table cache of column names, filled once).
 """
 
 from __future__ import annotations
@@ -37,7 +37,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from persistence.capabilities import Capabilities
-from persistence.errors import BackendError, ColumnNotAllowedError, ConfigurationError
+from persistence.errors import (
+    BackendError,
+    ColumnNotAllowedError,
+    ConfigurationError,
+    PersistenceError,
+)
 from persistence.query import Filter, Op, Page, Query
 
 try:
@@ -180,6 +185,8 @@ class SupabaseBackend:
         self._page_size = page_size
         self._retries = retries
         self._sleep = sleep
+        # Written once per table and only read afterwards; a race costs one duplicate request.
+        self._columns: dict[str, frozenset[str]] = {}
         self._capabilities = Capabilities(
             operators=frozenset(Op),
             native_offset=True,
@@ -220,8 +227,28 @@ class SupabaseBackend:
         return self._total(table, base, "count")
 
     def columns(self, table: str) -> frozenset[str] | None:
-        """``None``: PostgREST names an unknown column in its error, which is mapped instead."""
-        return None
+        """The columns of ``table``'s first readable row, cached; ``None`` when none can be read.
+
+        PostgREST offers the anon role no cheap column listing, so the keys of one ``select=*``
+        row stand in. An empty table, row-level security hiding every row, column-level grants
+        (``select=*`` is then refused) or any failure give ``None``: the server then reports an
+        unknown column itself, mapped to ``ColumnNotAllowedError``. Only a found set is cached,
+        for the backend's lifetime.
+        """
+        cached = self._columns.get(table)
+        if cached is not None:
+            return cached
+        try:
+            response = self._send(
+                "GET", table, [("select", "*"), ("limit", "1")], {}, "columns", idempotent=True
+            )
+            rows = _json_rows(response, table, "columns") if response.is_success else []
+        except PersistenceError:
+            return None
+        if not rows:
+            return None
+        found = self._columns[table] = frozenset(rows[0])
+        return found
 
     def _read_checked(
         self, query: Query, base: list[tuple[str, str]], checks: list[Filter]

@@ -108,7 +108,6 @@ class TestSettings:
         assert caps.max_page_size is None
         assert caps.count is True
         assert caps.raw_sql is False
-        assert backend.columns("leads") is None
 
     def test_missing_package_gives_install_hint(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Without the supabase package, importing the backend names the extra to install."""

@@ -185,6 +185,36 @@ class TestReadRequests:
         assert not {"or", "and", "not.or", "not.and"} & set(keys)
 
 
+class TestColumns:
+    def test_columns_come_from_one_row_and_are_cached(self) -> None:
+        """The first readable row's keys are the columns; a second call sends nothing."""
+        server = ScriptedServer([rows_response([{"id": 1, "email": "a@x.io"}], "0-0/*")])
+        backend = backend_over(server)
+        assert backend.columns("leads") == frozenset({"id", "email"})
+        assert backend.columns("leads") == frozenset({"id", "email"})
+        assert len(server.requests) == 1
+        assert server.params(0) == [("select", "*"), ("limit", "1")]
+
+    @pytest.mark.parametrize(
+        "reply",
+        [
+            rows_response([], "*/*"),
+            httpx.Response(401, json={"code": "42501", "message": "permission denied"}),
+            httpx.ReadTimeout("slow"),
+        ],
+        ids=["empty", "refused", "timeout"],
+    )
+    def test_unknown_columns_are_none_and_not_cached(
+        self, reply: httpx.Response | Exception
+    ) -> None:
+        """Without a readable row the backend cannot tell, and asks again next time."""
+        server = ScriptedServer([reply])
+        backend = backend_over(server, retries=0)
+        assert backend.columns("leads") is None
+        assert backend.columns("leads") is None
+        assert len(server.requests) == 2
+
+
 class TestClientConstruction:
     def test_default_client_is_http1_with_explicit_timeout(self) -> None:
         """Without ``http_client=`` the backend builds HTTP/1.1 with the given timeout."""
