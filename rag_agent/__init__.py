@@ -31,6 +31,7 @@ from rag_agent.envelope import (
 )
 from rag_agent.factory import create_rag_agent
 from rag_agent.filters import filters_to_query, normalize_filters, parse_filters_from_text
+from rag_agent.llm_filters import parse_filters_with_llm
 from rag_agent.ratelimit import (
     MemorySlidingWindowLimiter,
     RateLimiter,
@@ -41,6 +42,7 @@ from rag_agent.ratelimit import (
 from rag_agent.reformulation import REFORMULATION_ORDER, reformulations
 from rag_agent.settings import RAGSettings
 from rag_agent.summary import summarize
+from rag_agent.tools import build_tools, openai_tool_schemas
 
 __all__ = [
     "REFORMULATION_ORDER",
@@ -63,12 +65,15 @@ __all__ = [
     "RedisSlidingWindowLimiter",
     "ReformulationAttempt",
     "build_records",
+    "build_tools",
     "create_limiter",
     "create_rag_agent",
     "envelope_json_schema",
     "filters_to_query",
     "normalize_filters",
+    "openai_tool_schemas",
     "parse_filters_from_text",
+    "parse_filters_with_llm",
     "reformulations",
     "row_hash",
     "summarize",
