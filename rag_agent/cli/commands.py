@@ -254,12 +254,14 @@ def _demo_steps() -> list[tuple[str, str, dict[str, Any]]]:
 
 def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print the tool schemas (OpenAI function-calling format with --openai)."""
-    try:
-        tools = importlib.import_module("rag_agent.tools")
-        schemas_of: Callable[..., Any] = tools.openai_tool_schemas
-    except (ImportError, AttributeError) as exc:
-        raise UsageError("tool schemas are not available yet in this build") from exc
     if not args.openai:
         raise UsageError("choose a schema format: --openai")
+    try:
+        tools = importlib.import_module("rag_agent.tools")
+    except ModuleNotFoundError as exc:
+        if exc.name != "rag_agent.tools":
+            raise
+        raise UsageError("tool schemas are not available in this build") from exc
+    schemas_of: Callable[[], Any] = tools.openai_tool_schemas
     out.write(json.dumps(schemas_of(), indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
