@@ -40,13 +40,13 @@ _MAX_INT = 2**63 - 1  # PostgreSQL bigint
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _EMAIL_RE = re.compile(
-    r"(?<![\w.+%-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.)+"
-    r"[A-Za-z]{2,24}(?![\w-])"
+    r"(?<![\w.+%-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.)+"
+    r"(?:[A-Za-z]{2,24}|[Xx][Nn]--[A-Za-z0-9-]{1,59})(?![\w-])"
 )
-_NUMBER_OR_UUID = rf"(?P<value>{_UUID}|\d{{1,19}})(?![\w-])"
+_NUMBER_OR_UUID = rf"(?P<value>{_UUID}|\d{{1,19}})(?![\w-])(?:['\u2019]s\b)?"
 _SEP = r"""\s*["'`]?\s*(?:[:=]{1,2}|\bis\b|\bof\b|\bequals\b)?\s*["'`]?\s*#?\s*"""
 _CLIENT_RE = re.compile(
-    rf"\bclient(?:s)?(?:[\s_-]*(?:id|number|num|no\.?|nr\.?)\b)?{_SEP}{_NUMBER_OR_UUID}",
+    rf"\bclient(?:s)?(?:[\s_-]*(?:id|number|num|no|nr)\b\.?)?{_SEP}{_NUMBER_OR_UUID}",
     re.IGNORECASE,
 )
 _ID_RES = (
@@ -79,7 +79,7 @@ _PREP_RE = re.compile(
 # "acme leads", "Acme's contacts", "the Globex prospects"
 _BEFORE_NOUN_RE = re.compile(
     r"(?P<name>(?:[^\W_][\w&.'\u2019+-]*\s+){1,4}?)"
-    r"(?:leads?|contacts?|prospects?|people|employees|staff)\b",
+    r"(?:leads?|contacts?|prospects?)\b",
     re.IGNORECASE,
 )
 _TOKEN_RE = re.compile(r"[ \t]*([^\W_][\w&.'\u2019+-]*|&)")
@@ -111,6 +111,8 @@ _SOFT_STOP = _STRUCTURAL_STOP | _words(
     "ok okay hi hello hey thanks thank sure least best worst high low linkedin"
 )
 _ARTICLES = frozenset({"the", "a", "an"})
+# Stop words that may still continue a name already started ("Bluth Company").
+_NAME_NOUNS = frozenset({"company", "companies", "group", "people"})
 _TRAILING = ".,;:!?'\"\u2019`)]}"
 
 
@@ -139,7 +141,7 @@ def _bare_name(text: str, pos: int, stop: frozenset[str]) -> str | None:
         if not tokens and word in _ARTICLES:
             pos = match.end()
             continue
-        if word in stop or word.isdigit() or not word:
+        if (word in stop and (not tokens or word not in _NAME_NOUNS)) or word.isdigit() or not word:
             break
         tokens.append(token)
         pos = match.end()

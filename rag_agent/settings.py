@@ -85,6 +85,8 @@ def _recheck(parser: Callable[[str, str], Any], raw: str, label: str, variable: 
         raise ConfigurationError(str(exc), variable=variable) from None
 
 
+_DEFAULT_LIMIT = 50
+
 #: field name -> (environment variable, parser)
 ENV_VARIABLES: Mapping[str, tuple[str, Callable[[str, str], Any]]] = {
     "default_limit": ("RAG_DEFAULT_LIMIT", _parse_int(1)),
@@ -117,7 +119,7 @@ class RAGSettings:
     left out of ``repr``.
     """
 
-    default_limit: int = 50
+    default_limit: int = _DEFAULT_LIMIT
     max_limit: int = 500
     summary_threshold: int = 200
     max_fallbacks_per_min: int = 30
@@ -159,6 +161,10 @@ class RAGSettings:
                     )
                 _recheck(parser, str(value), label, variable)
         if self.default_limit > self.max_limit:
+            if self.default_limit == _DEFAULT_LIMIT:
+                # Only RAG_MAX_LIMIT was lowered: the default page follows it down.
+                object.__setattr__(self, "default_limit", self.max_limit)
+                return
             raise ConfigurationError(
                 f"default_limit={self.default_limit} (env RAG_DEFAULT_LIMIT) exceeds "
                 f"max_limit={self.max_limit} (env RAG_MAX_LIMIT)",

@@ -1,0 +1,177 @@
+"""Properties of the retrieval pipeline: run() never raises and always returns a valid envelope."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import hashlib
+import json
+import uuid
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from persistence import MemoryStore, create_persistence_agent
+from rag_agent import RAGAgent, RAGSettings, create_rag_agent, envelope_json_schema, row_hash
+from rag_agent.filters import FILTER_KEYS, filters_to_query, parse_filters_from_text
+from tests.conftest import corpus_lines
+
+SCHEMA = envelope_json_schema()
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def _agent() -> RAGAgent:
+    store = MemoryStore()
+    writer = create_persistence_agent(kind="memory", store=store)
+    writer.batch(
+        "leads",
+        [
+            {"email": "a@acme.io", "company_name": "Acme Inc", "client_id": 1, "score": 10},
+            {"email": "b@globex.io", "company_name": "Globex", "client_id": 2, "score": 20},
+            {"email": "o'brien@x.io", "company_name": "O'Brien; DROP TABLE", "client_id": 3},
+        ],
+    )
+    return create_rag_agent(kind="memory", store=store, settings=RAGSettings(summary_threshold=1))
+
+
+AGENT = _agent()
+
+
+def _check(data: dict[str, Any]) -> None:
+    VALIDATOR.validate(json.loads(json.dumps(data)))
+    for record in data["records"]:
+        fields = {k: v for k, v in record.items() if k != "provenance"}
+        assert row_hash(fields) == record["provenance"]["row_hash"]
+    if data["metadata"].get("query_filters") is None:
+        assert data["records"] == []  # never an unfiltered table
+
+
+class TestRunNeverRaises:
+    """``run`` answers any text with a schema-valid envelope."""
+
+    @given(st.text(max_size=300))
+    def test_any_text(self, text: str) -> None:
+        """Arbitrary unicode text gives a schema-valid envelope."""
+        _check(AGENT.run(text, return_json=True))
+
+    @given(
+        st.text(max_size=80),
+        st.one_of(st.none(), st.integers(-5, 10**6), st.booleans(), st.text(max_size=3)),
+        st.one_of(st.none(), st.integers(-5, 10**6)),
+        st.sampled_from(["leads", "clients", "secrets", "LEADS", "leads;--", ""]),
+        st.booleans(),
+    )
+    def test_any_arguments(
+        self, text: str, limit: Any, offset: Any, table: str, include_raw: bool
+    ) -> None:
+        """Any mix of limit, offset, table and include_raw gives a schema-valid envelope."""
+        _check(
+            AGENT.run(
+                text,
+                table=table,
+                limit=limit,
+                offset=offset,
+                include_raw=include_raw,
+                return_json=True,
+            )
+        )
+
+    def test_every_corpus_line(self) -> None:
+        """Every payload of the SQL-injection corpus gives a schema-valid envelope."""
+        lines = corpus_lines()
+        assert lines
+        for line in lines:
+            _check(AGENT.run(line, return_json=True))
+            for prefix in ("leads at ", "company: ", "lead #1 email a@acme.io company "):
+                _check(AGENT.run(prefix + line, return_json=True))
+
+    def test_corpus_values_stay_literal(self) -> None:
+        """Corpus payloads only ever become literal filter values."""
+        for line in corpus_lines():
+            found = parse_filters_from_text("company: " + line)
+            assert set(found) <= set(FILTER_KEYS)
+            for flt in filters_to_query(found):
+                assert flt.op.value in {"eq", "icontains", "ilike"}
+                if flt.op.value == "ilike":  # only the escaped email
+                    assert "%" not in flt.value.replace("\\%", "")
+
+
+class TestParserProperties:
+    """The parser is total, deterministic and returns canonical values."""
+
+    @given(st.text(max_size=400))
+    def test_total_and_canonical(self, text: str) -> None:
+        """Any text gives a dict of known keys with well-typed values, the same every time."""
+        found = parse_filters_from_text(text)
+        assert found == parse_filters_from_text(text)
+        assert list(found) == [k for k in FILTER_KEYS if k in found]
+        for key in ("id", "client_id"):
+            if key in found:
+                assert isinstance(found[key], int | str)
+        if "email" in found:
+            assert found["email"] == found["email"].lower()
+        filters_to_query(found)  # always valid query filters
+
+    @given(st.emails())
+    def test_emails_are_found(self, email: str) -> None:
+        """A plain address after 'email ' is found, lower-cased."""
+        found = parse_filters_from_text(f"email {email}")
+        local = email.rpartition("@")[0]
+        if email.isascii() and all(c.isalnum() or c in "._%+-" for c in local):
+            assert found.get("email") == email.lower()
+
+    @given(st.integers(0, 2**63 - 1))
+    def test_ids_round_trip(self, number: int) -> None:
+        """'lead #N' gives id N for any bigint."""
+        assert parse_filters_from_text(f"lead #{number}") == {"id": number}
+
+
+def _reference_hash(row: dict[str, Any]) -> str:
+    def convert(value: Any) -> Any:
+        if isinstance(value, dt.date | dt.time):
+            return value.isoformat()
+        if isinstance(value, uuid.UUID | decimal.Decimal):
+            return str(value)
+        return value
+
+    text = json.dumps(
+        {k: convert(v) for k, v in row.items()},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"])),
+    st.datetimes(timezones=st.one_of(st.none(), st.timezones())),
+    st.dates(),
+    st.uuids(),
+    st.decimals(allow_nan=False, allow_infinity=False),
+)
+
+
+class TestRowHashProperty:
+    """The fast hashing path agrees with the design's reference definition."""
+
+    @given(st.dictionaries(st.text(max_size=10), _values, max_size=12))
+    def test_matches_reference(self, row: dict[str, Any]) -> None:
+        """For any flat row of supported values, row_hash equals the reference digest."""
+        row.pop("provenance", None)
+        assert row_hash(row) == _reference_hash(row)
+
+
+@pytest.mark.parametrize("text", ["lead #1", "leads at acme", "email a@acme.io"])
+def test_results_are_stable(text: str) -> None:
+    """The same question twice gives the same records (the second from the cache)."""
+    first = AGENT.run(text, return_json=True)
+    second = AGENT.run(text, return_json=True)
+    assert first["records"] == second["records"]

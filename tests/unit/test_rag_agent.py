@@ -1,0 +1,681 @@
+"""``RAGAgent.run``: the pipeline, every metadata field, the cache, the fallback seams."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import jsonschema
+import pytest
+import structlog
+from structlog.testing import capture_logs
+
+from persistence import (
+    AccessPolicy,
+    BackendUnavailableError,
+    MemoryBackend,
+    MemoryStore,
+    PersistenceAgent,
+    ReadOnlyPersistenceFacade,
+    create_persistence_agent,
+)
+from persistence.query import Page, Query
+from rag_agent import (
+    Envelope,
+    FallbackRead,
+    FallbackRequest,
+    FallbackResult,
+    MemorySlidingWindowLimiter,
+    RAGAgent,
+    RAGSettings,
+    create_rag_agent,
+    envelope_json_schema,
+    row_hash,
+)
+from rag_agent.ratelimit import RateLimiterUnavailableError
+
+NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
+SCHEMA = envelope_json_schema()
+
+
+class FakeClock:
+    """Monotonic seconds moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CountingBackend(MemoryBackend):
+    """A memory backend that counts reads, and can be told to fail."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        super().__init__(store)
+        self.reads: list[Query] = []
+        self.fail = False
+
+    def read(self, query: Query) -> Page:
+        self.reads.append(query)
+        if self.fail:
+            raise BackendUnavailableError("connection refused", backend="memory", operation="read")
+        return super().read(query)
+
+
+@pytest.fixture
+def backend(store: MemoryStore) -> CountingBackend:
+    """A counting backend over the test's private store."""
+    return CountingBackend(store)
+
+
+@pytest.fixture
+def writer(store: MemoryStore) -> PersistenceAgent:
+    """A writer over the test's private store, for seeding."""
+    return create_persistence_agent(kind="memory", store=store)
+
+
+def make_agent(backend: CountingBackend, **kwargs: Any) -> RAGAgent:
+    """An agent over ``backend`` with fixed time and settings overridable by keyword."""
+    settings = kwargs.pop("settings", RAGSettings())
+    facade = ReadOnlyPersistenceFacade(backend, AccessPolicy.read_only())
+    kwargs.setdefault("clock", FakeClock())
+    return RAGAgent(facade, settings=settings, now=lambda: NOW, **kwargs)
+
+
+def valid(data: dict[str, Any]) -> dict[str, Any]:
+    """Assert ``data`` is a schema-valid, JSON-ready envelope and every hash re-verifies."""
+    jsonschema.validate(json.loads(json.dumps(data)), SCHEMA)
+    for record in data["records"]:
+        fields = {k: v for k, v in record.items() if k != "provenance"}
+        assert row_hash(fields) == record["provenance"]["row_hash"]
+    return data
+
+
+class TestDocumentedPattern:
+    """The README's testing pattern works exactly as written."""
+
+    def test_pattern(self) -> None:
+        """Write with a persistence agent, read the same default store with a RAG agent."""
+        p = create_persistence_agent(kind="memory")
+        p.write("leads", {"email": "a@x.io", "company_name": "Acme"})
+        rag = create_rag_agent(kind="memory")
+        assert rag.run("find leads at acme", return_json=True)["metadata"]["total_count"] == 1
+
+
+class TestMetadata:
+    """Each metadata field means what the design says."""
+
+    def test_a_plain_hit(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
+        """source, query_filters, retrieved_at, total_count, cache, limit and offset."""
+        writer.write("leads", {"email": "a@acme.io", "company_name": "Acme"})
+        data = valid(make_agent(backend).run("leads at acme", return_json=True))
+        assert data["metadata"] == {
+            "source": "persistence.leads",
+            "query_filters": {"company": "acme"},
+            "retrieved_at": "2026-03-04T05:06:07Z",
+            "total_count": 1,
+            "cache": "miss",
+            "limit": 50,
+            "offset": 0,
+        }
+        (record,) = data["records"]
+        assert record["company_name"] == "Acme"
+        assert record["provenance"]["source"] == "persistence.leads"
+        assert record["provenance"]["row_id"] == record["id"]
+        assert record["provenance"]["retrieved_at"] == "2026-03-04T05:06:07Z"
+
+    def test_total_count_is_matches_not_page_length(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """With limit 2 of 5 matches, total_count is 5 and two records come back."""
+        writer.batch("leads", [{"company_name": f"Acme {i}"} for i in range(5)])
+        data = valid(make_agent(backend).run("leads at acme", limit=2, return_json=True))
+        assert data["metadata"]["total_count"] == 5
+        assert len(data["records"]) == 2
+
+    def test_offset_pages_deterministically(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """Consecutive offsets walk the matches in id order without overlap."""
+        writer.batch("leads", [{"company_name": f"Acme {i}"} for i in range(5)])
+        agent = make_agent(backend)
+        ids = [
+            r.provenance.row_id
+            for offset in (0, 2, 4)
+            for r in agent.run("leads at acme", limit=2, offset=offset).records
+        ]
+        assert ids == [1, 2, 3, 4, 5]
+        assert agent.run("leads at acme", offset=2).metadata.offset == 2
+
+    def test_include_raw(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
+        """raw_row appears only with include_raw=True."""
+        writer.write("leads", {"company_name": "Acme"})
+        agent = make_agent(backend)
+        plain = agent.run("leads at acme", return_json=True)
+        raw = valid(agent.run("leads at acme", include_raw=True, return_json=True))
+        assert "raw_row" not in plain["records"][0]["provenance"]
+        assert raw["records"][0]["provenance"]["raw_row"]["company_name"] == "Acme"
+
+    def test_envelope_object_by_default(self, backend: CountingBackend) -> None:
+        """Without return_json, run returns an Envelope model."""
+        envelope = make_agent(backend).run("lead #1")
+        assert isinstance(envelope, Envelope)
+        assert envelope.metadata.query_filters == {"id": 1}
+
+
+class TestLimitClamping:
+    """limit defaults, is clamped to the maximum, and bad values become errors."""
+
+    def test_default_limit(self, backend: CountingBackend) -> None:
+        """No limit means RAG_DEFAULT_LIMIT."""
+        agent = make_agent(backend, settings=RAGSettings(default_limit=7))
+        assert agent.run("lead #1").metadata.limit == 7
+        assert backend.reads[-1].limit == 7
+
+    def test_clamped_to_max(self, backend: CountingBackend) -> None:
+        """A limit above RAG_MAX_LIMIT is reduced to it, and reported as such."""
+        agent = make_agent(backend, settings=RAGSettings(max_limit=100))
+        assert agent.run("lead #1", limit=10**9).metadata.limit == 100
+        assert backend.reads[-1].limit == 100
+
+    @pytest.mark.parametrize(
+        ("limit", "offset"), [(0, None), (-1, None), (True, None), ("5", None), (None, -1)]
+    )
+    def test_bad_window_is_an_error(
+        self, backend: CountingBackend, limit: Any, offset: Any
+    ) -> None:
+        """A non-positive or non-int limit, or a negative offset, is reported, not raised."""
+        data = valid(
+            make_agent(backend).run("lead #1", limit=limit, offset=offset, return_json=True)
+        )
+        assert data["metadata"]["error"]["type"] == "InvalidQueryError"
+        assert data["records"] == []
+        assert backend.reads == []
+
+
+class TestReformulation:
+    """Zero rows trigger reformulations in the design's order."""
+
+    def test_order_and_attempts(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
+        """drop_email then shorten_company_suffix; the first with rows wins."""
+        writer.write("leads", {"email": "real@acme.io", "company_name": "Acme"})
+        data = valid(
+            make_agent(backend).run(
+                "leads from Acme Inc. with email wrong@acme.io", return_json=True
+            )
+        )
+        meta = data["metadata"]
+        assert meta["fallback"] == "reformulation"
+        assert meta["query_filters"] == {"company": "Acme"}
+        assert meta["reformulation_attempts"] == [
+            {"reason": "drop_email", "filters": {"company": "Acme Inc"}, "result_count": 0},
+            {"reason": "shorten_company_suffix", "filters": {"company": "Acme"}, "result_count": 1},
+        ]
+        assert meta["total_count"] == 1
+
+    def test_drop_company_keeps_the_other_filter(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """drop_company leaves client_id, so the result is still filtered."""
+        writer.write("leads", {"client_id": 7, "company_name": "Globex"})
+        writer.write("leads", {"client_id": 8, "company_name": "Other"})
+        data = valid(make_agent(backend).run("client 7 leads at Initech", return_json=True))
+        assert data["metadata"]["query_filters"] == {"client_id": 7}
+        assert [r["client_id"] for r in data["records"]] == [7]
+
+    def test_max_attempts(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
+        """At most RAG_REFORMULATION_MAX_ATTEMPTS reformulations are tried."""
+        writer.write("leads", {"company_name": "Acme"})
+        agent = make_agent(backend, settings=RAGSettings(reformulation_max_attempts=1))
+        data = agent.run("leads from Acme Inc. with email x@y.io", return_json=True)
+        assert [a["reason"] for a in data["metadata"]["reformulation_attempts"]] == ["drop_email"]
+        assert data["metadata"]["total_count"] == 0
+        assert data["metadata"]["fallback"] == "disabled"
+
+
+class TestNeverUnfiltered:
+    """An unfiltered table is never returned."""
+
+    @pytest.mark.parametrize("text", ["show me all leads", "", "everything please", "leads"])
+    def test_no_filter_no_read(
+        self, backend: CountingBackend, writer: PersistenceAgent, text: str
+    ) -> None:
+        """Text with no filter reads nothing and returns no records."""
+        writer.batch("leads", [{"company_name": "Acme"}, {"company_name": "Globex"}])
+        data = valid(make_agent(backend).run(text, return_json=True))
+        assert data["records"] == []
+        assert data["metadata"]["total_count"] == 0
+        assert data["metadata"]["query_filters"] is None
+        assert data["metadata"]["fallback"] == "disabled"
+        assert backend.reads == []
+
+    def test_every_read_is_filtered(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """Across a full reformulation chain every backend read has a filter."""
+        writer.write("leads", {"company_name": "Zed"})
+        make_agent(backend).run("lead #9 at Acme Inc with email q@q.io")
+        assert backend.reads
+        assert all(query.filters for query in backend.reads)
+
+
+class TestSummary:
+    """Large results are truncated and summarised."""
+
+    def test_threshold(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
+        """total_count above RAG_SUMMARY_THRESHOLD sets truncated and a summary; at it, not."""
+        writer.batch(
+            "leads", [{"company_name": "Acme", "status": "new", "score": i} for i in range(6)]
+        )
+        agent = make_agent(backend, settings=RAGSettings(summary_threshold=6))
+        assert "truncated" not in agent.run("leads at acme", return_json=True)["metadata"]
+        agent = make_agent(backend, settings=RAGSettings(summary_threshold=5))
+        data = valid(agent.run("leads at acme", limit=4, return_json=True))
+        meta = data["metadata"]
+        assert meta["truncated"] is True
+        summary = meta["summary"]
+        assert summary["sample"] is True
+        assert summary["sample_size"] == 4
+        assert summary["total_count"] == 6
+        assert summary["columns"]["score"]["min"] == 0
+        assert summary["columns"]["score"]["max"] == 3
+        assert summary["columns"]["status"]["top"] == [{"value": "new", "count": 4}]
+        assert summary["columns"]["email"]["nulls"] == 4
+
+
+class TestCache:
+    """The query cache serves repeats without touching the backend."""
+
+    def test_hit_avoids_backend(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
+        """The second identical run is a hit and makes no backend call."""
+        writer.write("leads", {"company_name": "Acme"})
+        agent = make_agent(backend)
+        first = agent.run("leads at acme")
+        second = agent.run("leads at ACME".lower())
+        assert (first.metadata.cache, second.metadata.cache) == ("miss", "hit")
+        assert len(backend.reads) == 1
+        assert second.records == first.records
+
+    def test_key_includes_window(self, backend: CountingBackend) -> None:
+        """A different limit or offset is a different entry."""
+        agent = make_agent(backend)
+        agent.run("lead #1", limit=5)
+        assert agent.run("lead #1", limit=6).metadata.cache == "miss"
+        assert agent.run("lead #1", limit=5, offset=1).metadata.cache == "miss"
+        assert len(backend.reads) == 3
+
+    def test_ttl_on_injected_clock(self, backend: CountingBackend) -> None:
+        """After RAG_CACHE_TTL_SECONDS on the agent's clock, the entry is gone."""
+        clock = FakeClock()
+        agent = make_agent(backend, clock=clock, settings=RAGSettings(cache_ttl_seconds=10))
+        agent.run("lead #1")
+        clock.now = 9.9
+        assert agent.run("lead #1").metadata.cache == "hit"
+        clock.now = 10.0
+        assert agent.run("lead #1").metadata.cache == "miss"
+
+    def test_disabled(self, backend: CountingBackend) -> None:
+        """RAG_CACHE_DISABLED makes every run a miss that reads the backend."""
+        agent = make_agent(backend, settings=RAGSettings.from_env({"RAG_CACHE_DISABLED": "1"}))
+        assert [agent.run("lead #1").metadata.cache for _ in range(3)] == ["miss"] * 3
+        assert len(backend.reads) == 3
+
+    def test_reformulation_chain_hits(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """A repeated run with reformulations is a hit only when every read was cached."""
+        writer.write("leads", {"company_name": "Acme"})
+        agent = make_agent(backend)
+        agent.run("leads from Acme Inc. email x@y.io")
+        reads = len(backend.reads)
+        again = agent.run("leads from Acme Inc. email x@y.io")
+        assert again.metadata.cache == "hit"
+        assert len(backend.reads) == reads
+
+    def test_mutating_results_cannot_corrupt_cache(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """Changing a returned envelope (dict, list or raw row) leaves the next hit intact."""
+        writer.write("leads", {"company_name": "Acme", "email": "a@acme.io"})
+        agent = make_agent(backend)
+        data = agent.run("leads at acme", include_raw=True, return_json=True)
+        data["records"][0]["email"] = "evil@x.io"
+        data["records"].clear()
+        envelope = agent.run("leads at acme", include_raw=True)
+        envelope.records.clear()
+        envelope = agent.run("leads at acme", include_raw=True)
+        raw = envelope.records[0].provenance.raw_row
+        assert raw is not None
+        raw["email"] = "evil@x.io"
+        again = agent.run("leads at acme", include_raw=True, return_json=True)
+        assert again["metadata"]["cache"] == "hit"
+        assert again["records"][0]["email"] == "a@acme.io"
+        assert again["records"][0]["provenance"]["raw_row"]["email"] == "a@acme.io"
+        valid(again)
+
+    def test_nested_values_are_copied_on_hit(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """A nested field value handed out on a hit is a copy, not the cached object."""
+        writer.write("leads", {"company_name": "Acme", "tags": ["vip"]})
+        agent = make_agent(backend)
+        first = agent.run("leads at acme")
+        extra = first.records[0].model_extra
+        assert extra is not None
+        extra["tags"].append("tampered")
+        again = agent.run("leads at acme")
+        assert again.metadata.cache == "hit"
+        assert (again.records[0].model_extra or {})["tags"] == ["vip"]
+
+
+class TestFailures:
+    """run() never raises: failures become metadata.error."""
+
+    def test_backend_failure(self, backend: CountingBackend) -> None:
+        """A failing backend gives an error envelope with the error's type."""
+        backend.fail = True
+        data = valid(make_agent(backend).run("lead #1", return_json=True))
+        assert data["metadata"]["error"]["type"] == "BackendUnavailableError"
+        assert data["records"] == []
+        assert data["metadata"]["total_count"] == 0
+
+    @pytest.mark.parametrize(
+        ("table", "source"),
+        [("users", "persistence.users"), ("public.leads", "persistence"), ("LEADS", "persistence")],
+    )
+    def test_table_not_allowed(self, backend: CountingBackend, table: str, source: str) -> None:
+        """A table outside the allow-list is refused before any read."""
+        data = valid(make_agent(backend).run("lead #1", table=table, return_json=True))
+        assert data["metadata"]["error"]["type"] == "TableNotAllowedError"
+        assert data["metadata"]["source"] == source
+        assert backend.reads == []
+
+    @pytest.mark.parametrize("text", [None, 42, b"lead #1", {"id": 1}])
+    def test_non_text(self, backend: CountingBackend, text: Any) -> None:
+        """Input that is not a str is an InvalidQueryError in the envelope."""
+        data = valid(make_agent(backend).run(text, return_json=True))
+        assert data["metadata"]["error"]["type"] == "InvalidQueryError"
+
+    def test_other_tables(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
+        """Another allowed table is read with the same rules (here: by id)."""
+        writer.write("inquiries", {"subject": "hi"})
+        data = valid(make_agent(backend).run("id 1", table="inquiries", return_json=True))
+        assert data["metadata"]["source"] == "persistence.inquiries"
+        assert data["metadata"]["total_count"] == 1
+
+    def test_unknown_column_for_table(self, backend: CountingBackend) -> None:
+        """A filter on a column the table lacks is reported, not raised."""
+        data = valid(make_agent(backend).run("leads at acme", table="clients", return_json=True))
+        assert data["metadata"]["error"]["type"] == "ColumnNotAllowedError"
+
+
+class FakeFallback:
+    """A scripted fallback runner that records its requests."""
+
+    def __init__(self, result: FallbackResult | BaseException) -> None:
+        self.result = result
+        self.requests: list[FallbackRequest] = []
+
+    def __call__(self, request: FallbackRequest) -> FallbackResult:
+        self.requests.append(request)
+        if isinstance(self.result, BaseException):
+            raise self.result
+        return self.result
+
+
+class RefusingLimiter:
+    """A limiter that always refuses, or whose storage is down."""
+
+    limit = 1
+    window = 60.0
+
+    def __init__(self, down: bool = False) -> None:
+        self.down = down
+
+    def try_acquire(self) -> bool:
+        if self.down:
+            raise RateLimiterUnavailableError("redis down", backend="redis")
+        return False
+
+
+class TestFallbackSeam:
+    """Step 5: the fallback hook, metered by the limiter."""
+
+    ROWS: Sequence[dict[str, Any]] = ({"id": 3, "company_name": "Initech", "status": "new"},)
+
+    def test_disabled_without_llm(self, backend: CountingBackend) -> None:
+        """No fallback configured → fallback 'disabled', no records."""
+        data = make_agent(backend).run("lead #404", return_json=True)
+        assert data["metadata"]["fallback"] == "disabled"
+        assert data["records"] == []
+
+    def test_records_are_rows_read(self, backend: CountingBackend) -> None:
+        """Fallback records are exactly the rows its reads returned, with their provenance."""
+        fallback = FakeFallback(
+            FallbackResult(
+                reads=[
+                    FallbackRead("leads", self.ROWS, retrieved_at=NOW),
+                    FallbackRead("leads", self.ROWS),  # the same row read twice counts once
+                    FallbackRead("clients", [{"id": 9, "name": "Initech"}]),
+                ]
+            )
+        )
+        agent = make_agent(backend, fallback=fallback)
+        data = valid(agent.run("someone who asked about widgets", limit=10, return_json=True))
+        meta = data["metadata"]
+        assert (meta["source"], meta["fallback"], meta["total_count"]) == ("agent", "agent", 2)
+        assert [r["provenance"]["source"] for r in data["records"]] == [
+            "persistence.leads",
+            "persistence.clients",
+        ]
+        (request,) = fallback.requests
+        assert request == FallbackRequest(
+            text="someone who asked about widgets",
+            table="leads",
+            filters={},
+            limit=10,
+            offset=0,
+            max_steps=6,
+        )
+
+    def test_fallback_after_empty_filtered_query(self, backend: CountingBackend) -> None:
+        """Filters that find nothing reach the fallback with those filters."""
+        fallback = FakeFallback(FallbackResult())
+        data = make_agent(backend, fallback=fallback).run("lead #404", return_json=True)
+        assert fallback.requests[0].filters == {"id": 404}
+        assert data["metadata"]["fallback"] == "agent"
+        assert data["metadata"]["query_filters"] == {"id": 404}
+
+    def test_limit_applies_to_fallback_records(self, backend: CountingBackend) -> None:
+        """Only ``limit`` records come back; total_count counts all distinct rows read."""
+        rows = [{"id": i} for i in range(5)]
+        fallback = FakeFallback(FallbackResult(reads=[FallbackRead("leads", rows)]))
+        data = make_agent(backend, fallback=fallback).run("?", limit=2, return_json=True)
+        assert len(data["records"]) == 2
+        assert data["metadata"]["total_count"] == 5
+
+    def test_malformed_reads_are_ignored(self, backend: CountingBackend) -> None:
+        """A read naming a malformed table never becomes a record."""
+        fallback = FakeFallback(
+            FallbackResult(reads=[FallbackRead("public.leads", self.ROWS), "text"])  # type: ignore[list-item]
+        )
+        data = valid(make_agent(backend, fallback=fallback).run("?", return_json=True))
+        assert data["records"] == []
+
+    def test_fallback_error(self, backend: CountingBackend) -> None:
+        """An error the fallback reports is in the envelope, alongside what it read."""
+        fallback = FakeFallback(
+            FallbackResult(reads=[FallbackRead("leads", self.ROWS)], error=TimeoutError("slow"))
+        )
+        data = valid(make_agent(backend, fallback=fallback).run("?", return_json=True))
+        assert data["metadata"]["error"] == {"type": "TimeoutError", "message": "slow"}
+        assert len(data["records"]) == 1
+
+    def test_fallback_string_error(self, backend: CountingBackend) -> None:
+        """A string error is reported as a FallbackError."""
+        fallback = FakeFallback(FallbackResult(error="model refused"))
+        data = valid(make_agent(backend, fallback=fallback).run("?", return_json=True))
+        assert data["metadata"]["error"] == {"type": "FallbackError", "message": "model refused"}
+
+    def test_raising_fallback(self, backend: CountingBackend) -> None:
+        """A hook that raises is caught; run() still returns an envelope."""
+        fallback = FakeFallback(RuntimeError("boom"))
+        data = valid(make_agent(backend, fallback=fallback).run("?", return_json=True))
+        assert data["metadata"]["error"]["type"] == "RuntimeError"
+        assert data["metadata"]["fallback"] == "agent"
+
+    def test_suppressed_by_limiter(self, backend: CountingBackend) -> None:
+        """A full window → 'suppressed', the hook is not called, no error."""
+        fallback = FakeFallback(FallbackResult())
+        agent = make_agent(backend, fallback=fallback, limiter=RefusingLimiter())
+        data = valid(agent.run("?", return_json=True))
+        assert data["metadata"]["fallback"] == "suppressed"
+        assert "error" not in data["metadata"]
+        assert fallback.requests == []
+
+    def test_limiter_down_fails_closed(self, backend: CountingBackend) -> None:
+        """Limiter storage down → 'suppressed' plus the error; the hook is not called."""
+        fallback = FakeFallback(FallbackResult())
+        agent = make_agent(backend, fallback=fallback, limiter=RefusingLimiter(down=True))
+        data = valid(agent.run("?", return_json=True))
+        assert data["metadata"]["fallback"] == "suppressed"
+        assert data["metadata"]["error"]["type"] == "RateLimiterUnavailableError"
+        assert fallback.requests == []
+
+    def test_window_with_moved_clock(self, backend: CountingBackend) -> None:
+        """RAG_MAX_FALLBACKS_PER_MIN per sliding minute, on the agent's clock."""
+        clock = FakeClock()
+        fallback = FakeFallback(FallbackResult())
+        agent = make_agent(
+            backend,
+            fallback=fallback,
+            clock=clock,
+            settings=RAGSettings(max_fallbacks_per_min=2),
+        )
+        statuses = [agent.run("?", return_json=True)["metadata"]["fallback"] for _ in range(3)]
+        assert statuses == ["agent", "agent", "suppressed"]
+        clock.now = 60.0
+        assert agent.run("?", return_json=True)["metadata"]["fallback"] == "agent"
+        assert isinstance(agent.limiter, MemorySlidingWindowLimiter)
+
+
+class TestFilterSeam:
+    """Step 2: the LLM filter hook runs only when the rules find nothing."""
+
+    def test_used_when_rules_find_nothing(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """The hook's filters drive the query, validated."""
+        writer.write("leads", {"company_name": "Initech"})
+        calls: list[str] = []
+
+        def extract(text: str) -> dict[str, Any]:
+            calls.append(text)
+            return {"company": " Initech ", "table": "secrets"}
+
+        data = make_agent(backend, llm_filters=extract).run(
+            "whoever handles TPS reports", return_json=True
+        )
+        assert calls == ["whoever handles TPS reports"]
+        assert data["metadata"]["query_filters"] == {"company": "Initech"}
+        assert data["metadata"]["total_count"] == 1
+
+    def test_not_used_when_rules_match(self, backend: CountingBackend) -> None:
+        """Rules that find filters skip the hook."""
+        calls: list[str] = []
+        make_agent(backend, llm_filters=lambda t: calls.append(t) or {}).run("lead #1")
+        assert calls == []
+
+    @pytest.mark.parametrize("answer", [None, "company=acme", {"id": "drop table"}, ValueError()])
+    def test_invalid_answer_counts_as_empty(self, backend: CountingBackend, answer: Any) -> None:
+        """An invalid or failing answer means no filters: nothing is read."""
+
+        def extract(text: str) -> Any:
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+
+        data = valid(make_agent(backend, llm_filters=extract).run("hmm", return_json=True))
+        assert data["records"] == []
+        assert backend.reads == []
+        assert "error" not in data["metadata"]
+
+
+class TestLogging:
+    """structlog events name each step."""
+
+    def test_events(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
+        """filters, query, reformulation, fallback and run events are emitted."""
+        writer.write("leads", {"company_name": "Zed"})
+        with capture_logs() as logs:
+            make_agent(backend).run("leads from Acme Inc with email x@y.io")
+        events = [entry["event"] for entry in logs]
+        assert events[0] == "rag.filters"
+        assert "rag.query" in events
+        assert events.count("rag.reformulation") == 2
+        assert "rag.fallback" in events
+        assert events[-1] == "rag.run"
+
+    def test_error_event(self, backend: CountingBackend) -> None:
+        """A failure logs rag.error at warning level with the error type."""
+        backend.fail = True
+        with capture_logs() as logs:
+            make_agent(backend).run("lead #1")
+        (error,) = [entry for entry in logs if entry["event"] == "rag.error"]
+        assert error["log_level"] == "warning"
+        assert error["error_type"] == "BackendUnavailableError"
+
+    def test_library_does_not_configure_structlog(self) -> None:
+        """Importing and running the agent leaves structlog's global configuration alone."""
+        before = structlog.get_config()
+        create_rag_agent(kind="memory").run("lead #1")
+        assert structlog.get_config() == before
+
+
+class TestFactory:
+    """``create_rag_agent`` builds on the read-only facade."""
+
+    def test_reads_through_a_read_only_facade(self) -> None:
+        """The agent's facade refuses writes."""
+        from persistence import PersistencePermissionError
+
+        agent = create_rag_agent(kind="memory", settings=RAGSettings(default_limit=3))
+        assert isinstance(agent.facade, ReadOnlyPersistenceFacade)
+        assert agent.settings.default_limit == 3
+        with pytest.raises(PersistencePermissionError):
+            agent.facade.write("leads", {"email": "x@y.io"})
+
+    def test_backend_options_pass_through(self, store: MemoryStore) -> None:
+        """Backend options (here a private store) reach the backend factory."""
+        create_persistence_agent(kind="memory", store=store).write("leads", {"company_name": "Q"})
+        agent = create_rag_agent(kind="memory", store=store)
+        assert agent.run("leads at Q corp").metadata.total_count == 1
+
+    def test_settings_from_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without settings=, the environment is read."""
+        monkeypatch.setenv("RAG_DEFAULT_LIMIT", "4")
+        assert create_rag_agent(kind="memory").run("lead #1").metadata.limit == 4
+
+    def test_context_manager(self) -> None:
+        """The agent closes its facade on exit."""
+        with create_rag_agent(kind="memory") as agent:
+            assert agent.run("lead #1").metadata.error is None
+
+    def test_requires_read_only_facade(self, store: MemoryStore) -> None:
+        """A read-write agent is refused: the RAG agent only ever reads."""
+        with pytest.raises(TypeError):
+            RAGAgent(create_persistence_agent(kind="memory", store=store))  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _no_env_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Tests here start from the design's defaults whatever the shell exports."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("RAG_") or name in {"OPENAI_API_KEY", "OPENAI_BASE_URL"}:
+            monkeypatch.delenv(name)
+    yield
