@@ -210,16 +210,25 @@ class RAGAgent:
                 fallback = make_fallback(facade, llm, settings=self.settings)
         self._llm_filters = llm_filters
         self._fallback = fallback
-        self._limiter = limiter or create_limiter(
-            self.settings.rate_limit_storage,
-            self.settings.max_fallbacks_per_min,
-            clock=None if clock is time.monotonic else clock,
+        self._limiter = (
+            limiter
+            if limiter is not None
+            else create_limiter(
+                self.settings.rate_limit_storage,
+                self.settings.max_fallbacks_per_min,
+                clock=None if clock is time.monotonic else clock,
+            )
         )
-        self._cache = cache or QueryCache(
-            self.settings.cache_maxsize,
-            self.settings.cache_ttl_seconds,
-            enabled=not self.settings.cache_disabled,
-            timer=clock,
+        # ``is None``, not ``or``: an empty QueryCache is falsy (it has ``__len__``).
+        self._cache = (
+            cache
+            if cache is not None
+            else QueryCache(
+                self.settings.cache_maxsize,
+                self.settings.cache_ttl_seconds,
+                enabled=not self.settings.cache_disabled,
+                timer=clock,
+            )
         )
         self._now = now
 
