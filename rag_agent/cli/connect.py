@@ -100,6 +100,7 @@ def create_postgres_tables(dsn: str) -> None:
             '--create-tables needs psycopg: pip install "readonly-rag[postgres]"'
         ) from exc
     # The DDL is a constant of persistence.schema; nothing a user typed reaches this statement.
+    # (Passed as bytes: psycopg's LiteralString typing cannot see that a mapping value is constant.)
     with psycopg.connect(dsn, autocommit=True) as conn:
         for ddl in TABLE_DDL.values():
             conn.execute(ddl.encode())
