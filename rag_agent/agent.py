@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import importlib
 import itertools
 import time
@@ -136,6 +137,13 @@ class _Outcome:
     attempts: list[ReformulationAttempt] = field(default_factory=list)
     dropped_ids: int | None = None
     error: ErrorInfo | None = None
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_rules(text: str) -> tuple[tuple[str, Any], ...]:
+    # The parser is pure, so a repeated question (the cache-hit path) skips it; tuples keep the
+    # memoised value immutable.
+    return tuple(parse_filters_from_text(text).items())
 
 
 def _utc_now() -> dt.datetime:
@@ -288,18 +296,26 @@ class RAGAgent:
         ``offset`` defaults to 0. Never raises for bad input or a failing backend: the
         envelope's ``metadata.error`` says what went wrong.
         """
+        # One bind per run: structlog's lazy proxy would otherwise bind again for every event.
+        log = _log.bind()
         try:
-            envelope = self._run(text, table, limit, offset, include_raw)
+            envelope = self._run(log, text, table, limit, offset, include_raw)
             return envelope.to_json() if return_json else envelope
         except Exception as exc:  # the contract: run() reports, it does not raise
-            self._log_error("rag.error", exc, step="envelope")
+            self._log_error(log, "rag.error", exc, step="envelope")
             envelope = self._envelope(_Outcome(_source(table), error=_error_info(exc)), None, None)
             return envelope.to_json() if return_json else envelope
 
     # -- the pipeline ------------------------------------------------------------------------
 
     def _run(
-        self, text: object, table: object, limit: object, offset: object, include_raw: object
+        self,
+        log: Any,
+        text: object,
+        table: object,
+        limit: object,
+        offset: object,
+        include_raw: object,
     ) -> Envelope:
         source = _source(table)
         try:
@@ -312,22 +328,24 @@ class RAGAgent:
                 raise InvalidQueryError("include_raw must be a bool", field="include_raw")
             checked_table = self._facade.policy.check_read(table, "run")
         except Exception as exc:
-            self._log_error("rag.error", exc, step="input")
+            self._log_error(log, "rag.error", exc, step="input")
             return self._envelope(_Outcome(source, error=_error_info(exc)), None, None)
 
         outcome = _Outcome(source)
         try:
-            filters = self._filters(text)
+            filters = self._filters(log, text)
             if filters:
-                self._retrieve(outcome, checked_table, filters, eff_limit, eff_offset, include_raw)
+                self._retrieve(
+                    log, outcome, checked_table, filters, eff_limit, eff_offset, include_raw
+                )
             if outcome.total_count == 0 and outcome.error is None:
-                self._fall_back(outcome, text, checked_table, filters, eff_limit, eff_offset)
+                self._fall_back(log, outcome, text, checked_table, filters, eff_limit, eff_offset)
         except Exception as exc:
-            self._log_error("rag.error", exc, step="query", table=checked_table)
+            self._log_error(log, "rag.error", exc, step="query", table=checked_table)
             outcome.error = _error_info(exc)
             outcome.records, outcome.total_count, outcome.summary = [], 0, None
         envelope = self._envelope(outcome, eff_limit, eff_offset)
-        _log.debug(
+        log.debug(
             "rag.run",
             table=checked_table,
             total_count=outcome.total_count,
@@ -356,21 +374,22 @@ class RAGAgent:
             )
         return eff_limit, eff_offset
 
-    def _filters(self, text: str) -> dict[str, Any]:
-        filters = parse_filters_from_text(text)
+    def _filters(self, log: Any, text: str) -> dict[str, Any]:
+        filters = dict(_parse_rules(text))
         if filters or self._llm_filters is None:
-            _log.debug("rag.filters", via="rules", filters=filters)
+            log.debug("rag.filters", via="rules", filters=filters)
             return filters
         try:
             filters = normalize_filters(self._llm_filters(text))
         except Exception as exc:  # an LLM failure only means "no filters"
-            self._log_error("rag.filters.llm_error", exc, step="filters")
+            self._log_error(log, "rag.filters.llm_error", exc, step="filters")
             filters = {}
-        _log.debug("rag.filters", via="llm", filters=filters)
+        log.debug("rag.filters", via="llm", filters=filters)
         return filters
 
     def _retrieve(
         self,
+        log: Any,
         outcome: _Outcome,
         table: str,
         filters: dict[str, Any],
@@ -378,7 +397,7 @@ class RAGAgent:
         offset: int,
         include_raw: bool,
     ) -> None:
-        result, hit = self._query(table, filters, limit, offset, include_raw)
+        result, hit = self._query(log, table, filters, limit, offset, include_raw)
         all_hits = hit
         used = filters
         if result.total_count == 0:
@@ -386,7 +405,7 @@ class RAGAgent:
             for reason, relaxed in itertools.islice(
                 relaxed_steps, self.settings.reformulation_max_attempts
             ):
-                attempt, hit = self._query(table, relaxed, limit, offset, include_raw)
+                attempt, hit = self._query(log, table, relaxed, limit, offset, include_raw)
                 all_hits = all_hits and hit
                 outcome.attempts.append(
                     ReformulationAttempt(
@@ -395,7 +414,7 @@ class RAGAgent:
                         result_count=attempt.total_count,
                     )
                 )
-                _log.debug(
+                log.debug(
                     "rag.reformulation",
                     reason=reason,
                     filters=relaxed,
@@ -417,12 +436,18 @@ class RAGAgent:
         outcome.cache = "hit" if all_hits else "miss"
 
     def _query(
-        self, table: str, filters: dict[str, Any], limit: int, offset: int, include_raw: bool
+        self,
+        log: Any,
+        table: str,
+        filters: dict[str, Any],
+        limit: int,
+        offset: int,
+        include_raw: bool,
     ) -> tuple[_QueryResult, bool]:
         key = (table, tuple(filters.items()), limit, offset, include_raw)
         cached: _QueryResult | None = self._cache.get(key)
         if cached is not None:
-            _log.debug("rag.query", table=table, filters=filters, cache="hit")
+            log.debug("rag.query", table=table, filters=filters, cache="hit")
             return cached, True
         page = self._facade.read(table, filters_to_query(filters), limit=limit, offset=offset)
         retrieved_at = self._now()
@@ -445,7 +470,7 @@ class RAGAgent:
             mutable=include_raw or any(_has_containers(r) for r in records),
         )
         self._cache.put(key, result)
-        _log.debug(
+        log.debug(
             "rag.query",
             table=table,
             filters=filters,
@@ -457,6 +482,7 @@ class RAGAgent:
 
     def _fall_back(
         self,
+        log: Any,
         outcome: _Outcome,
         text: str,
         table: str,
@@ -468,18 +494,18 @@ class RAGAgent:
             outcome.filters = dict(filters)
         if self._fallback is None:
             outcome.fallback = "disabled"
-            _log.debug("rag.fallback", status="disabled", reason="no LLM fallback configured")
+            log.debug("rag.fallback", status="disabled", reason="no LLM fallback configured")
             return
         try:
             allowed = self._limiter.try_acquire()
         except RateLimiterUnavailableError as exc:
             outcome.fallback = "suppressed"
             outcome.error = _error_info(exc)
-            self._log_error("rag.fallback", exc, step="fallback", status="suppressed")
+            self._log_error(log, "rag.fallback", exc, step="fallback", status="suppressed")
             return
         if not allowed:
             outcome.fallback = "suppressed"
-            _log.debug("rag.fallback", status="suppressed", reason="rate limit reached")
+            log.debug("rag.fallback", status="suppressed", reason="rate limit reached")
             return
         request = FallbackRequest(
             text=text,
@@ -493,9 +519,11 @@ class RAGAgent:
             result = self._fallback(request)
         except Exception as exc:  # a broken hook must not break run()
             result = FallbackResult(error=exc)
-        self._use_fallback(outcome, result, limit)
+        self._use_fallback(log, outcome, result, limit)
 
-    def _use_fallback(self, outcome: _Outcome, result: FallbackResult, limit: int) -> None:
+    def _use_fallback(
+        self, log: Any, outcome: _Outcome, result: FallbackResult, limit: int
+    ) -> None:
         records: list[Record] = []
         seen: set[tuple[str, str]] = set()
         for read in result.reads:
@@ -519,8 +547,8 @@ class RAGAgent:
         if result.error is not None:
             outcome.error = _error_info(result.error)
             if isinstance(result.error, BaseException):
-                self._log_error("rag.fallback", result.error, step="fallback", status="error")
-        _log.debug("rag.fallback", status="agent", records=len(records))
+                self._log_error(log, "rag.fallback", result.error, step="fallback", status="error")
+        log.debug("rag.fallback", status="agent", records=len(records))
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -551,8 +579,8 @@ class RAGAgent:
             )
         return Envelope(metadata=Metadata(**metadata), records=outcome.records)
 
-    def _log_error(self, event: str, exc: BaseException, **context: Any) -> None:
-        _log.warning(
+    def _log_error(self, log: Any, event: str, exc: BaseException, **context: Any) -> None:
+        log.warning(
             event,
             error_type=type(exc).__name__,
             error=str(exc)[:_MAX_ERROR_MESSAGE],
