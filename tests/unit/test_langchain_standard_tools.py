@@ -1,0 +1,103 @@
+"""LangChain's standard tool suites (``langchain-tests``) run against all four tools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.tools import BaseTool
+from langchain_tests.integration_tests import ToolsIntegrationTests
+from langchain_tests.unit_tests import ToolsUnitTests
+
+from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
+from rag_agent import RAGAgent, RAGSettings
+from rag_agent.tools import DeliverDataTool, QueryLeadsTool, QueryTableTool, RAGAgentTool
+
+
+def _agent() -> RAGAgent:
+    # A private store: the suites build tools outside the per-test fixtures.
+    store = MemoryStore()
+    create_persistence_agent(kind="memory", store=store).batch(
+        "leads",
+        [
+            {"id": 1, "email": "ana@acme.example", "company_name": "Acme Inc."},
+            {"id": 2, "email": "bo@globex.example", "company_name": "Globex"},
+        ],
+    )
+    return RAGAgent(create_read_only_facade(kind="memory", store=store), settings=RAGSettings())
+
+
+class _QueryLeads:
+    @property
+    def tool_constructor(self) -> BaseTool:
+        return QueryLeadsTool(agent=_agent())
+
+    @property
+    def tool_invoke_params_example(self) -> dict[str, Any]:
+        return {"query": "leads at acme", "limit": 5}
+
+
+class _QueryTable:
+    @property
+    def tool_constructor(self) -> BaseTool:
+        return QueryTableTool(agent=_agent())
+
+    @property
+    def tool_invoke_params_example(self) -> dict[str, Any]:
+        return {
+            "table": "leads",
+            "filters": [{"column": "company_name", "op": "icontains", "value": "acme"}],
+            "order": "-id",
+            "limit": 5,
+        }
+
+
+class _RAGAgent:
+    @property
+    def tool_constructor(self) -> BaseTool:
+        return RAGAgentTool(agent=_agent())
+
+    @property
+    def tool_invoke_params_example(self) -> dict[str, Any]:
+        return {"query": "leads at globex", "limit": 5}
+
+
+class _DeliverData:
+    @property
+    def tool_constructor(self) -> BaseTool:
+        return DeliverDataTool()
+
+    @property
+    def tool_invoke_params_example(self) -> dict[str, Any]:
+        return {"data": {"id": 1}, "destination": "crm"}
+
+
+class TestQueryLeadsUnit(_QueryLeads, ToolsUnitTests):
+    """Standard unit suite for query_leads."""
+
+
+class TestQueryLeadsIntegration(_QueryLeads, ToolsIntegrationTests):
+    """Standard integration suite for query_leads."""
+
+
+class TestQueryTableUnit(_QueryTable, ToolsUnitTests):
+    """Standard unit suite for query_table."""
+
+
+class TestQueryTableIntegration(_QueryTable, ToolsIntegrationTests):
+    """Standard integration suite for query_table."""
+
+
+class TestRAGAgentUnit(_RAGAgent, ToolsUnitTests):
+    """Standard unit suite for rag_agent."""
+
+
+class TestRAGAgentIntegration(_RAGAgent, ToolsIntegrationTests):
+    """Standard integration suite for rag_agent."""
+
+
+class TestDeliverDataUnit(_DeliverData, ToolsUnitTests):
+    """Standard unit suite for deliver_data."""
+
+
+class TestDeliverDataIntegration(_DeliverData, ToolsIntegrationTests):
+    """Standard integration suite for deliver_data."""
