@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import importlib
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -53,9 +54,19 @@ class _Chat:
     args: argparse.Namespace
     history: list[tuple[str, int, int, int]]  # (text, offset, page size, total)
 
-    def reset(self) -> None:
-        self.history.clear()
-        self.agent.cache.clear()
+    def command(self, command: str, err: TextIO) -> None:
+        """Run a session command (help, history, reset, or `next` with nothing to page)."""
+        if command == "history":
+            for i, (past, offset, _, total) in enumerate(self.history, start=1):
+                err.write(f"{i:3d}  {past}  (offset {offset}, {total} matches)\n")
+        elif command == "reset":
+            self.history.clear()
+            self.agent.cache.clear()
+            err.write("history and cache cleared\n")
+        elif command == "next":
+            err.write("nothing to page through yet\n")
+        else:
+            err.write(_CHAT_HELP + "\n")
 
     def next_page(self) -> tuple[str, int] | None:
         if not self.history:
@@ -76,51 +87,60 @@ class _Chat:
         return envelope
 
 
+def _line_reader(inp: TextIO, err: TextIO) -> Callable[[], str | None]:
+    """A function returning the next line of ``inp`` (``None`` at the end of input).
+
+    On a real terminal it uses ``input()`` with readline (line editing, arrow-key history);
+    otherwise it prompts on stderr, or not at all when ``inp`` is not a terminal.
+    """
+    if inp is sys.stdin and isatty(inp) and isatty(sys.stdout):
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401  # enables line editing for input()
+
+        def from_terminal() -> str | None:
+            try:
+                return input("rag> ")
+            except EOFError:
+                return None
+
+        return from_terminal
+    prompt = isatty(inp)
+
+    def from_stream() -> str | None:
+        if prompt:
+            err.write("rag> ")
+            err.flush()
+        line = inp.readline()
+        return line or None
+
+    return from_stream
+
+
 def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO, inp: TextIO) -> int:
     """Read one request per line until end of input; print an envelope for each.
 
     Exit code 1 when any request of the session failed, so scripts piping requests notice.
     """
-    interactive = isatty(inp)
     as_json = wants_json(args, out)
+    read = _line_reader(inp, err)
     failed = False
     with connect(args, agent=True) as conn:
         chat = _Chat(conn.agent, args, [])
-        if interactive:
-            with contextlib.suppress(ImportError):
-                import readline  # noqa: F401  # line editing and arrow-key history
+        if isatty(inp):
             err.write(_CHAT_HELP + "\n")
-        while True:
-            if interactive:
-                err.write("rag> ")
-                err.flush()
-            line = inp.readline()
-            if not line:
-                break
+        while (line := read()) is not None:
             text = line.strip()
             command = text.lower()
             if not text:
                 continue
             if command in {"exit", "quit"}:
                 break
-            if command == "help":
-                err.write(_CHAT_HELP + "\n")
-                continue
-            if command == "history":
-                for i, (past, offset, _, total) in enumerate(chat.history, start=1):
-                    err.write(f"{i:3d}  {past}  (offset {offset}, {total} matches)\n")
-                continue
-            if command == "reset":
-                chat.reset()
-                err.write("history and cache cleared\n")
-                continue
             offset = args.offset
-            if command == "next":
-                following = chat.next_page()
-                if following is None:
-                    err.write("nothing to page through yet\n")
-                    continue
+            if command == "next" and (following := chat.next_page()) is not None:
                 text, offset = following
+            elif command in {"help", "history", "reset", "next"}:
+                chat.command(command, err)
+                continue
             envelope = chat.ask(text, offset)
             emit(envelope, as_json, out)
             out.flush()

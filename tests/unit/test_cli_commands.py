@@ -239,6 +239,13 @@ class TestChat:
         assert out.startswith("persistence.leads · 1 match")
         assert "rag>" not in out
 
+    def test_help(self) -> None:
+        """`help` lists the session commands on stderr and runs no query."""
+        code, out, err = run("chat", stdin=io.StringIO("help\n"))
+        assert code == EXIT_OK
+        assert out == ""
+        assert "Commands: next" in err
+
     def test_end_of_input(self) -> None:
         """Empty input ends the session at once with exit code 0."""
         assert run("chat", stdin=io.StringIO(""))[:2] == (EXIT_OK, "")
