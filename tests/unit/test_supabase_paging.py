@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 import pytest
@@ -198,3 +199,19 @@ class TestLiteralStar:
         got = backend_over(PostgrestEmulator(store, max_rows=2)).read(query)
         assert got.rows == expected.rows
         assert got.total_count == expected.total_count
+
+
+class TestThreads:
+    def test_one_backend_serves_many_threads(self) -> None:
+        """Concurrent reads through one backend each get their own correct, refilled page."""
+        backend = backend_over(PostgrestEmulator(seeded_store(40), max_rows=3))
+
+        def read(offset: int) -> tuple[list[object], int]:
+            page = backend.read(Query("leads", limit=7, offset=offset))
+            return [r["id"] for r in page.rows], page.total_count
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(read, range(0, 40, 2)))
+        for offset, (ids, total) in zip(range(0, 40, 2), results, strict=True):
+            assert ids == list(range(offset + 1, min(offset + 7, 40) + 1))
+            assert total == 40
