@@ -41,7 +41,9 @@ from persistence.errors import (
     BackendError,
     ColumnNotAllowedError,
     ConfigurationError,
+    InvalidQueryError,
     PersistenceError,
+    PersistencePermissionError,
 )
 from persistence.query import Filter, Op, Page, Query
 
@@ -156,6 +158,7 @@ class SupabaseBackend:
                     "read-only Supabase facade uses a service_role key (allow_privileged=True): "
                     "row-level security is bypassed"
                 )
+        self._read_only = read_only
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else _default_http_client(timeout)
         try:
@@ -406,6 +409,7 @@ class SupabaseBackend:
         return stored
 
     def delete(self, table: str, filters: Sequence[Filter]) -> int:
+        self._check_writable(table, "delete")
         checks = [f for f in filters if needs_client_check(f)]
         base = self._filter_params(table, filters, "delete")
         if not checks:
@@ -417,7 +421,17 @@ class SupabaseBackend:
             deleted += self._delete(table, [filter_params(chunk)])
         return deleted
 
+    def _check_writable(self, table: str, operation: str) -> None:
+        # The read-only facade never calls a write; this keeps the backend itself honest too.
+        if self._read_only:
+            raise PersistencePermissionError(
+                f"{operation} on {table!r} refused: this Supabase backend was built read-only",
+                table=table,
+                operation=operation,
+            )
+
     def _delete(self, table: str, params: list[tuple[str, str]]) -> int:
+        self._check_writable(table, "delete")
         response = self._send(
             "DELETE",
             table,
@@ -440,7 +454,16 @@ class SupabaseBackend:
         prefer: str,
         operation: str,
     ) -> list[Row]:
-        body = json.dumps([dict(r) for r in rows], default=_json_default).encode("utf-8")
+        self._check_writable(table, operation)
+        try:
+            text = json.dumps([dict(r) for r in rows], default=_json_default, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidQueryError(
+                f"{operation} on {table!r}: row values must be JSON-serialisable and finite "
+                f"({exc})",
+                field="rows",
+            ) from exc
+        body = text.encode("utf-8")
         headers = {"Prefer": prefer, "Content-Type": "application/json"}
         response = self._send(
             "POST", table, params, headers, operation, idempotent=False, content=body

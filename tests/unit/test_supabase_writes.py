@@ -10,7 +10,15 @@ import uuid
 import httpx
 import pytest
 
-from persistence import Filter, MemoryStore, Op, PersistenceAgent, create_persistence_agent
+from persistence import (
+    Filter,
+    InvalidQueryError,
+    MemoryStore,
+    Op,
+    PersistenceAgent,
+    PersistencePermissionError,
+    create_persistence_agent,
+)
 from tests.support.http import ScriptedServer, backend_over
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, decode_query, fake_key
 
@@ -115,6 +123,29 @@ class TestDelete:
             ("id", 'in.("1","3")'),
             ("select", "id"),
         ]
+
+
+class TestRefusals:
+    def test_read_only_backend_refuses_writes_without_a_request(self) -> None:
+        """A backend built read-only refuses insert, upsert and delete itself."""
+        server = ScriptedServer([created([])])
+        backend = backend_over(server)
+        with pytest.raises(PersistencePermissionError):
+            backend.insert("leads", [{"email": "a@x.io"}])
+        with pytest.raises(PersistencePermissionError):
+            backend.upsert("leads", [{"id": 1}])
+        with pytest.raises(PersistencePermissionError) as info:
+            backend.delete("leads", [Filter("company_name", Op.ICONTAINS, "a*b")])
+        assert info.value.operation == "delete"
+        assert server.requests == []
+
+    @pytest.mark.parametrize("value", [float("nan"), float("inf"), object()], ids=str)
+    def test_unserialisable_values_are_refused_before_sending(self, value: object) -> None:
+        """NaN, infinities and arbitrary objects never reach the wire."""
+        server = ScriptedServer([created([])])
+        with pytest.raises(InvalidQueryError):
+            backend_over(server, read_only=False).insert("leads", [{"score": value}])
+        assert server.requests == []
 
 
 class TestAgentOverEmulator:
