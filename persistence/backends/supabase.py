@@ -256,15 +256,7 @@ class SupabaseBackend:
     def _read_checked(
         self, query: Query, base: list[tuple[str, str]], checks: list[Filter]
     ) -> Page:
-        extra = [f.column for f in checks]
-        kept = self._checked_rows(
-            query.table,
-            base,
-            checks,
-            "read",
-            None if query.columns is None else (*query.columns, *extra),
-            query,
-        )
+        kept = self._checked_rows(query.table, base, checks, "read", query.columns, query)
         end = None if query.limit is None else query.offset + query.limit
         window = kept[query.offset : end]
         if query.columns is not None:
@@ -280,7 +272,10 @@ class SupabaseBackend:
         columns: Sequence[str] | None,
         query: Query | None = None,
     ) -> list[Row]:
-        """Every row the (wider) server filter returns that passes the exact client checks."""
+        """Every row the (wider) server filter returns that passes the exact client checks.
+
+        ``columns`` (all when ``None``) are fetched along with the checked columns.
+        """
         predicates = [client_predicate(f) for f in checks]
         wanted = None if columns is None else (*columns, *(f.column for f in checks))
         select = "*" if wanted is None else ",".join(dict.fromkeys(wanted))
