@@ -36,7 +36,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from persistence import Filter, Op, Order, PersistenceError
+from persistence import Filter, Op, Order
+from persistence.query import is_identifier
 from rag_agent.agent import RAGAgent
 from rag_agent.envelope import Envelope, ErrorInfo, Metadata, build_records
 from rag_agent.fallback import LLM_OPERATORS
@@ -214,17 +215,18 @@ class _EnvelopeTool(BaseTool):
         return (), {"tool_input": tool_input}
 
     def _run(self, tool_input: Any = None, **_: Any) -> tuple[str, Envelope]:
+        label = self.table_label
         try:
             args = coerce_tool_input(tool_input, text_field=self.text_field)
+            if is_identifier(args.get("table")):
+                label = args["table"]  # errors name the table asked for, when it is a name
             schema = self.args_schema
             assert isinstance(schema, type) and issubclass(schema, BaseModel)
             envelope = self._answer(schema.model_validate(args))
         except ValidationError as exc:
-            envelope = error_envelope(self.table_label, "ToolInputError", _brief(exc))
-        except (ToolInputError, PersistenceError) as exc:
-            envelope = error_envelope(self.table_label, type(exc).__name__, str(exc))
+            envelope = error_envelope(label, "ToolInputError", _brief(exc))
         except Exception as exc:  # the tool contract: report, never raise
-            envelope = error_envelope(self.table_label, type(exc).__name__, str(exc))
+            envelope = error_envelope(label, type(exc).__name__, str(exc))
         return json.dumps(envelope.to_json(), ensure_ascii=False), envelope
 
     def _answer(self, args: Any) -> Envelope:
