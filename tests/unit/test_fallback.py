@@ -59,6 +59,11 @@ def tool_messages(messages: list[BaseMessage]) -> list[ToolMessage]:
     return [m for m in messages if isinstance(m, ToolMessage)]
 
 
+def replies(messages: list[BaseMessage]) -> list[str]:
+    """The text of every tool message the model was sent."""
+    return [m.text for m in tool_messages(messages)]
+
+
 def acme_query() -> AIMessage:
     return calls(
         call(
@@ -127,7 +132,7 @@ class TestHappyPath:
             ]
         )
         result = fallback(facade, model).run("how many CTOs")
-        listed, columns, count = (m.content for m in tool_messages(model.requests[1]))
+        listed, columns, count = replies(model.requests[1])
         assert "leads" in json.loads(listed) and "secrets" not in json.loads(listed)
         assert "company_name" in json.loads(columns)
         assert count == "1"
@@ -202,7 +207,7 @@ class TestGrounding:
     def test_records_are_private_copies(self, facade: ReadOnlyPersistenceFacade) -> None:
         """Changing a returned record does not change the ledger or the store."""
         ledger = ReadLedger()
-        row = {"id": 1, "tags": ["a"]}
+        row: dict[str, Any] = {"id": 1, "tags": ["a"]}
         ledger.record("leads", [row], NOW)
         row["tags"].append("b")
         entry = ledger.lookup("leads", 1)
@@ -221,7 +226,7 @@ class TestAllowList:
             script=[calls(call("query_table", table=table)), acme_query(), final(("leads", 1))]
         )
         result = fallback(facade, model).run("acme")
-        refusal = tool_messages(model.requests[1])[0].content
+        refusal = replies(model.requests[1])[0]
         assert refusal.startswith("ERROR:") and repr(table) in refusal
         assert result.refused_tool_calls == 1
         assert [e.row["id"] for e in result.records] == [1]
@@ -236,7 +241,7 @@ class TestAllowList:
         )
         result = fallback(facade, model).run("secrets")
         assert result.refused_tool_calls == 2
-        assert all(m.content.startswith("ERROR:") for m in tool_messages(model.requests[1]))
+        assert all(r.startswith("ERROR:") for r in replies(model.requests[1]))
 
     def test_unknown_columns_are_refused(self, facade: ReadOnlyPersistenceFacade) -> None:
         """A filter on a column the table does not have is a tool error, not a crash."""
@@ -273,7 +278,7 @@ class TestAllowList:
         """A call to a tool that does not exist (a write) is answered with an error."""
         model = ScriptedChatModel(script=[calls(call("delete_rows", table="leads")), final()])
         result = fallback(facade, model).run("x")
-        assert "not a valid tool" in tool_messages(model.requests[1])[0].content
+        assert "not a valid tool" in replies(model.requests[1])[0]
         assert result.error is None
 
 
@@ -294,7 +299,7 @@ class TestUntrustedBoundary:
         )
         model = ScriptedChatModel(script=[query, obey])
         result = fallback(facade, model).run("lead 3")
-        content = tool_messages(model.requests[1])[0].content
+        content = replies(model.requests[1])[0]
         opening = re.search(r"<<untrusted-data ([0-9a-f]{24})>>", content)
         assert opening is not None
         token = opening.group(1)
@@ -309,8 +314,8 @@ class TestUntrustedBoundary:
         model = ScriptedChatModel(script=[calls(*acme_query().tool_calls * 2), final()])
         fallback(facade, model).run("acme")
         tokens = {
-            re.search(r"<<untrusted-data (\w+)>>", m.content).group(1)  # type: ignore[union-attr]
-            for m in tool_messages(model.requests[1])
+            re.search(r"<<untrusted-data (\w+)>>", r).group(1)  # type: ignore[union-attr]
+            for r in replies(model.requests[1])
         }
         assert len(tokens) == 2
 
@@ -350,8 +355,8 @@ class TestBounds:
         many = calls(*[call("list_tables") for _ in range(10)])
         model = ScriptedChatModel(script=[many, final()])
         result = fallback(facade, model, max_steps=2).run("x")
-        replies = [m.content for m in tool_messages(model.requests[-1])]
-        assert sum(r.startswith("ERROR: tool call budget") for r in replies) == 2
+        answers = replies(model.requests[-1])
+        assert sum(r.startswith("ERROR: tool call budget") for r in answers) == 2
         assert result.tool_calls == 8 and result.stopped == "answer"
 
     def test_deadline_checked_with_the_injected_clock(

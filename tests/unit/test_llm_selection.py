@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 from structlog.testing import capture_logs
 
 from persistence import ConfigurationError
@@ -57,8 +58,8 @@ class TestResolveLLM:
         assert model.openai_api_base == "http://127.0.0.1:9/v1"
         assert model.request_timeout == DEFAULT_TIMEOUT_SECONDS
         assert model.max_retries == DEFAULT_MAX_RETRIES
-        assert model.openai_api_key is not None
-        assert model.openai_api_key.get_secret_value() == "sk-test"
+        key = model.openai_api_key
+        assert isinstance(key, SecretStr) and key.get_secret_value() == "sk-test"
 
     def test_default_model_name(self) -> None:
         """Without RAG_OPENAI_MODEL the model is gpt-4o-mini."""

@@ -62,7 +62,7 @@ class TestBuildTools:
         message = tools["query_leads"].invoke(tool_call("query_leads", {"company": "Acme"}))
         assert isinstance(message, ToolMessage) and message.tool_call_id == "call_1"
         assert isinstance(message.artifact, Envelope)
-        assert json.loads(message.content) == message.artifact.to_json()
+        assert json.loads(message.text) == message.artifact.to_json()
 
 
 class TestQueryLeads:
@@ -278,7 +278,7 @@ class TestDeliverData:
     def test_as_a_tool_call(self, tools: dict[str, Any]) -> None:
         """Through a ToolCall the message content is the JSON of the status."""
         message = tools["deliver_data"].invoke(tool_call("deliver_data", {"data": "x"}))
-        assert json.loads(message.content) == {"status": "DISABLED"}
+        assert json.loads(message.text) == {"status": "DISABLED"}
 
 
 class TestOpenAISchemas:
