@@ -216,8 +216,33 @@ class TestRendering:
         assert "  status  3 distinct, 0 null" in text
 
 
+@pytest.fixture
+def _restore_logging() -> Iterator[None]:
+    """Put structlog's and the root logger's configuration back after a test changes them."""
+    import logging
+
+    import structlog
+
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    yield
+    structlog.configure(**saved)
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.usefixtures("_restore_logging")
 class TestLogging:
-    """Logs go to stderr, never stdout."""
+    """Logs go to stderr, never stdout; `main` leaves the host's logging as it found it."""
+
+    def test_main_restores_logging(self) -> None:
+        """After an in-process run, structlog's configuration is what it was before."""
+        import structlog
+
+        before = structlog.get_config()
+        assert run("tables")[0] == EXIT_OK
+        assert structlog.get_config() == before
 
     def test_structlog_goes_to_stderr(self) -> None:
         """After the CLI configures logging, a warning lands on the given stream."""
