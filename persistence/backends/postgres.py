@@ -93,6 +93,7 @@ WHERE s.seq IS NOT NULL AND s.m >= 1
 """
 _RESET_STATEMENTS = (b"RESET ALL", b"SELECT pg_advisory_unlock_all()", b"UNLISTEN *")
 _CATALOG_RETRY_SECONDS = 5.0
+_STATEMENT_CACHE_SIZE = 1024
 
 
 def _reset_connection(conn: psycopg.Connection[Any]) -> None:
@@ -168,6 +169,7 @@ class PostgresBackend:
         self._closed = False
         self._catalog: Catalog = MappingProxyType({})
         self._column_sets: dict[str, frozenset[str]] = {}
+        self._column_names: dict[str, tuple[str, ...]] = {}
         self._catalog_loaded_at = float("-inf")
         self._set_timeout = (
             sql.SQL("SET LOCAL statement_timeout = {}")
@@ -276,6 +278,7 @@ class PostgresBackend:
             {table: MappingProxyType(columns) for table, columns in tables.items()}
         )
         self._column_sets = {table: frozenset(columns) for table, columns in tables.items()}
+        self._column_names = {table: tuple(columns) for table, columns in tables.items()}
         self._statements = {}
         self._catalog_loaded_at = self._clock()
 
@@ -318,30 +321,34 @@ class PostgresBackend:
 
     def read(self, query: Query) -> Page:
         types = self._types(query.table, query.filters)
-        columns = query.columns or tuple(types)
-        unknown = sorted(set(columns) - types.keys())
-        if unknown:
-            raise ColumnNotAllowedError(
-                f"table {query.table!r} has no column {unknown[0]!r}",
-                table=query.table,
-                column=unknown[0],
-            )
+        columns = query.columns
+        if columns is None:
+            columns = self._column_names[query.table]
+        else:
+            for column in columns:
+                if column not in types:
+                    raise ColumnNotAllowedError(
+                        f"table {query.table!r} has no column {column!r}",
+                        table=query.table,
+                        column=column,
+                    )
+        # Values never change the SQL text, so one statement serves every query of this shape.
         shape = (
-            "read",
             query.table,
-            tuple((f.column, f.op, f.value if f.op == "is_null" else None) for f in query.filters),
+            tuple((f.column, f.op, f.value is True) for f in query.filters),
             columns,
             query.order,
         )
         statement = self._statements.get(shape)
         if statement is None:
+            if len(self._statements) >= _STATEMENT_CACHE_SIZE:
+                self._statements = {}
             composed = _pg_sql.build_read(query, self._schema, columns, "id" in types)
             statement = self._statements[shape] = composed.as_bytes(None)
         rows = self._select(statement, _pg_sql.read_params(query), "read")
-        total = int(rows[0][0]) if rows else 0
         return Page(
             rows=[dict(zip(columns, row[2:], strict=True)) for row in rows if row[1] is not None],
-            total_count=total,
+            total_count=int(rows[0][0]) if rows else 0,
         )
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:

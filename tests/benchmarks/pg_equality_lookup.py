@@ -75,7 +75,7 @@ def equality_lookup(reader_dsn: str, rows: int, iterations: int) -> tuple[float,
     """Median seconds of (raw psycopg, facade.read) for ``email = <one value>``."""
     email = f"user{rows // 2}@example.com"
     flt = Filter("email", Op.EQ, email)
-    facade = create_read_only_facade(kind="postgres", dsn=reader_dsn, pool_min_size=2)
+    facade = create_read_only_facade(kind="postgres", dsn=reader_dsn)
     # The backend projects every column in catalog order, which is the reference schema's order.
     statement = _pg_sql.build_read(
         Query("leads", (flt,)), "public", TABLE_COLUMNS["leads"], True
