@@ -1,10 +1,13 @@
 """The PostgreSQL backend (any PostgreSQL, including Supabase's database by its DSN).
 
-Read-only is enforced by the database, not only by this code: every read runs in a ``READ ONLY``
-transaction with ``SET LOCAL statement_timeout``, and at start-up a read-only backend refuses a
-superuser or ``BYPASSRLS`` role unless ``allow_privileged=True``. One read is one network round
-trip: ``BEGIN READ ONLY``, ``SET LOCAL``, the page-and-count ``SELECT`` and ``COMMIT`` are four
-statements, each its own extended-protocol execute, sent together in a pipeline.
+Read-only is enforced by the database, not only by this code: the backend's connections open
+with ``default_transaction_read_only=on`` and ``statement_timeout`` as session defaults, so every
+read is one statement (one execute, one round trip) in a server-side ``READ ONLY`` transaction.
+Behind a transaction pooler (``transaction_pooler=True``), where session settings do not stick,
+each read sends ``BEGIN READ ONLY``, ``SET LOCAL statement_timeout``, the ``SELECT`` and
+``COMMIT`` as four executes in one pipeline instead. At start-up a read-only backend refuses a
+superuser or ``BYPASSRLS`` role unless ``allow_privileged=True``. Writes (``PersistenceAgent``
+only) run in explicit ``READ WRITE`` transactions with ``SET LOCAL statement_timeout``.
 
 Thread-safety: a backend is safe to share between threads; its pool hands each call its own
 connection, and the cached catalog is replaced, never mutated.
