@@ -449,3 +449,20 @@ class TestConfiguration:
         backend = create_backend(dsn="postgresql://nobody@127.0.0.1:1/none")
         assert backend._pool is None
         backend.close()
+
+
+class TestThreads:
+    def test_one_backend_serves_many_threads(self, db: PostgresDatabase) -> None:
+        """Threads sharing one facade (pool smaller than the thread count) all read correctly."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with create_read_only_facade(kind="postgres", dsn=db.reader_dsn, pool_max_size=3) as facade:
+
+            def work(index: int) -> tuple[int, int]:
+                email = LEADS[index % len(LEADS)]["email"]
+                page = facade.read("leads", [Filter("email", Op.EQ, email)])
+                return page.total_count, facade.count("leads")
+
+            with ThreadPoolExecutor(max_workers=8) as executor:
+                results = list(executor.map(work, range(160)))
+        assert results == [(1, len(LEADS))] * 160
