@@ -604,6 +604,18 @@ class TestFilterSeam:
         assert "error" not in data["metadata"]
 
 
+@pytest.fixture
+def _debug_logging() -> Iterator[None]:
+    """Let debug events through whatever level an earlier test configured, then restore."""
+    import logging
+
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    yield
+    structlog.configure(**saved)
+
+
+@pytest.mark.usefixtures("_debug_logging")
 class TestLogging:
     """structlog events name each step."""
 
