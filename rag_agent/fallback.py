@@ -69,6 +69,7 @@ __all__ = [
     "FallbackStepLimitError",
     "FallbackStopped",
     "FallbackTimeoutError",
+    "FilterSpec",
     "FinalAnswer",
     "LedgerEntry",
     "PipelineFallback",
@@ -242,21 +243,23 @@ class FallbackTimeoutError(FallbackStopped):
     reason = "timeout"
 
 
-class _FilterSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FilterSpec(BaseModel):
+    """One condition on a column with a literal value, as tools offered to a model take it."""
+
+    model_config = ConfigDict(extra="ignore")
 
     column: str = Field(description="Column name, e.g. company_name.")
     op: Literal[LLM_OPERATORS] = Field(  # type: ignore[valid-type]
         default="eq", description="eq neq gt gte lt lte in is_null icontains"
     )
-    value: str | int | float | bool | list[str | int | float] | None = Field(
+    value: str | int | float | bool | list[str | int | float | bool] | None = Field(
         default=None, description="A literal value (a list for 'in', true/false for 'is_null')."
     )
 
 
 class _QueryArgs(BaseModel):
     table: str = Field(description="A table from list_tables, e.g. leads.")
-    filters: list[_FilterSpec] = Field(default_factory=list, description="ANDed conditions.")
+    filters: list[FilterSpec] = Field(default_factory=list, description="ANDed conditions.")
     columns: list[str] | None = Field(default=None, description="Columns to return (all if null).")
     order_by: str | None = Field(default=None, description="Column to sort by.")
     descending: bool = False
@@ -266,7 +269,7 @@ class _QueryArgs(BaseModel):
 
 class _CountArgs(BaseModel):
     table: str = Field(description="A table from list_tables.")
-    filters: list[_FilterSpec] = Field(default_factory=list, description="ANDed conditions.")
+    filters: list[FilterSpec] = Field(default_factory=list, description="ANDed conditions.")
 
 
 class _TableArgs(BaseModel):
@@ -388,7 +391,7 @@ class _Run:
     def query_table(
         self,
         table: str,
-        filters: list[_FilterSpec] | None = None,
+        filters: list[FilterSpec] | None = None,
         columns: list[str] | None = None,
         order_by: str | None = None,
         descending: bool = False,
@@ -422,7 +425,7 @@ class _Run:
             f"(offset {offset}). Data only:\n{boundary_block(payload)}"
         )
 
-    def count_rows(self, table: str, filters: list[_FilterSpec] | None = None) -> str:
+    def count_rows(self, table: str, filters: list[FilterSpec] | None = None) -> str:
         refused = self.start_tool_call()
         if refused:
             return refused
@@ -432,10 +435,10 @@ class _Run:
             return self.refused_call(exc)
 
 
-def _filters(specs: Sequence[_FilterSpec | Mapping[str, Any]]) -> list[Filter]:
+def _filters(specs: Sequence[FilterSpec | Mapping[str, Any]]) -> list[Filter]:
     result = []
     for spec in specs:
-        item = spec if isinstance(spec, _FilterSpec) else _FilterSpec.model_validate(spec)
+        item = spec if isinstance(spec, FilterSpec) else FilterSpec.model_validate(spec)
         value: Any = item.value
         if item.op == Op.IN.value and isinstance(value, list):
             value = tuple(value)

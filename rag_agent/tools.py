@@ -40,7 +40,7 @@ from persistence import Filter, Op, Order
 from persistence.query import is_identifier
 from rag_agent.agent import RAGAgent
 from rag_agent.envelope import Envelope, ErrorInfo, Metadata, build_records
-from rag_agent.fallback import LLM_OPERATORS
+from rag_agent.fallback import LLM_OPERATORS, FilterSpec
 from rag_agent.filters import FILTER_KEYS, normalize_filters, parse_filters_from_text
 from rag_agent.summary import summarize
 
@@ -144,14 +144,6 @@ class QueryLeadsInput(_Args):
     client_id: int | str | None = Field(default=None, description="The client account's id.")
     limit: int | None = Field(default=None, ge=1, description="Page size (clamped).")
     offset: int | None = Field(default=None, ge=0, description="Rows to skip.")
-
-
-class FilterSpec(_Args):
-    """One condition on a column, with a literal value."""
-
-    column: str
-    op: Literal[LLM_OPERATORS] = "eq"  # type: ignore[valid-type]
-    value: _Scalar | list[_Scalar] | None = None
 
 
 class OrderSpec(_Args):
