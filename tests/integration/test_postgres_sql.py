@@ -122,3 +122,21 @@ class TestErrorTranslation:
         assert not is_connection_lost(pg_errors.QueryCanceled("slow"))
         assert not is_connection_lost(pg_errors.UndefinedColumn("nope"))
         assert not is_connection_lost(ValueError("other"))
+
+
+class TestMissingDriver:
+    def test_missing_psycopg_is_a_configuration_error_with_a_hint(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Without psycopg, asking for the backend says which extra to install."""
+        import importlib
+        import sys
+
+        from persistence import ConfigurationError, create_read_only_facade
+
+        monkeypatch.setitem(sys.modules, "psycopg", None)
+        monkeypatch.delitem(sys.modules, "persistence.backends.postgres")
+        with pytest.raises(ConfigurationError, match=r'pip install "readonly-rag\[postgres\]"'):
+            importlib.import_module("persistence.backends.postgres")
+        with pytest.raises(ConfigurationError, match="readonly-rag"):
+            create_read_only_facade(kind="postgres", dsn="postgresql://127.0.0.1/x")
