@@ -1,71 +1,101 @@
-"""Memory backend: an ``icontains`` page of 50 plus its total count over N leads.
+"""Memory backend: an ``icontains`` page of 50 plus its total count over N leads — the growth curve.
 
-Run: ``python -m tests.benchmarks.memory_icontains [--rows 100000] [--repeat 15]``.
-Prints the median and spread, and the same scan as a plain list comprehension (baseline) so the
-figure is also a ratio measured in the same run.
+Run alone: ``python -m tests.benchmarks.memory_icontains [--rows 100000]``. The same scan as a plain
+list comprehension is the baseline, measured in the same run. Peak memory per call comes from
+``tracemalloc`` in a separate pass (tracing slows Python down, so it never overlaps the timing).
 """
 
 from __future__ import annotations
 
 import argparse
-import random
-import statistics
+import resource
 import time
+import tracemalloc
+from dataclasses import dataclass
 
-from persistence import Filter, MemoryStore, Op, create_persistence_agent, create_read_only_facade
+from persistence import Filter, MemoryStore, Op, create_read_only_facade
+from tests.benchmarks.common import Stats, compare
+from tests.benchmarks.datagen import NEEDLE, memory_store
 
-COMPANIES = ["Acme Inc.", "Globex", "Initech", "Umbrella", "Hooli", "Stark Industries", "Wayne"]
-
-
-def make_store(rows: int, seed: int = 7) -> MemoryStore:
-    rng = random.Random(seed)
-    store = MemoryStore()
-    leads = [
-        {
-            "email": f"user{i}@example.com",
-            "company_name": f"{rng.choice(COMPANIES)} {rng.randint(1, 500)}",
-            "score": rng.randint(0, 100),
-            "status": rng.choice(["new", "won", "lost", None]),
-        }
-        for i in range(rows)
-    ]
-    create_persistence_agent(kind="memory", store=store).batch("leads", leads)
-    return store
+PAGE = 50
 
 
-def median_ms(fn: object, repeat: int) -> tuple[float, float]:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()  # type: ignore[operator]
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples), statistics.pstdev(samples)
+@dataclass(frozen=True)
+class GrowthPoint:
+    """One size of the growth curve."""
+
+    rows: int
+    load_seconds: float
+    store_mib: float  # growth of the process's peak RSS while loading
+    matches: int
+    facade: Stats
+    baseline: Stats
+    peak_kib: float  # tracemalloc peak during one facade.read
+
+
+def _max_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def measure(rows: int, *, rounds: int) -> GrowthPoint:
+    """Load ``rows`` leads into a new store and time an icontains page + count over them."""
+    rss_before = _max_rss_mib()
+    start = time.perf_counter()
+    store = memory_store(rows)
+    load_seconds = time.perf_counter() - start
+    return _measure_store(store, rows, load_seconds, _max_rss_mib() - rss_before, rounds)
+
+
+def _measure_store(
+    store: MemoryStore, rows: int, load_seconds: float, store_mib: float, rounds: int
+) -> GrowthPoint:
+    facade = create_read_only_facade(kind="memory", store=store)
+    flt = [Filter("company_name", Op.ICONTAINS, NEEDLE)]
+    snapshot = store.rows("leads")
+
+    def ours() -> object:
+        return facade.read("leads", flt, limit=PAGE)
+
+    def baseline() -> object:
+        matched = [r for r in snapshot if NEEDLE in (r["company_name"] or "").lower()]
+        return matched[:PAGE], len(matched)
+
+    page = facade.read("leads", flt, limit=PAGE)
+    assert page.total_count == len(_matches(snapshot)), "the baseline finds the same rows"
+    stats = compare({"facade.read": ours, "list comprehension": baseline}, rounds=rounds)
+    tracemalloc.start()
+    try:
+        ours()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return GrowthPoint(
+        rows,
+        load_seconds,
+        store_mib,
+        page.total_count,
+        stats["facade.read"],
+        stats["list comprehension"],
+        peak / 1024,
+    )
+
+
+def _matches(snapshot: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [r for r in snapshot if NEEDLE in str(r["company_name"] or "").lower()]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
-    store = make_store(args.rows)
-    facade = create_read_only_facade(kind="memory", store=store)
-    flt = [Filter("company_name", Op.ICONTAINS, "acme")]
-    rows = store.rows("leads")
-
-    def ours() -> None:
-        facade.read("leads", flt, limit=50)
-
-    def baseline() -> None:
-        matched = [r for r in rows if "acme" in (r["company_name"] or "").lower()]
-        _ = (matched[:50], len(matched))
-
-    ours_ms, ours_sd = median_ms(ours, args.repeat)
-    base_ms, base_sd = median_ms(baseline, args.repeat)
-    page = facade.read("leads", flt, limit=50)
-    print(f"rows={args.rows} matches={page.total_count} page={len(page.rows)}")
-    print(f"facade.read icontains page+count: median {ours_ms:.2f} ms (sd {ours_sd:.2f})")
-    print(f"plain list comprehension:         median {base_ms:.2f} ms (sd {base_sd:.2f})")
-    print(f"ratio: {ours_ms / base_ms:.2f}x")
+    point = measure(args.rows, rounds=args.rounds)
+    print(f"rows={point.rows} matches={point.matches} load {point.load_seconds:.1f} s")
+    print(f"facade.read icontains page+count: median {point.facade.median * 1e3:.2f} ms")
+    print(f"plain list comprehension:         median {point.baseline.median * 1e3:.2f} ms")
+    print(
+        f"ratio {point.facade.median / point.baseline.median:.2f}x, peak {point.peak_kib:.0f} KiB"
+    )
 
 
 if __name__ == "__main__":
