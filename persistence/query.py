@@ -38,6 +38,10 @@ MAX_IN_VALUES = 10_000
 
 Scalar = str | int | float | bool | decimal.Decimal | dt.date | dt.datetime | dt.time | uuid.UUID
 _SCALAR_TYPES = (str, int, float, bool, decimal.Decimal, dt.date, dt.datetime, dt.time, uuid.UUID)
+# A lone surrogate is what undecodable bytes become (``surrogateescape``); no UTF-8 store holds it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# PostgreSQL's LIMIT and OFFSET are bigint: a larger page window is a mistake, refused as one.
+_MAX_COUNT = 2**63 - 1
 
 
 def is_identifier(name: object) -> bool:
@@ -91,6 +95,11 @@ def _check_scalar(value: object, column: str) -> Scalar:
         raise InvalidQueryError(f"filter on {column!r} has a non-finite float", field="value")
     if isinstance(value, str) and "\x00" in value:
         raise InvalidQueryError(f"filter on {column!r} has a NUL character", field="value")
+    if isinstance(value, str) and _SURROGATE.search(value):
+        raise InvalidQueryError(
+            f"filter on {column!r} has a lone surrogate (text that is not valid Unicode)",
+            field="value",
+        )
     return value
 
 
@@ -175,8 +184,10 @@ class Order:
 def _check_count(value: object, name: str, *, optional: bool) -> None:
     if value is None and optional:
         return
-    if type(value) is not int or value < 0:
-        raise InvalidQueryError(f"{name} must be a non-negative integer, not {value!r}", field=name)
+    if type(value) is not int or not 0 <= value <= _MAX_COUNT:
+        raise InvalidQueryError(
+            f"{name} must be an integer from 0 to 2**63-1, not {value!r}", field=name
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -206,9 +206,21 @@ class _EnvelopeTool(BaseTool):
         # Validation happens in _run, so malformed input becomes an envelope, not an exception.
         return (), {"tool_input": tool_input}
 
+    def run(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run the tool; input nested deeper than any argument schema is refused, not raised."""
+        # LangChain formats the input with str() for its callbacks before ``_run`` sees it, which
+        # raises RecursionError out of the tool for input nested past the interpreter's limit.
+        return super().run(_bounded(tool_input), *args, **kwargs)
+
+    async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        """Async :meth:`run`, with the same refusal of overly nested input."""
+        return await super().arun(_bounded(tool_input), *args, **kwargs)
+
     def _run(self, tool_input: Any = None, **_: Any) -> tuple[str, Envelope]:
         label = self.table_label
         try:
+            if isinstance(tool_input, _TooDeep):
+                raise ToolInputError(f"input is nested deeper than {_MAX_DEPTH} levels")
             args = coerce_tool_input(tool_input, text_field=self.text_field)
             if is_identifier(args.get("table")):
                 label = args["table"]  # errors name the table asked for, when it is a name
@@ -344,6 +356,14 @@ class DeliverDataTool(BaseTool):
     )
     args_schema: type[BaseModel] = DeliverDataInput
 
+    def run(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        """Answer DISABLED; like the data tools, never formats overly nested input."""
+        return super().run(_bounded(tool_input), *args, **kwargs)
+
+    async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        """Async :meth:`run`."""
+        return await super().arun(_bounded(tool_input), *args, **kwargs)
+
     def _to_args_and_kwargs(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -354,6 +374,36 @@ class DeliverDataTool(BaseTool):
 
 
 # -- helpers -----------------------------------------------------------------------------------
+
+#: Tool arguments nest a few levels at most; deeper input is refused before anything formats it.
+_MAX_DEPTH = 32
+
+
+class _TooDeep:
+    """Stands in for input nested deeper than ``_MAX_DEPTH``: cheap to format, refused by _run."""
+
+    def __repr__(self) -> str:
+        return "<input nested too deeply>"
+
+
+def _bounded(value: Any) -> Any:
+    """``value``, or a :class:`_TooDeep` when its containers nest deeper than ``_MAX_DEPTH``.
+
+    Iterative, and each container is visited once, so cyclic or shared structures cost linear
+    time (a cycle itself is left to argument validation, which refuses it).
+    """
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, Mapping | list | tuple | set | frozenset) or id(item) in seen:
+            continue
+        if depth >= _MAX_DEPTH:
+            return _TooDeep()
+        seen.add(id(item))
+        children = item.values() if isinstance(item, Mapping) else item
+        stack.extend((child, depth + 1) for child in children)
+    return value
 
 
 def error_envelope(table: str, error_type: str, message: str) -> Envelope:

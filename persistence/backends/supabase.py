@@ -495,7 +495,17 @@ class SupabaseBackend:
         idempotent: bool,
         content: bytes | None = None,
     ) -> httpx.Response:
-        url = httpx.URL(f"{self._base_url}/{table}").copy_with(query=encode_query_string(params))
+        try:
+            url = httpx.URL(f"{self._base_url}/{table}").copy_with(
+                query=encode_query_string(params)
+            )
+        except httpx.InvalidURL as exc:
+            # httpx refuses a query string over 64 KiB (servers refuse far less): too many or too
+            # long values for one GET, which is the caller's query, not a server failure.
+            raise InvalidQueryError(
+                f"{operation} on {table!r} does not fit in a PostgREST URL ({exc})",
+                field="filters",
+            ) from exc
         merged = httpx.Headers(self._headers)
         merged.update(headers)
         attempt = 0
