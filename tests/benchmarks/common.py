@@ -130,6 +130,14 @@ class Target:
     measured: str
     met: bool
     profile: str | None = None
+    #: Missed, but by less than the measurements' own spread.
+    tie: bool = False
+
+    @property
+    def verdict(self) -> str:
+        if self.met:
+            return "yes"
+        return "tie (within noise)" if self.tie else "**no**"
 
 
 @dataclass(frozen=True)

@@ -142,9 +142,9 @@ def time_scenario(clients: Clients, scenario: Scenario, *, quick: bool) -> dict[
     probe = min(per_call_estimate(f) for f in calls.values())
     # Cheap calls are batched so a sample is well above the timer's resolution.
     number = max(1, min(50, int(0.002 / max(probe, 1e-6))))
-    budget = 0.6 if quick else 3.0
+    budget = 1.0 if quick else 8.0
     slowest = max(per_call_estimate(f) for f in calls.values())
-    rounds = max(5, min(41, int(budget / (slowest * number * len(calls)))))
+    rounds = max(5, min(101, int(budget / (slowest * number * len(calls)))))
     return compare(calls, rounds=rounds, number=number, warmup=2)
 
 

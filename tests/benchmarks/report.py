@@ -17,9 +17,9 @@ from tests.benchmarks.common import Section, Stats, Target
 
 def fmt_time(seconds: float) -> str:
     """``seconds`` in the unit that keeps three significant digits readable."""
-    if seconds < 1e-3:
+    if abs(seconds) < 1e-3:
         return f"{seconds * 1e6:.1f} µs"
-    if seconds < 1:
+    if abs(seconds) < 1:
         return f"{seconds * 1e3:.2f} ms"
     return f"{seconds:.2f} s"
 
@@ -99,7 +99,7 @@ def profile(func: Callable[[], object], *, calls: int, top: int = 18) -> str:
     table = text[text.find("   ncalls") :] if "   ncalls" in text else text
     table = re.sub(r"\S*/site-packages/", "", table)
     table = re.sub(r"\S*/(persistence|rag_agent|tests)/", r"\1/", table)
-    table = re.sub(r"/usr/lib/python3\.\d+/", "", table)
+    table = re.sub(r"\S*/lib/python3\.\d+/", "", table)
     return table.rstrip()
 
 
@@ -139,7 +139,7 @@ def render(
         "",
         *_table(
             ("Target", "Goal", "Measured", "Met"),
-            [(t.name, t.goal, t.measured, "yes" if t.met else "**no**") for t in targets],
+            [(t.name, t.goal, t.measured, t.verdict) for t in targets],
         ),
         "",
     ]
@@ -158,6 +158,12 @@ def render(
             lines += [f"### {target.name}", "", "```text", target.profile or "", "```", ""]
     lines += [
         "## How it is measured",
+        "",
+        "Run `make bench` (about 5 minutes on 2 cores) or `make bench-quick` (small sizes, about",
+        "a minute); both install the `bench` extra (LangChain's SQL tool, SQLAlchemy) first.",
+        "`python -m tests.benchmarks.run --help` lists the options: `--sizes`, `--pg-rows`,",
+        "`--no-peer`, `--output`, `--json` (the raw figures). The local PostgreSQL must accept the",
+        "admin DSN (`RAG_TEST_POSTGRES_DSN`, default `postgresql://postgres@127.0.0.1:5432/postgres`).",
         "",
         "- Data: `tests/benchmarks/datagen.py` generates the same leads by seed for memory and",
         "  PostgreSQL (COPY). Company names are syllable pairs, so `icontains 'globex'` matches",
