@@ -92,8 +92,7 @@ class CuttableProxy:
                 except (OSError, ValueError):
                     return
                 for key, _ in events:
-                    sock = key.fileobj
-                    assert isinstance(sock, socket.socket)
+                    sock = peers_of(key.fileobj, peers)
                     try:
                         data = sock.recv(65536)
                         if not data:
@@ -115,3 +114,11 @@ class CuttableProxy:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def peers_of(fileobj: object, peers: dict[socket.socket, socket.socket]) -> socket.socket:
+    """The registered socket behind a selector key."""
+    for sock in peers:
+        if sock is fileobj:
+            return sock
+    raise OSError("unknown socket")
