@@ -130,14 +130,14 @@ class Target:
     measured: str
     met: bool
     profile: str | None = None
-    #: Missed, but by less than the measurements' own spread.
+    #: Missed, but by less than the measurements' own spread: said so, still a miss.
     tie: bool = False
 
     @property
     def verdict(self) -> str:
         if self.met:
             return "yes"
-        return "tie (within noise)" if self.tie else "**no**"
+        return "**no** (within noise)" if self.tie else "**no**"
 
 
 @dataclass(frozen=True)

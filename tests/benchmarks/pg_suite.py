@@ -144,7 +144,7 @@ def time_scenario(clients: Clients, scenario: Scenario, *, quick: bool) -> dict[
     number = max(1, min(50, int(0.002 / max(probe, 1e-6))))
     budget = 1.0 if quick else 8.0
     slowest = max(per_call_estimate(f) for f in calls.values())
-    rounds = max(5, min(101, int(budget / (slowest * number * len(calls)))))
+    rounds = max(5 if quick else 9, min(101, int(budget / (slowest * number * len(calls)))))
     return compare(calls, rounds=rounds, number=number, warmup=2)
 
 
