@@ -83,8 +83,8 @@ class _Reader:
         query = Query(
             table,
             filters=_filters(filters),
-            columns=None if columns is None else tuple(columns),
-            order=tuple(order),  # type: ignore[arg-type]  # Query turns names into Order
+            columns=self._policy_columns(table) if columns is None else _names(columns, "columns"),
+            order=_names(order, "order"),  # Query turns names into Order
             limit=limit,
             offset=offset,
         )
@@ -97,6 +97,22 @@ class _Reader:
         query = Query(table, filters=_filters(filters))
         self._check_query(query, "count")
         return self.__backend.count(table, query.filters)
+
+    def _policy_columns(self, table: str) -> tuple[str, ...] | None:
+        """The columns a read naming none may return: ``None`` (all) unless the policy restricts.
+
+        Without this, a read that names no columns would return columns the policy forbids.
+        """
+        allowed = None if self.__policy.columns is None else self.__policy.columns.get(table)
+        if allowed is None:
+            return None
+        known = self.__backend.columns(table)
+        readable = allowed if known is None else allowed & known
+        if not readable:
+            raise ColumnNotAllowedError(
+                f"the access policy allows no column of {table!r}", table=table, operation="read"
+            )
+        return tuple(sorted(readable))
 
     def _check_query(self, query: Query, operation: str) -> None:
         referenced = query.referenced_columns()
@@ -168,12 +184,24 @@ class _Reader:
 
 
 def _filters(filters: Iterable[Filter]) -> tuple[Filter, ...]:
-    if isinstance(filters, Filter | str | Mapping):
+    if isinstance(filters, Filter | str | Mapping) or not isinstance(filters, Iterable):
         raise InvalidQueryError(
             "filters must be a sequence of Filter objects, e.g. [Filter('email', Op.EQ, 'a@x.io')]",
             field="filters",
         )
     return tuple(filters)
+
+
+def _names(values: Iterable[Any], what: str) -> tuple[Any, ...]:
+    # tuple(5) would raise a bare TypeError, and tuple("email") would split the name into
+    # letters: say what was expected instead.
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise InvalidQueryError(
+            f"{what} must be a sequence of column names, not {type(values).__name__}, "
+            f"e.g. {what}=['email']",
+            field=what,
+        )
+    return tuple(values)
 
 
 class ReadOnlyPersistenceFacade(_Reader):

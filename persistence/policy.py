@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from persistence.errors import ColumnNotAllowedError, ConfigurationError, TableNotAllowedError
 from persistence.query import is_identifier
@@ -33,6 +34,9 @@ GOVERNANCE_TABLES: frozenset[str] = frozenset({"clients", "campaigns"})
 
 
 def _names(values: Iterable[str], what: str) -> frozenset[str]:
+    if isinstance(values, str | bytes):
+        # frozenset("leads") would allow the tables "l", "e", "a", "d" and "s".
+        raise ConfigurationError(f"{what} must be a collection of names, not a single {values!r}")
     names = frozenset(values)
     bad = sorted(repr(n) for n in names if not is_identifier(n))
     if bad:
@@ -60,7 +64,8 @@ class AccessPolicy:
                 _table: _names(cols, f"columns[{_table!r}]")
                 for _table, cols in self.columns.items()
             }
-            object.__setattr__(self, "columns", columns)
+            # Read-only view: the policy a facade exposes cannot be widened by its holder.
+            object.__setattr__(self, "columns", MappingProxyType(columns))
 
     @classmethod
     def read_only(
@@ -69,13 +74,17 @@ class AccessPolicy:
         columns: Mapping[str, Iterable[str]] | None = None,
     ) -> AccessPolicy:
         """Read ``tables``; write nothing."""
-        cols = None if columns is None else {t: frozenset(c) for t, c in columns.items()}
-        return cls(frozenset(tables), frozenset(), cols)
+        cols = (
+            None
+            if columns is None
+            else {t: _names(c, f"columns[{t!r}]") for t, c in columns.items()}
+        )
+        return cls(_names(tables, "tables"), frozenset(), cols)
 
     @classmethod
     def writer(cls, tables: Iterable[str] = BUSINESS_TABLES) -> AccessPolicy:
         """Read ``tables``; write them too, except the governance tables."""
-        readable = frozenset(tables)
+        readable = _names(tables, "tables")
         return cls(readable, readable - GOVERNANCE_TABLES)
 
     def check_read(self, table: object, operation: str = "read") -> str:

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import functools
 import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import quote
 
+from persistence.backends._like import text_predicate
 from persistence.query import Filter, Op, Order, Query
 
 __all__ = [
@@ -154,32 +154,9 @@ def needs_client_check(flt: Filter) -> bool:
     return flt.op in (Op.ICONTAINS, Op.ILIKE) and "*" in flt.value
 
 
-@functools.lru_cache(maxsize=256)
-def _like_regex(pattern: str) -> re.Pattern[str]:
-    parts: list[str] = []
-    chars = iter(pattern)
-    for char in chars:
-        if char == "\\":
-            parts.append(re.escape(next(chars, "\\")))
-        elif char == "%":
-            parts.append(".*")
-        elif char == "_":
-            parts.append(".")
-        else:
-            parts.append(re.escape(char))
-    return re.compile("".join(parts), re.DOTALL)
-
-
 def client_predicate(flt: Filter) -> Callable[[Mapping[str, Any]], bool]:
     """The exact test for a filter whose server-side form is wider (see the module docstring)."""
-    column = flt.column
-    if flt.op is Op.ICONTAINS:
-        needle = flt.value.lower()
-        return lambda row: isinstance(v := row.get(column), str) and needle in v.lower()
-    regex = _like_regex(flt.value.lower())
-    return lambda row: (
-        isinstance(v := row.get(column), str) and regex.fullmatch(v.lower()) is not None
-    )
+    return text_predicate(flt)
 
 
 def order_param(order: Sequence[Order]) -> str:

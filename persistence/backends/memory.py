@@ -22,13 +22,12 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import decimal
-import functools
-import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from persistence.backends._like import text_predicate
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Op, Order, Page, Query
@@ -212,23 +211,6 @@ def default_store() -> MemoryStore:
 # --- query evaluation ------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=512)
-def _like_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a lower-cased LIKE pattern (``%``, ``_``, ``\\`` escape) into a regex."""
-    parts: list[str] = []
-    chars = iter(pattern)
-    for char in chars:
-        if char == "\\":
-            parts.append(re.escape(next(chars, "\\")))
-        elif char == "%":
-            parts.append(".*")
-        elif char == "_":
-            parts.append(".")
-        else:
-            parts.append(re.escape(char))
-    return re.compile("".join(parts), re.DOTALL)
-
-
 def _compare(op: Op, left: Any, right: Any) -> bool:
     try:
         if op is Op.EQ:
@@ -251,14 +233,8 @@ def _predicate(flt: Filter) -> Callable[[Row], bool]:
     if op is Op.IS_NULL:
         want_null = bool(value)
         return lambda row: (row.get(column) is None) is want_null
-    if op is Op.ICONTAINS:
-        needle = value.lower()
-        return lambda row: isinstance(v := row.get(column), str) and needle in v.lower()
-    if op is Op.ILIKE:
-        regex = _like_regex(value.lower())
-        return lambda row: (
-            isinstance(v := row.get(column), str) and regex.fullmatch(v.lower()) is not None
-        )
+    if op in (Op.ICONTAINS, Op.ILIKE):
+        return text_predicate(flt)
     if op is Op.IN:
         choices = value
         return lambda row: (

@@ -35,6 +35,7 @@ from urllib.parse import unquote_plus
 import httpx
 
 from persistence import BackendError, MemoryStore
+from persistence.backends._like import like_regex
 
 __all__ = [
     "BASE_URL",
@@ -133,21 +134,6 @@ def parse_in_list(text: str) -> list[str]:
         pos += 1  # the comma
 
 
-def _like_regex(pattern: str) -> re.Pattern[str]:
-    parts: list[str] = []
-    chars = iter(pattern)
-    for char in chars:
-        if char == "\\":
-            parts.append(re.escape(next(chars, "\\")))
-        elif char == "%":
-            parts.append(".*")
-        elif char == "_":
-            parts.append(".")
-        else:
-            parts.append(re.escape(char))
-    return re.compile("".join(parts), re.DOTALL)
-
-
 def _coerce(literal: str, sample: object, column: str) -> object:
     """``literal`` read as the type of ``sample`` (what PostgreSQL does with ``::unknown``)."""
     try:
@@ -210,7 +196,7 @@ def _condition(table: str, column: str, expression: str) -> Condition:
     test: Condition
     if op in {"like", "ilike"}:
         pattern = operand.replace("*", "%")
-        regex = _like_regex(pattern.lower() if op == "ilike" else pattern)
+        regex = like_regex(pattern.lower() if op == "ilike" else pattern)
 
         def test(row: Row) -> Verdict:
             value = row.get(column)

@@ -1,0 +1,100 @@
+"""Findings of the persistence review: typed errors at the facade, one LIKE matcher."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from persistence import (
+    Filter,
+    InvalidQueryError,
+    MemoryStore,
+    Op,
+    create_read_only_facade,
+)
+from persistence.backends import _postgrest_encoding, memory
+from persistence.backends._like import like_regex, text_predicate
+
+
+@pytest.fixture
+def facade() -> Any:
+    return create_read_only_facade(kind="memory", store=MemoryStore())
+
+
+class TestFacadeArgumentErrors:
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            {"filters": None},
+            {"filters": 5},
+            {"order": 5},
+            {"order": None},
+            {"columns": 5},
+        ],
+    )
+    def test_read_with_non_iterable_arguments_raises_a_typed_error(
+        self, facade: Any, kwargs: dict[str, Any]
+    ) -> None:
+        """A non-iterable filters/order/columns is an InvalidQueryError, never a bare TypeError."""
+        with pytest.raises(InvalidQueryError):
+            facade.read("leads", **kwargs)
+
+    @pytest.mark.parametrize("filters", [None, 5, object()])
+    def test_count_with_non_iterable_filters_raises_a_typed_error(
+        self, facade: Any, filters: object
+    ) -> None:
+        """count() refuses non-iterable filters with an InvalidQueryError too."""
+        with pytest.raises(InvalidQueryError):
+            facade.count("leads", filters)
+
+
+class TestOneLikeMatcher:
+    @pytest.mark.parametrize(
+        ("pattern", "text", "matches"),
+        [
+            ("a%c", "abbbc", True),
+            ("a_c", "abc", True),
+            ("a_c", "abbc", False),
+            ("a\\%c", "a%c", True),
+            ("a\\%c", "abc", False),
+            ("a\\_c", "abc", False),
+            ("100\\\\", "100\\", True),
+            ("x*y", "x*y", True),
+            ("x*y", "xzy", False),
+            ("a\nb", "a\nb", True),
+            ("%", "line\nbreak", True),
+        ],
+    )
+    def test_like_semantics(self, pattern: str, text: str, matches: bool) -> None:
+        """``%`` any run, ``_`` one character, ``\\`` escapes, ``*`` literal, newlines match."""
+        assert (like_regex(pattern).fullmatch(text) is not None) is matches
+
+    @pytest.mark.parametrize(
+        ("flt", "row", "matches"),
+        [
+            (Filter("name", Op.ICONTAINS, "A*B"), {"name": "xa*bx"}, True),
+            (Filter("name", Op.ICONTAINS, "A*B"), {"name": "xaxbx"}, False),
+            (Filter("name", Op.ICONTAINS, "a"), {"name": None}, False),
+            (Filter("name", Op.ICONTAINS, "1"), {"name": 1}, False),
+            (Filter("name", Op.ILIKE, "A*%"), {"name": "a*zz"}, True),
+            (Filter("name", Op.ILIKE, "A*%"), {"name": "abzz"}, False),
+        ],
+    )
+    def test_text_predicate_and_client_check_agree(
+        self, flt: Filter, row: dict[str, Any], matches: bool
+    ) -> None:
+        """The memory predicate and the Supabase client-side check give the same answer."""
+        assert text_predicate(flt)(row) is matches
+        assert _postgrest_encoding.client_predicate(flt)(row) is matches
+        assert memory._predicate(flt)(row) is matches
+
+
+class TestFacadeNameArguments:
+    @pytest.mark.parametrize("kwargs", [{"columns": "email"}, {"order": "email"}])
+    def test_a_bare_string_is_refused_not_split_into_letters(
+        self, facade: Any, kwargs: dict[str, Any]
+    ) -> None:
+        """columns="email" is refused with a hint, rather than read as the columns e, m, a..."""
+        with pytest.raises(InvalidQueryError, match=r"\['email'\]"):
+            facade.read("leads", **kwargs)
