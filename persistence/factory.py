@@ -47,6 +47,12 @@ def _backend(kind: str, read_only: bool, options: dict[str, Any]) -> Backend:
         raise ConfigurationError(
             f"unknown backend kind {kind!r}; known kinds: {', '.join(known_kinds())}"
         )
+    if "read_only" in options:
+        # The factory decides: a facade's backend is read-only, an agent's is not.
+        raise ConfigurationError(
+            "read_only= is not an option: create_read_only_facade builds a read-only backend, "
+            "create_persistence_agent a read-write one"
+        )
     if isinstance(entry, str):
         module_name, _, attribute = entry.partition(":")
         entry = getattr(importlib.import_module(module_name), attribute)

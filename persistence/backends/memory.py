@@ -212,6 +212,9 @@ def default_store() -> MemoryStore:
 
 
 def _compare(op: Op, left: Any, right: Any) -> bool:
+    if (type(left) is bool) is not (type(right) is bool):
+        # Python says True == 1; SQL has no boolean-integer comparison: never a match.
+        return False
     try:
         if op is Op.EQ:
             return bool(left == right)

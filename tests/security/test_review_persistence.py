@@ -77,3 +77,13 @@ class TestPolicyImmutability:
             create_read_only_facade(kind="memory", store=MemoryStore(), tables="leads")
         with pytest.raises(ConfigurationError):
             AccessPolicy.read_only(["leads"], columns={"leads": "email"})
+
+
+class TestFactoryReadOnlyFlag:
+    @pytest.mark.parametrize("value", [False, True])
+    def test_read_only_cannot_be_passed_as_a_backend_option(self, value: bool) -> None:
+        """The factories own the read_only flag: passing it is a ConfigurationError."""
+        with pytest.raises(ConfigurationError, match="read_only"):
+            create_read_only_facade(kind="memory", store=MemoryStore(), read_only=value)
+        with pytest.raises(ConfigurationError, match="read_only"):
+            create_persistence_agent(kind="memory", store=MemoryStore(), read_only=value)

@@ -11,6 +11,7 @@ from persistence import (
     InvalidQueryError,
     MemoryStore,
     Op,
+    create_persistence_agent,
     create_read_only_facade,
 )
 from persistence.backends import _postgrest_encoding, memory
@@ -98,3 +99,30 @@ class TestFacadeNameArguments:
         """columns="email" is refused with a hint, rather than read as the columns e, m, a..."""
         with pytest.raises(InvalidQueryError, match=r"\['email'\]"):
             facade.read("leads", **kwargs)
+
+
+class TestMemoryBoolIsNotANumber:
+    @pytest.fixture
+    def seeded(self) -> Any:
+        store = MemoryStore()
+        writer = create_persistence_agent(kind="memory", store=store)
+        writer.batch("leads", [{"score": 1}, {"score": 0}, {"score": 2}])
+        return create_read_only_facade(kind="memory", store=store)
+
+    @pytest.mark.parametrize(
+        "flt",
+        [
+            Filter("score", Op.EQ, True),
+            Filter("score", Op.NEQ, False),
+            Filter("score", Op.GT, False),
+            Filter("score", Op.LTE, True),
+            Filter("score", Op.IN, [True, False]),
+        ],
+    )
+    def test_a_bool_never_matches_an_integer(self, seeded: Any, flt: Filter) -> None:
+        """As on PostgreSQL (where it is a type error), True is not 1 and False is not 0."""
+        assert seeded.read("leads", [flt]).total_count == 0
+
+    def test_numbers_still_compare_across_int_and_float(self, seeded: Any) -> None:
+        """Integers and floats stay comparable, as numeric types are in SQL."""
+        assert seeded.count("leads", [Filter("score", Op.GTE, 1.0)]) == 2
