@@ -48,7 +48,12 @@ from rag_agent.envelope import (
     ReformulationAttempt,
     build_records,
 )
-from rag_agent.filters import filters_to_query, normalize_filters, parse_filters_from_text
+from rag_agent.filters import (
+    MAX_TEXT_LENGTH,
+    filters_to_query,
+    normalize_filters,
+    parse_filters_from_text,
+)
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError, create_limiter
 from rag_agent.reformulation import reformulations
 from rag_agent.settings import RAGSettings
@@ -375,7 +380,8 @@ class RAGAgent:
         return eff_limit, eff_offset
 
     def _filters(self, log: Any, text: str) -> dict[str, Any]:
-        filters = dict(_parse_rules(text))
+        # The parser reads only the prefix; memoising the prefix keeps long texts out of memory.
+        filters = dict(_parse_rules(text[:MAX_TEXT_LENGTH]))
         if filters or self._llm_filters is None:
             log.debug("rag.filters", via="rules", filters=filters)
             return filters

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,17 @@ __all__ = ["ENV_VARIABLES", "RAGSettings"]
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
 _STORAGE_SCHEMES = ("memory://", "redis://", "rediss://", "unix://")
+_URL_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^@/?#]*)@")
+
+
+def _mask_userinfo(url: str) -> str:
+    """``url`` with the password (or a lone user token) of its user info replaced by ``***``."""
+    match = _URL_USERINFO.match(url)
+    if match is None:
+        return url
+    user, colon, _ = match.group("info").partition(":")
+    masked = f"{user}:***" if colon else "***"
+    return f"{match.group('scheme')}{masked}@{url[match.end() :]}"
 
 
 def _parse_int(minimum: int) -> Callable[[str, str], int]:
@@ -137,6 +149,17 @@ class RAGSettings:
     openai_api_key: str | None = field(default=None, repr=False)
     openai_base_url: str | None = None
     openai_model: str | None = "gpt-4o-mini"
+
+    def __repr__(self) -> str:
+        # URLs may carry credentials (``redis://:password@host``): shown with them masked.
+        shown = []
+        for item in dataclasses.fields(self):
+            if item.repr:
+                value = getattr(self, item.name)
+                if isinstance(value, str):
+                    value = _mask_userinfo(value)
+                shown.append(f"{item.name}={value!r}")
+        return f"RAGSettings({', '.join(shown)})"
 
     def __post_init__(self) -> None:
         for name, (variable, parser) in ENV_VARIABLES.items():
