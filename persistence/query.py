@@ -91,7 +91,10 @@ def _check_scalar(value: object, column: str) -> Scalar:
             "str, int, float, bool, Decimal, date, datetime, time or UUID",
             field="value",
         )
-    if isinstance(value, float) and not math.isfinite(value):
+    # Decimal NaN/Infinity too: Python refuses to order a NaN Decimal (InvalidOperation).
+    if (isinstance(value, float) and not math.isfinite(value)) or (
+        isinstance(value, decimal.Decimal) and not value.is_finite()
+    ):
         raise InvalidQueryError(f"filter on {column!r} has a non-finite float", field="value")
     if isinstance(value, str) and "\x00" in value:
         raise InvalidQueryError(f"filter on {column!r} has a NUL character", field="value")

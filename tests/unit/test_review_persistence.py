@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 from typing import Any
 
 import pytest
@@ -126,3 +127,18 @@ class TestMemoryBoolIsNotANumber:
     def test_numbers_still_compare_across_int_and_float(self, seeded: Any) -> None:
         """Integers and floats stay comparable, as numeric types are in SQL."""
         assert seeded.count("leads", [Filter("score", Op.GTE, 1.0)]) == 2
+
+
+class TestNonFiniteDecimals:
+    @pytest.mark.parametrize("text", ["NaN", "sNaN", "-NaN", "Infinity", "-Infinity"])
+    def test_a_non_finite_decimal_is_refused_like_a_non_finite_float(self, text: str) -> None:
+        """Decimal NaN/Infinity is an InvalidQueryError, not a decimal error from a backend."""
+        with pytest.raises(InvalidQueryError, match="non-finite"):
+            Filter("score", Op.GT, decimal.Decimal(text))
+        with pytest.raises(InvalidQueryError, match="non-finite"):
+            Filter("score", Op.IN, [1, decimal.Decimal(text)])
+
+    def test_a_read_with_a_nan_decimal_raises_no_decimal_error(self, facade: Any) -> None:
+        """Through the facade, the refusal is the library's typed error."""
+        with pytest.raises(InvalidQueryError):
+            facade.read("leads", [Filter("score", Op.LT, decimal.Decimal("NaN"))])
