@@ -1,4 +1,4 @@
-"""SQL ``LIKE`` and ``icontains`` evaluated in Python, one implementation for every backend.
+"""SQL ``LIKE``: escaping literals, and ``LIKE``/``icontains`` evaluated in Python, once.
 
 The memory backend filters with these, and the Supabase backend re-checks rows with them where
 PostgREST's filter is wider than the query (a literal ``*``): both must agree with PostgreSQL.
@@ -13,7 +13,13 @@ from typing import Any
 
 from persistence.query import Filter, Op
 
-__all__ = ["like_regex", "text_predicate"]
+__all__ = ["escape_like", "like_regex", "text_predicate"]
+
+
+def escape_like(text: str) -> str:
+    """``text`` with ``\\``, ``%`` and ``_`` escaped for ``LIKE ... ESCAPE '\\'``."""
+    # ``\`` first, so the escapes added for ``%`` and ``_`` are not doubled.
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 @functools.lru_cache(maxsize=512)

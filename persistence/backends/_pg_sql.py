@@ -26,6 +26,7 @@ from typing import Any
 
 from psycopg import sql
 
+from persistence.backends._like import escape_like
 from persistence.errors import InvalidQueryError
 from persistence.query import Filter, Op, Query
 
@@ -66,11 +67,6 @@ class ColumnType:
     def is_text(self) -> bool:
         """Text-like (``text``, ``varchar``, ``char``, ``name``, ``citext``...)."""
         return self.category == "S"
-
-
-def escape_like(text: str) -> str:
-    """``text`` with ``\\``, ``%`` and ``_`` escaped for ``LIKE ... ESCAPE '\\'``."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _fits(value: Any, ctype: ColumnType) -> bool:

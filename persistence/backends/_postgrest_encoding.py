@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import quote
 
-from persistence.backends._like import text_predicate
+from persistence.backends._like import escape_like, text_predicate
 from persistence.query import Filter, Op, Order, Query
 
 __all__ = [
@@ -97,8 +97,7 @@ def in_list(values: Iterable[object]) -> str:
 
 
 def _escape_like(text: str) -> str:
-    # ``\`` first, so the escapes added for ``%`` and ``_`` are not doubled.
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    escaped = escape_like(text)
     # PostgREST turns every ``*`` into ``%`` and has no escape for it; ``_`` matches the one
     # character, and the client-side check keeps only rows where it really is ``*``.
     return escaped.replace("*", "_")

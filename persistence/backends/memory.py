@@ -286,9 +286,11 @@ class MemoryBackend:
 
     @property
     def capabilities(self) -> Capabilities:
+        """Every operator, native offset, exact counts, no page cap."""
         return self._capabilities
 
     def read(self, query: Query) -> Page:
+        """One page of ``query`` and the number of matching rows (rows are copies)."""
         matched = _matching(self._store.rows(query.table), query.filters)
         if query.order:
             # The snapshot is in id order and the sort is stable: id is the tie-breaker.
@@ -300,20 +302,25 @@ class MemoryBackend:
         return Page(rows=rows, total_count=len(matched))
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
+        """How many rows of ``table`` match ``filters``."""
         return len(_matching(self._store.rows(table), filters))
 
     def columns(self, table: str) -> frozenset[str] | None:
+        """The store's known columns of ``table`` (its schema plus any learned on write)."""
         return frozenset(self._store.columns(table))
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[Row]:
+        """Insert ``rows`` atomically; see :meth:`MemoryStore.insert`."""
         return self._store.insert(table, rows)
 
     def upsert(
         self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str = "id"
     ) -> list[Row]:
+        """Insert or update ``rows``; see :meth:`MemoryStore.upsert`."""
         return self._store.upsert(table, rows, on_conflict)
 
     def delete(self, table: str, filters: Sequence[Filter]) -> int:
+        """Delete the rows matching every filter; return how many."""
         predicates = [_predicate(f) for f in filters]
         return self._store.delete(table, lambda row: all(p(row) for p in predicates))
 

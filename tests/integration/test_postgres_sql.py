@@ -135,7 +135,8 @@ class TestMissingDriver:
         from persistence import ConfigurationError, create_read_only_facade
 
         monkeypatch.setitem(sys.modules, "psycopg", None)
-        monkeypatch.delitem(sys.modules, "persistence.backends.postgres")
+        # raising=False: the module is not imported yet when this test runs first.
+        monkeypatch.delitem(sys.modules, "persistence.backends.postgres", raising=False)
         with pytest.raises(ConfigurationError, match=r'pip install "readonly-rag\[postgres\]"'):
             importlib.import_module("persistence.backends.postgres")
         with pytest.raises(ConfigurationError, match="readonly-rag"):

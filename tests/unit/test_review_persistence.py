@@ -16,7 +16,7 @@ from persistence import (
     create_read_only_facade,
 )
 from persistence.backends import _postgrest_encoding, memory
-from persistence.backends._like import like_regex, text_predicate
+from persistence.backends._like import escape_like, like_regex, text_predicate
 
 
 @pytest.fixture
@@ -142,3 +142,15 @@ class TestNonFiniteDecimals:
         """Through the facade, the refusal is the library's typed error."""
         with pytest.raises(InvalidQueryError):
             facade.read("leads", [Filter("score", Op.LT, decimal.Decimal("NaN"))])
+
+
+class TestOneLikeEscaper:
+    @pytest.mark.parametrize("text", ["", "plain", "50%_off\\", "\\%", "a*b_c%d\\\\"])
+    def test_escaped_literal_matches_only_itself(self, text: str) -> None:
+        """escape_like output, read back as a LIKE pattern, matches exactly the literal."""
+        assert like_regex(escape_like(text)).fullmatch(text) is not None
+        assert like_regex(escape_like(text)).fullmatch(text + "x") is None
+
+    def test_postgrest_pattern_builds_on_the_same_escaper(self) -> None:
+        """The PostgREST icontains pattern is the shared escape with ``*`` narrowed to ``_``."""
+        assert _postgrest_encoding.icontains_pattern("a%_\\*") == "*" + "a\\%\\_\\\\_" + "*"
