@@ -79,8 +79,8 @@ def _parse_storage(raw: str, variable: str) -> str:
     value = raw.strip()
     if not value.startswith(_STORAGE_SCHEMES):
         raise ConfigurationError(
-            f"{variable}={raw!r} is not a limiter storage URI; expected memory:// or "
-            "redis://host:port/db (rediss://, unix:// also accepted)",
+            f"{variable}={_mask_userinfo(raw)!r} is not a limiter storage URI; expected "
+            "memory:// or redis://host:port/db (rediss://, unix:// also accepted)",
             variable=variable,
         )
     return value

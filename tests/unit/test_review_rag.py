@@ -7,7 +7,9 @@ import gc
 import tracemalloc
 from zoneinfo import ZoneInfo
 
-from persistence import create_read_only_facade
+import pytest
+
+from persistence import ConfigurationError, create_read_only_facade
 from rag_agent import RAGAgent, row_hash
 from rag_agent.envelope import build_records
 from rag_agent.filters import MAX_TEXT_LENGTH
@@ -60,6 +62,13 @@ class TestSecretsStayOutOfSettingsRepr:
         """Plain URLs stay readable in the repr."""
         text = repr(RAGSettings(rate_limit_storage="redis://127.0.0.1:6379/0"))
         assert "rate_limit_storage='redis://127.0.0.1:6379/0'" in text
+
+    def test_bad_storage_error_masks_the_password(self) -> None:
+        """A mistyped storage scheme is refused without echoing the password in the message."""
+        with pytest.raises(ConfigurationError, match="RAG_RATE_LIMIT_STORAGE") as info:
+            RAGSettings.from_env({"RAG_RATE_LIMIT_STORAGE": "reddis://:s3cret-pw@127.0.0.1:6379"})
+        assert "s3cret-pw" not in str(info.value)
+        assert "reddis://:***@127.0.0.1:6379" in str(info.value)
 
 
 class TestLongTextIsNotRetained:
