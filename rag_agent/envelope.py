@@ -22,6 +22,7 @@ assignment, and every envelope gets its own ``records`` list and ``metadata``.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import decimal
 import hashlib
@@ -132,6 +133,32 @@ class Provenance(_Frozen):
 _PROVENANCE_FIELDS = frozenset(Provenance.model_fields)
 
 
+class _ReadOnlyFields(dict[str, Any]):
+    """A record's fields: a ``dict`` that refuses changes.
+
+    Freezing the model stops attribute assignment but not ``record.model_extra[...] = ...``;
+    records are shared through the agent's cache, so their fields refuse changes too. Copies
+    (``copy``, ``deepcopy``, pickling, ``model_copy``) are plain, mutable dicts.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a record's fields are read-only; copy them to change them")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return copy.deepcopy(dict(self), memo)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
 class Record(BaseModel):
     """One row's fields (as read) plus its ``provenance``."""
 
@@ -202,7 +229,7 @@ _set_attr = object.__setattr__
 
 def _offsets_in_whole_minutes(values: Iterable[Any]) -> bool:
     # orjson writes a UTC offset to the minute; isoformat() keeps its seconds (zones with local
-    # mean time have them for historic dates), so such datetimes take the reference path.
+    # mean time have them for historic dates, e.g. +00:19:32), so those take the reference path.
     for value in values:
         if type(value) is dt.datetime and value.tzinfo not in _WHOLE_MINUTE_ZONES:
             offset = value.utcoffset()
@@ -274,7 +301,7 @@ def build_records(
         _set_attr(record, "__dict__", {"provenance": provenance})
         # As after validation, extra fields count as set (``exclude_unset`` keeps them).
         _set_attr(record, "__pydantic_fields_set__", record_fields.union(fields))
-        _set_attr(record, "__pydantic_extra__", fields)
+        _set_attr(record, "__pydantic_extra__", _ReadOnlyFields(fields))
         _set_attr(record, "__pydantic_private__", None)
         records.append(record)
     return records

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import gc
+import json
+import pickle
 import tracemalloc
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from persistence import ConfigurationError, create_read_only_facade
+from persistence import (
+    ConfigurationError,
+    MemoryStore,
+    create_persistence_agent,
+    create_read_only_facade,
+)
 from rag_agent import RAGAgent, row_hash
-from rag_agent.envelope import build_records
+from rag_agent.envelope import Record, build_records
 from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.settings import RAGSettings
 
@@ -91,3 +99,63 @@ class TestLongTextIsNotRetained:
         finally:
             tracemalloc.stop()
         assert retained < size
+
+
+class TestCachedRecordsCannotBeAltered:
+    """A caller cannot change, through ``model_extra``, the records the cache hands out again."""
+
+    @staticmethod
+    def _agent() -> RAGAgent:
+        store = MemoryStore()
+        create_persistence_agent(kind="memory", store=store).write(
+            "leads", {"email": "a@x.io", "company_name": "Acme"}
+        )
+        return RAGAgent(create_read_only_facade("memory", store=store), settings=RAGSettings())
+
+    def test_record_fields_are_read_only(self) -> None:
+        """Item assignment, deletion and update of a record's fields raise TypeError."""
+        [record] = self._agent().run("leads at acme").records
+        fields = record.model_extra
+        assert fields is not None
+        for mutate in (
+            lambda: fields.__setitem__("email", "evil@x.io"),
+            lambda: fields.__delitem__("email"),
+            lambda: fields.update(email="evil@x.io"),
+            lambda: fields.pop("email"),
+            lambda: fields.setdefault("new", 1),
+            fields.clear,
+            fields.popitem,
+        ):
+            with pytest.raises(TypeError):
+                mutate()
+        assert fields["email"] == "a@x.io"
+
+    def test_cache_hit_is_unchanged_after_a_mutation_attempt(self) -> None:
+        """After a refused mutation the cache hit still carries the row as read, hash intact."""
+        agent = self._agent()
+        first = agent.run("leads at acme").records[0]
+        with pytest.raises(TypeError):
+            first.model_extra["email"] = "evil@x.io"  # type: ignore[index]
+        again = agent.run("leads at acme")
+        assert again.metadata.cache == "hit"
+        fields = again.records[0].model_extra
+        assert fields is not None and fields["email"] == "a@x.io"
+        assert row_hash(fields) == again.records[0].provenance.row_hash
+
+    def test_copies_serialise_and_compare_like_plain_records(self) -> None:
+        """Deep and shallow copies, pickling, JSON and equality work and give plain dicts."""
+        [record] = build_records(
+            [{"id": 1, "email": "a@x.io"}], source="persistence.leads", retrieved_at=NOW
+        )
+        validated = Record.model_validate(record.model_dump())
+        assert record == validated
+        for clone in (
+            record.model_copy(deep=True),
+            copy.deepcopy(record),
+            pickle.loads(pickle.dumps(record)),
+        ):
+            assert clone == record
+            assert type(clone.model_extra) is dict
+        assert type(record.model_copy(update={"email": "b@x.io"}).model_extra) is dict
+        assert json.loads(record.model_dump_json())["email"] == "a@x.io"
+        assert record.model_dump()["email"] == "a@x.io"
