@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -15,6 +16,22 @@ _PREFERRED_COLUMNS = {
 }
 _MAX_CELL = 32
 _MAX_TABLE_COLUMNS = 8
+# Row text is untrusted: C0/C1 controls and DEL would reach the terminal as escape sequences
+# (clear the screen, set the title, write the clipboard), bidi controls would reorder what is
+# shown. JSON already escapes C0 controls; these are the rest.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_JSON_EXTRA_CONTROLS = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _inert(text: str) -> str:
+    """``text`` with every terminal or bidi control shown as U+FFFD, newlines kept."""
+    return "\n".join(_CONTROLS.sub("\ufffd", line) for line in text.split("\n"))
+
+
+def _json_text(value: Any) -> str:
+    # A \u escape inside a JSON string is the same value, and inert on a terminal.
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return _JSON_EXTRA_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _cell(value: Any, max_cell: int | None = _MAX_CELL) -> str:
@@ -109,9 +126,9 @@ def _format_summary(summary: Any) -> str:
 
 def emit(envelope: Envelope, as_json: bool, out: TextIO, *, max_rows: int | None = None) -> None:
     if as_json:
-        out.write(json.dumps(envelope, ensure_ascii=False, default=str) + "\n")
+        out.write(_json_text(envelope) + "\n")
     else:
-        out.write(format_envelope(envelope, max_rows=max_rows) + "\n")
+        out.write(_inert(format_envelope(envelope, max_rows=max_rows)) + "\n")
 
 
 def wants_json(args: argparse.Namespace, out: TextIO) -> bool:
@@ -126,4 +143,4 @@ def error_of(envelope: Mapping[str, Any]) -> str | None:
     if isinstance(error, Mapping):
         kind, message = error.get("type"), error.get("message")
         error = f"{kind}: {message}" if kind else message
-    return " ".join(str(error).split())
+    return _inert(" ".join(str(error).split()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import gc
+import io
 import json
 import pickle
 import tracemalloc
@@ -19,6 +20,7 @@ from persistence import (
     create_read_only_facade,
 )
 from rag_agent import RAGAgent, row_hash
+from rag_agent.cli.render import emit, error_of
 from rag_agent.envelope import Record, build_records
 from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.settings import RAGSettings
@@ -159,3 +161,56 @@ class TestCachedRecordsCannotBeAltered:
         assert type(record.model_copy(update={"email": "b@x.io"}).model_extra) is dict
         assert json.loads(record.model_dump_json())["email"] == "a@x.io"
         assert record.model_dump()["email"] == "a@x.io"
+
+
+HOSTILE_TEXT = "Acme\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m\u202eevil\u2066\x7f"
+_TERMINAL_CONTROLS = ("\x1b", "\x07", "\x9b", "\x7f", "\u202e", "\u2066")
+
+
+class TestTerminalOutputIsInert:
+    """Row text cannot send control sequences or bidi overrides to the user's terminal."""
+
+    @staticmethod
+    def _envelope() -> dict[str, object]:
+        [record] = build_records(
+            [{"id": 1, "company_name": HOSTILE_TEXT, "email": "a@x.io"}],
+            source="persistence.leads",
+            retrieved_at=NOW,
+        )
+        metadata = {
+            "source": "persistence.leads",
+            "query_filters": {"company": HOSTILE_TEXT},
+            "retrieved_at": NOW.isoformat(),
+            "total_count": 1,
+            "error": {"type": "BackendError", "message": HOSTILE_TEXT},
+        }
+        return {"metadata": metadata, "records": [record.model_dump(mode="json")]}
+
+    def test_text_rendering_has_no_control_characters(self) -> None:
+        """The table, filters and error line show no escape, bell, C1, DEL or bidi control."""
+        out = io.StringIO()
+        emit(self._envelope(), False, out)
+        text = out.getvalue()
+        assert "Acme" in text and "evil" in text
+        for control in _TERMINAL_CONTROLS:
+            assert control not in text
+        assert error_of(self._envelope()) is not None
+        for control in _TERMINAL_CONTROLS:
+            assert control not in (error_of(self._envelope()) or "")
+
+    def test_json_output_escapes_them_and_keeps_the_value(self) -> None:
+        """JSON output carries the controls as \\u escapes: same data, inert on a terminal."""
+        out = io.StringIO()
+        envelope = self._envelope()
+        emit(envelope, True, out)
+        text = out.getvalue()
+        for control in _TERMINAL_CONTROLS:
+            assert control not in text
+        assert json.loads(text) == envelope
+        assert "zoë" in _json_line({"name": "zoë"})
+
+
+def _json_line(value: object) -> str:
+    out = io.StringIO()
+    emit(value, True, out)  # type: ignore[arg-type]
+    return out.getvalue()
