@@ -525,10 +525,10 @@ class RAGAgent:
             result = self._fallback(request)
         except Exception as exc:  # a broken hook must not break run()
             result = FallbackResult(error=exc)
-        self._use_fallback(log, outcome, result, limit)
+        self._use_fallback(log, outcome, result, limit, offset)
 
     def _use_fallback(
-        self, log: Any, outcome: _Outcome, result: FallbackResult, limit: int
+        self, log: Any, outcome: _Outcome, result: FallbackResult, limit: int, offset: int
     ) -> None:
         records: list[Record] = []
         seen: set[tuple[str, str]] = set()
@@ -545,7 +545,7 @@ class RAGAgent:
                     records.append(record)
         outcome.source = "agent"
         outcome.fallback = "agent"
-        outcome.records = records[:limit]
+        outcome.records = records[offset : offset + limit]  # the window the metadata reports
         outcome.total_count = len(records)
         outcome.retrieved_at = self._now()
         outcome.cache = None

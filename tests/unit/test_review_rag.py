@@ -20,6 +20,7 @@ from persistence import (
     create_read_only_facade,
 )
 from rag_agent import RAGAgent, row_hash
+from rag_agent.agent import FallbackRead, FallbackRequest, FallbackResult
 from rag_agent.cli.render import emit, error_of
 from rag_agent.envelope import Record, build_records
 from rag_agent.filters import MAX_TEXT_LENGTH
@@ -214,3 +215,23 @@ def _json_line(value: object) -> str:
     out = io.StringIO()
     emit(value, True, out)  # type: ignore[arg-type]
     return out.getvalue()
+
+
+class TestFallbackPage:
+    """Fallback records are paged by the effective ``offset`` that the metadata reports."""
+
+    def test_offset_applies_to_fallback_records(self) -> None:
+        """With five rows read, offset 2 and limit 2 give rows 3 and 4 of five."""
+        rows = [{"id": i, "company_name": f"C{i}"} for i in range(1, 6)]
+
+        def fallback(request: FallbackRequest) -> FallbackResult:
+            return FallbackResult(reads=[FallbackRead(table="leads", rows=rows)])
+
+        agent = RAGAgent(
+            create_read_only_facade("memory"), settings=RAGSettings(), fallback=fallback
+        )
+        envelope = agent.run("something vague", limit=2, offset=2)
+        assert envelope.metadata.fallback == "agent"
+        assert (envelope.metadata.limit, envelope.metadata.offset) == (2, 2)
+        assert envelope.metadata.total_count == 5
+        assert [r.provenance.row_id for r in envelope.records] == [3, 4]
