@@ -52,11 +52,8 @@ __all__ = [
     "schema_json",
 ]
 
-_ORJSON_SAFE = frozenset({str, int, bool, type(None), dt.datetime, dt.date, uuid.UUID})
 Fallback = Literal["agent", "reformulation", "suppressed", "disabled"]
 _SCALARS = (str, int, float, bool, type(None))
-_MINUTE = dt.timedelta(minutes=1)
-_WHOLE_MINUTE_ZONES = frozenset({None, dt.UTC})
 
 
 def canonical_value(value: Any) -> Any:
@@ -225,13 +222,23 @@ class Envelope(BaseModel):
 
 
 _set_attr = object.__setattr__
+# orjson writes these exactly as the reference definition does (a property test holds it to
+# that), datetimes included, and many times faster than isoformat(); floats, times, Decimals and
+# nested values take the reference path.
+_ORJSON_EXACT = frozenset({str, int, bool, type(None), dt.date, uuid.UUID})
+_MINUTE = dt.timedelta(minutes=1)
 
 
-def _offsets_in_whole_minutes(values: Iterable[Any]) -> bool:
-    # orjson writes a UTC offset to the minute; isoformat() keeps its seconds (zones with local
-    # mean time have them for historic dates, e.g. +00:19:32), so those take the reference path.
+def _orjson_writes_exactly(values: Iterable[Any]) -> bool:
     for value in values:
-        if type(value) is dt.datetime and value.tzinfo not in _WHOLE_MINUTE_ZONES:
+        kind = type(value)
+        if kind in _ORJSON_EXACT:
+            continue
+        if kind is not dt.datetime:
+            return False
+        if value.tzinfo is not None and value.tzinfo is not dt.UTC:
+            # orjson writes a UTC offset to the minute; isoformat() keeps its seconds (zones with
+            # local mean time have them for historic dates, e.g. +00:19:32).
             offset = value.utcoffset()
             if offset is not None and offset % _MINUTE:
                 return False
@@ -241,17 +248,10 @@ def _offsets_in_whole_minutes(values: Iterable[Any]) -> bool:
 def _canonical_and_hash(row: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     if "provenance" in row:
         row = {k: v for k, v in row.items() if k != "provenance"}
-    types = set(map(type, row.values()))
-    if (
-        _orjson is not None
-        and _ORJSON_SAFE.issuperset(types)
-        and (dt.datetime not in types or _offsets_in_whole_minutes(row.values()))
-    ):
-        # For these types orjson writes exactly what the reference definition does (a property
-        # test holds it to that); floats and nested values take the reference path.
+    if _orjson is not None and _orjson_writes_exactly(row.values()):
         try:
             data = _orjson.dumps(row, option=_orjson.OPT_SORT_KEYS)
-        except TypeError:  # an int beyond 64 bits, a str with a lone surrogate
+        except TypeError:  # an int beyond 64 bits, a str with a lone surrogate, a non-str key
             pass
         else:
             return _orjson.loads(data), hashlib.sha256(data).hexdigest()

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from persistence import MemoryStore, create_persistence_agent
 from rag_agent import RAGAgent, RAGSettings, create_rag_agent, envelope_json_schema, row_hash
+from rag_agent.envelope import build_records
 from rag_agent.filters import FILTER_KEYS, filters_to_query, parse_filters_from_text
 from tests.conftest import corpus_lines
 
@@ -159,6 +160,9 @@ _values = st.one_of(
 )
 
 
+_NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
 class TestRowHashProperty:
     """The fast hashing path agrees with the design's reference definition."""
 
@@ -167,6 +171,14 @@ class TestRowHashProperty:
         """For any flat row of supported values, row_hash equals the reference digest."""
         row.pop("provenance", None)
         assert row_hash(row) == _reference_hash(row)
+
+    @given(st.dictionaries(st.text(max_size=10), _values, max_size=12))
+    def test_records_carry_the_reference_hash(self, row: dict[str, Any]) -> None:
+        """build_records' fast path gives every record the reference digest of its row."""
+        row.pop("provenance", None)
+        (record,) = build_records([row], source="persistence.leads", retrieved_at=_NOW)
+        assert record.provenance.row_hash == _reference_hash(row)
+        assert row_hash(record.model_extra or {}) == record.provenance.row_hash
 
 
 @pytest.mark.parametrize("text", ["lead #1", "leads at acme", "email a@acme.io"])
