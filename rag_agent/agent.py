@@ -336,6 +336,9 @@ class RAGAgent:
             self._log_error(log, "rag.error", exc, step="input")
             return self._envelope(_Outcome(source, error=_error_info(exc)), None, None)
 
+        # Only the prefix is ever read: no question needs more, and the LLM steps would otherwise
+        # pay for (and be steered by) an arbitrarily long text.
+        text = text[:MAX_TEXT_LENGTH]
         outcome = _Outcome(source)
         try:
             filters = self._filters(log, text)
@@ -380,8 +383,7 @@ class RAGAgent:
         return eff_limit, eff_offset
 
     def _filters(self, log: Any, text: str) -> dict[str, Any]:
-        # The parser reads only the prefix; memoising the prefix keeps long texts out of memory.
-        filters = dict(_parse_rules(text[:MAX_TEXT_LENGTH]))
+        filters = dict(_parse_rules(text))
         if filters or self._llm_filters is None:
             log.debug("rag.filters", via="rules", filters=filters)
             return filters

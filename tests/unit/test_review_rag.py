@@ -235,3 +235,29 @@ class TestFallbackPage:
         assert (envelope.metadata.limit, envelope.metadata.offset) == (2, 2)
         assert envelope.metadata.total_count == 5
         assert [r.provenance.row_id for r in envelope.records] == [3, 4]
+
+
+class TestLongTextReachesNoModel:
+    """The LLM steps see at most the prefix the rules read, never a megabyte of text."""
+
+    def test_llm_steps_receive_the_prefix_only(self) -> None:
+        """Filter extraction and the fallback get the first MAX_TEXT_LENGTH characters."""
+        seen: list[int] = []
+
+        def llm_filters(text: str) -> dict[str, object]:
+            seen.append(len(text))
+            return {}
+
+        def fallback(request: FallbackRequest) -> FallbackResult:
+            seen.append(len(request.text))
+            return FallbackResult()
+
+        agent = RAGAgent(
+            create_read_only_facade("memory"),
+            settings=RAGSettings(),
+            llm_filters=llm_filters,
+            fallback=fallback,
+        )
+        envelope = agent.run("y" * 1_000_000)
+        assert envelope.metadata.error is None
+        assert seen == [MAX_TEXT_LENGTH, MAX_TEXT_LENGTH]
