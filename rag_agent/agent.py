@@ -432,7 +432,10 @@ class RAGAgent:
                     result, used = attempt, relaxed
                     outcome.fallback = "reformulation"
                     break
-        if result.mutable:
+        # A result the cache holds is shared with later runs: hand out copies of what a caller
+        # could change. With the cache off, this run is the result's only user.
+        shared = self._cache.enabled
+        if result.mutable and shared:
             records = [record.model_copy(deep=True) for record in result.records]
         else:
             records = list(result.records)
@@ -440,7 +443,8 @@ class RAGAgent:
         outcome.records = records
         outcome.total_count = result.total_count
         outcome.retrieved_at = result.retrieved_at
-        outcome.summary = None if result.summary is None else copy.deepcopy(result.summary)
+        summary = result.summary
+        outcome.summary = copy.deepcopy(summary) if summary is not None and shared else summary
         outcome.cache = "hit" if all_hits else "miss"
 
     def _query(

@@ -145,6 +145,24 @@ class TestCachedRecordsCannotBeAltered:
         assert fields is not None and fields["email"] == "a@x.io"
         assert row_hash(fields) == again.records[0].provenance.row_hash
 
+    def test_cached_summary_is_unchanged_after_a_caller_edits_its_copy(self) -> None:
+        """Editing one envelope's summary leaves the next cache hit's summary as computed."""
+        store = MemoryStore()
+        create_persistence_agent(kind="memory", store=store).batch(
+            "leads", [{"company_name": "Acme", "status": "new"} for _ in range(4)]
+        )
+        agent = RAGAgent(
+            create_read_only_facade("memory", store=store),
+            settings=RAGSettings(summary_threshold=2),
+        )
+        first = agent.run("leads at acme").metadata.summary
+        assert first is not None
+        first["columns"]["status"]["top"].clear()
+        again = agent.run("leads at acme")
+        assert again.metadata.cache == "hit"
+        assert again.metadata.summary is not None
+        assert again.metadata.summary["columns"]["status"]["top"] == [{"value": "new", "count": 4}]
+
     def test_copies_serialise_and_compare_like_plain_records(self) -> None:
         """Deep and shallow copies, pickling, JSON and equality work and give plain dicts."""
         [record] = build_records(
