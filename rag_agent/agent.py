@@ -57,7 +57,7 @@ from rag_agent.filters import (
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError, create_limiter
 from rag_agent.reformulation import reformulations
 from rag_agent.settings import RAGSettings
-from rag_agent.summary import summarize
+from rag_agent.summary import summarize_if_truncated
 
 __all__ = [
     "FallbackRead",
@@ -471,9 +471,7 @@ class RAGAgent:
                 include_raw=include_raw,
             )
         )
-        summary = None
-        if page.total_count > self.settings.summary_threshold:
-            summary = summarize([r.model_extra or {} for r in records], page.total_count)
+        summary = summarize_if_truncated(records, page.total_count, self.settings.summary_threshold)
         result = _QueryResult(
             records=records,
             total_count=page.total_count,
@@ -565,7 +563,6 @@ class RAGAgent:
     # -- helpers -----------------------------------------------------------------------------
 
     def _envelope(self, outcome: _Outcome, limit: int | None, offset: int | None) -> Envelope:
-        truncated = outcome.total_count > self.settings.summary_threshold
         metadata: dict[str, Any] = {
             "source": outcome.source,
             "query_filters": outcome.filters or None,
@@ -584,11 +581,12 @@ class RAGAgent:
             metadata["reformulation_attempts"] = outcome.attempts
         if outcome.dropped_ids is not None:
             metadata["fallback_dropped_ids"] = outcome.dropped_ids
-        if truncated:
+        summary = outcome.summary or summarize_if_truncated(
+            outcome.records, outcome.total_count, self.settings.summary_threshold
+        )
+        if summary is not None:
             metadata["truncated"] = True
-            metadata["summary"] = outcome.summary or summarize(
-                [r.model_extra or {} for r in outcome.records], outcome.total_count
-            )
+            metadata["summary"] = summary
         return Envelope(metadata=Metadata(**metadata), records=outcome.records)
 
     def _log_error(self, log: Any, event: str, exc: BaseException, **context: Any) -> None:

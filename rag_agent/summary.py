@@ -11,7 +11,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["TOP_VALUES", "summarize"]
+from rag_agent.envelope import Record
+
+__all__ = ["TOP_VALUES", "summarize", "summarize_if_truncated"]
 
 #: How many most frequent values are listed per column.
 TOP_VALUES = 3
@@ -60,3 +62,12 @@ def summarize(rows: Sequence[Mapping[str, Any]], total_count: int) -> dict[str, 
         "note": "computed over the returned page only, a sample of the matching rows",
         "columns": described,
     }
+
+
+def summarize_if_truncated(
+    records: Sequence[Record], total_count: int, threshold: int
+) -> dict[str, Any] | None:
+    """The summary of ``records`` when ``total_count`` exceeds ``threshold``, else ``None``."""
+    if total_count <= threshold:
+        return None
+    return summarize([record.model_extra or {} for record in records], total_count)

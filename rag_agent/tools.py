@@ -42,7 +42,7 @@ from rag_agent.agent import RAGAgent
 from rag_agent.envelope import Envelope, ErrorInfo, Metadata, build_records
 from rag_agent.fallback import LLM_OPERATORS, FilterSpec
 from rag_agent.filters import FILTER_KEYS, normalize_filters, parse_filters_from_text
-from rag_agent.summary import summarize
+from rag_agent.summary import summarize_if_truncated
 
 __all__ = [
     "DeliverDataTool",
@@ -298,7 +298,9 @@ class QueryTableTool(_EnvelopeTool):
         now = dt.datetime.now(dt.UTC)
         source = f"persistence.{args.table}"
         records = build_records(page.rows, source=source, retrieved_at=now)
-        truncated = page.total_count > agent.settings.summary_threshold
+        summary = summarize_if_truncated(
+            records, page.total_count, agent.settings.summary_threshold
+        )
         metadata = Metadata(
             source=source,
             query_filters=shown or None,
@@ -306,12 +308,8 @@ class QueryTableTool(_EnvelopeTool):
             total_count=page.total_count,
             limit=limit,
             offset=args.offset,
-            truncated=True if truncated else None,
-            summary=(
-                summarize([r.model_extra or {} for r in records], page.total_count)
-                if truncated
-                else None
-            ),
+            truncated=True if summary is not None else None,
+            summary=summary,
         )
         return Envelope(metadata=metadata, records=records)
 
