@@ -118,10 +118,7 @@ class MemoryStore:
             next_id = state.next_id
             for row in rows:
                 new = copy.deepcopy(dict(row))
-                if new.get("id") is None:
-                    while next_id in state.by_id or next_id in staged:
-                        next_id += 1
-                    new["id"] = next_id
+                next_id = self._assign_id(state, staged, new, next_id)
                 if new["id"] in state.by_id or new["id"] in staged:
                     raise BackendError(
                         f"duplicate key: {table}.id = {new['id']!r} already exists",
@@ -147,10 +144,7 @@ class MemoryStore:
                     merged = {**existing, **new, "id": existing["id"]}
                     staged[merged["id"]] = merged
                     continue
-                if new.get("id") is None:
-                    while next_id in state.by_id or next_id in staged:
-                        next_id += 1
-                    new["id"] = next_id
+                next_id = self._assign_id(state, staged, new, next_id)
                 staged[new["id"]] = new
             self._commit(state, staged)
             return [self._full_row(state, row) for row in staged.values()]
@@ -173,6 +167,15 @@ class MemoryStore:
         if state is None:
             state = self._tables[table] = _Table(self._schema.get(table, ("id",)))
         return state
+
+    @staticmethod
+    def _assign_id(state: _Table, staged: dict[Any, Row], row: Row, next_id: int) -> int:
+        """Give ``row`` the next free integer id when it has none; return the next candidate."""
+        if row.get("id") is None:
+            while next_id in state.by_id or next_id in staged:
+                next_id += 1
+            row["id"] = next_id
+        return next_id
 
     @staticmethod
     def _find(state: _Table, staged: dict[Any, Row], column: str, value: Any) -> Row | None:
