@@ -34,8 +34,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, Protocol, overload
 
-import structlog
-
+from persistence._logs import get_logger
 from persistence.errors import InvalidQueryError
 from persistence.facade import ReadOnlyPersistenceFacade
 from persistence.query import is_identifier
@@ -68,7 +67,7 @@ __all__ = [
     "RAGAgent",
 ]
 
-_log = structlog.get_logger("rag_agent")
+_log = get_logger("rag_agent")
 _MAX_ERROR_MESSAGE = 500
 
 #: Step 2's hook: free text → filters (validated afterwards; anything invalid counts as empty).
@@ -162,9 +161,12 @@ def _error_info(exc: BaseException | str) -> ErrorInfo:
     return ErrorInfo(type=type(exc).__name__, message=message[:_MAX_ERROR_MESSAGE])
 
 
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
 def _has_containers(record: Record) -> bool:
-    extra = record.model_extra or {}
-    return any(isinstance(v, dict | list) for v in extra.values())
+    """Whether a caller could change a value of the record in place (a list, a dict, ...)."""
+    return not _SCALAR_TYPES.issuperset(map(type, (record.model_extra or {}).values()))
 
 
 def _optional_hook(module: str, name: str) -> Any:

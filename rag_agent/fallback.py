@@ -46,7 +46,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import structlog
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.structured_output import ToolStrategy
@@ -56,6 +55,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from persistence import Filter, Op, Order, PersistenceError, ReadOnlyPersistenceFacade
+from persistence._logs import get_logger
 from rag_agent.agent import FallbackRead, FallbackRequest, FallbackResult
 from rag_agent.llm_filters import message_text, read_json_object
 from rag_agent.settings import RAGSettings
@@ -87,7 +87,7 @@ _MAX_ROWS_PER_CALL = 50
 _TOOL_CALLS_PER_STEP = 4
 _MAX_ERROR_TEXT = 300
 
-_log = structlog.get_logger("rag_agent.fallback")
+_log = get_logger("rag_agent.fallback")
 
 Row = dict[str, Any]
 

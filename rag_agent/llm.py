@@ -25,9 +25,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-import structlog
 from langchain_core.language_models import BaseChatModel
 
+from persistence._logs import get_logger
 from persistence.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MAX_RETRIES = 2
 OPENAI_INSTALL_HINT = 'pip install "readonly-rag[openai]"'
 
-_log = structlog.get_logger("rag_agent.llm")
+_log = get_logger("rag_agent.llm")
 _warned_lock = threading.Lock()
 _warned = False
 

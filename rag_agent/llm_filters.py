@@ -27,11 +27,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import structlog
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
+from persistence._logs import get_logger
 from rag_agent.filters import FILTER_KEYS, normalize_filters
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-_log = structlog.get_logger("rag_agent.llm_filters")
+_log = get_logger("rag_agent.llm_filters")
 
 _SYSTEM_PROMPT = (
     "You extract lookup filters for a CRM 'leads' table from a user's request. "

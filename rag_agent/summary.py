@@ -17,17 +17,15 @@ __all__ = ["TOP_VALUES", "summarize", "summarize_if_truncated"]
 
 #: How many most frequent values are listed per column.
 TOP_VALUES = 3
-_HASHABLE_SCALARS = (str, int, float, bool)
+# Summaries read canonical (JSON-ready) values, so exact types suffice.
+_HASHABLE_SCALARS = frozenset({str, int, float, bool})
+_NUMBERS = frozenset({int, float})
 
 
-def _extremes(values: list[Any]) -> dict[str, Any]:
-    # Only values of one comparable kind have a meaningful min/max.
-    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
-    if len(numbers) == len(values) and numbers:
-        return {"min": min(numbers), "max": max(numbers)}
-    texts = [v for v in values if isinstance(v, str)]
-    if len(texts) == len(values) and texts:
-        return {"min": min(texts), "max": max(texts)}
+def _extremes(present: list[Any], kinds: set[type]) -> dict[str, Any]:
+    # Only values of one comparable kind (numbers, or text) have a meaningful min/max.
+    if present and (kinds <= _NUMBERS or kinds == {str}):
+        return {"min": min(present), "max": max(present)}
     return {}
 
 
@@ -47,13 +45,18 @@ def summarize(rows: Sequence[Mapping[str, Any]], total_count: int) -> dict[str, 
     for column, values in columns.items():
         present = [v for v in values if v is not None]
         nulls = len(rows) - len(present)  # a column missing from a row counts as null
-        countable = [v for v in present if isinstance(v, _HASHABLE_SCALARS)]
+        kinds = set(map(type, present))
+        countable = (
+            present
+            if kinds <= _HASHABLE_SCALARS
+            else [v for v in present if type(v) in _HASHABLE_SCALARS]
+        )
         counts = Counter(countable)
         described[column] = {
             "distinct": len(counts),
             "nulls": nulls,
             "top": [{"value": v, "count": c} for v, c in counts.most_common(TOP_VALUES)],
-            **_extremes(present),
+            **_extremes(present, kinds),
         }
     return {
         "sample": True,

@@ -30,8 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
 from typing import Any
 
-import structlog
-
+from persistence._logs import get_logger
 from persistence.capabilities import Capabilities
 from persistence.errors import (
     BackendError,
@@ -61,7 +60,7 @@ from persistence.backends._pg_sql import ColumnType
 
 __all__ = ["PostgresBackend", "create_backend"]
 
-log = structlog.get_logger("persistence.postgres")
+log = get_logger("persistence.postgres")
 
 Row = dict[str, Any]
 Catalog = Mapping[str, Mapping[str, ColumnType]]
