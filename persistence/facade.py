@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from types import TracebackType
 from typing import Any, NoReturn
 
+from persistence._closing import Closing
 from persistence.backends.base import Backend
 from persistence.capabilities import Capabilities
 from persistence.errors import (
@@ -30,7 +30,7 @@ __all__ = ["PersistenceAgent", "ReadOnlyPersistenceFacade"]
 Row = dict[str, Any]
 
 
-class _Reader:
+class _Reader(Closing):
     """Reads shared by both facades. Thread-safe when the backend is (all bundled ones are)."""
 
     __slots__ = ("__backend", "__policy")
@@ -165,17 +165,6 @@ class _Reader:
     def close(self) -> None:
         """Release the backend's connections."""
         self.__backend.close()
-
-    def __enter__(self) -> _Reader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (

@@ -31,9 +31,9 @@ import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Literal, Protocol, overload
 
+from persistence._closing import Closing
 from persistence._logs import get_logger
 from persistence.errors import InvalidQueryError
 from persistence.facade import ReadOnlyPersistenceFacade
@@ -177,7 +177,7 @@ def _optional_hook(module: str, name: str) -> Any:
         return None
 
 
-class RAGAgent:
+class RAGAgent(Closing):
     """Adaptive retrieval over a :class:`~persistence.ReadOnlyPersistenceFacade`.
 
     Usually built by :func:`rag_agent.create_rag_agent`::
@@ -606,17 +606,6 @@ class RAGAgent:
         close = getattr(self._limiter, "close", None)
         if callable(close):
             close()
-
-    def __enter__(self) -> RAGAgent:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (

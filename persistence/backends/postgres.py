@@ -27,9 +27,10 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
 from typing import Any
 
+from persistence._closing import Closing
 from persistence._logs import get_logger
 from persistence.capabilities import Capabilities
 from persistence.errors import (
@@ -110,7 +111,7 @@ def _read_write_transactions(conn: psycopg.Connection[Any]) -> None:
     conn.read_only = False
 
 
-class PostgresBackend:
+class PostgresBackend(Closing):
     """psycopg 3 over a ``psycopg_pool`` pool, opened on first use; see the module docstring.
 
     ``read_only=True`` (the facade's backend) refuses writes itself, runs reads in ``READ ONLY``
@@ -252,17 +253,6 @@ class PostgresBackend:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
-
-    def __enter__(self) -> PostgresBackend:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- catalog -------------------------------------------------------------------------------
 

@@ -6,10 +6,11 @@ import contextlib
 import selectors
 import socket
 import threading
-from types import TracebackType
+
+from persistence._closing import Closing
 
 
-class CuttableProxy:
+class CuttableProxy(Closing):
     """Forwards connections from ``127.0.0.1:port`` to ``target``.
 
     ``cut()`` closes the listener and every open connection (clients see a reset and further
@@ -103,17 +104,6 @@ class CuttableProxy:
                             with contextlib.suppress(OSError):
                                 s.close()
                         return
-
-    def __enter__(self) -> CuttableProxy:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def peers_of(fileobj: object, peers: dict[socket.socket, socket.socket]) -> socket.socket:
