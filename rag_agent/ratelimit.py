@@ -119,12 +119,16 @@ class MemorySlidingWindowLimiter:
 
 
 # KEYS[1]: the sorted set; ARGV: now ("" = use the server's clock), window, limit, member.
-_ACQUIRE_LUA = """
+_NOW_LUA = """
 local now = tonumber(ARGV[1])
 if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
+"""
+_ACQUIRE_LUA = (
+    _NOW_LUA
+    + """
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
@@ -135,15 +139,14 @@ redis.call('ZADD', KEYS[1], now, ARGV[4])
 redis.call('PEXPIRE', KEYS[1], math.ceil(window * 1000))
 return 1
 """
-_USED_LUA = """
-local now = tonumber(ARGV[1])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
+)
+_USED_LUA = (
+    _NOW_LUA
+    + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 return redis.call('ZCARD', KEYS[1])
 """
+)
 
 
 class RedisSlidingWindowLimiter:
@@ -152,6 +155,11 @@ class RedisSlidingWindowLimiter:
     Each acquisition is one member scored by its time stamp; a Lua script drops members older
     than the window, counts, and adds, atomically. Thread-safe (redis-py's pool is). Short
     socket timeouts keep a dead Redis from stalling a run: it fails closed quickly.
+
+    By default the script reads the Redis server's clock, so every process shares one ordered
+    time line. An injected ``clock`` (for tests) is read and applied under a lock: a reading
+    taken earlier but applied later would be judged on a window newer callers had already
+    trimmed, and could let one call too many through.
     """
 
     def __init__(
@@ -170,6 +178,7 @@ class RedisSlidingWindowLimiter:
         self.window = float(window)
         self.key = key
         self._clock = clock
+        self._clock_lock = threading.Lock()
         if client is None:
             try:
                 import redis
@@ -186,12 +195,16 @@ class RedisSlidingWindowLimiter:
         self._acquire = client.register_script(_ACQUIRE_LUA)
         self._used = client.register_script(_USED_LUA)
 
-    def _now_arg(self) -> str:
-        return "" if self._clock is None else repr(float(self._clock()))
+    def _run(self, script: Any, *args: object) -> int:
+        if self._clock is None:
+            return int(script(keys=[self.key], args=["", self.window, *args]))
+        with self._clock_lock:
+            now = repr(float(self._clock()))
+            return int(script(keys=[self.key], args=[now, self.window, *args]))
 
     def _call(self, script: Any, *args: object) -> int:
         try:
-            return int(script(keys=[self.key], args=[self._now_arg(), self.window, *args]))
+            return self._run(script, *args)
         except Exception as exc:  # redis.RedisError, OSError: any failure means "unknown budget"
             raise RateLimiterUnavailableError(
                 f"rate-limit storage unavailable: {type(exc).__name__}",
