@@ -56,7 +56,8 @@ def _add_backend_options(parser: argparse.ArgumentParser, *, memory_default: boo
     group.add_argument(
         "--allow-privileged",
         action="store_true",
-        help="let the postgres backend use a superuser/BYPASSRLS role (development only)",
+        help="let the backend connect with privileges that bypass row-level security: a "
+        "postgres superuser/BYPASSRLS role or a supabase service_role key (development only)",
     )
     if memory_default:
         group.add_argument(

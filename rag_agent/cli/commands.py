@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import sys
 from collections.abc import Callable
@@ -22,10 +21,10 @@ from rag_agent.cli.connect import (
     connect,
     create_postgres_tables,
     run_query,
-    sync_postgres_identities,
     writable_backend,
 )
 from rag_agent.cli.render import emit, error_of, format_grid, wants_json
+from rag_agent.tools import openai_tool_schemas
 
 
 def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -194,8 +193,6 @@ def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         counts.update(load_sample(PersistenceAgent(backend, AccessPolicy.writer())))
     finally:
         backend.close()
-    if args.backend == "postgres":
-        sync_postgres_identities(options["dsn"], list(counts))
     if wants_json(args, out):
         out.write(json.dumps({"backend": args.backend, "loaded": counts}) + "\n")
     else:
@@ -276,12 +273,5 @@ def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print the tool schemas (OpenAI function-calling format with --openai)."""
     if not args.openai:
         raise UsageError("choose a schema format: --openai")
-    try:
-        tools = importlib.import_module("rag_agent.tools")
-    except ModuleNotFoundError as exc:
-        if exc.name != "rag_agent.tools":
-            raise
-        raise UsageError("tool schemas are not available in this build") from exc
-    schemas_of: Callable[[], Any] = tools.openai_tool_schemas
-    out.write(json.dumps(schemas_of(), indent=2, ensure_ascii=False) + "\n")
+    out.write(json.dumps(openai_tool_schemas(), indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK

@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import importlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from persistence import (
 )
 from persistence.schema import TABLE_DDL
 from rag_agent.cli._common import Envelope, UsageError
+from rag_agent.factory import create_rag_agent
 
 BACKENDS = ("memory", "postgres", "supabase")
 
@@ -33,15 +34,13 @@ class Connection:
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:
     kind = args.backend
+    options: dict[str, Any]
     if kind == "postgres":
         dsn = args.dsn or os.environ.get("RAG_POSTGRES_DSN", "").strip()
         if not dsn:
             raise UsageError("the postgres backend needs --dsn or RAG_POSTGRES_DSN")
-        options: dict[str, Any] = {"dsn": dsn}
-        if getattr(args, "allow_privileged", False):
-            options["allow_privileged"] = True
-        return options
-    if kind == "supabase":
+        options = {"dsn": dsn}
+    elif kind == "supabase":
         url = args.url or os.environ.get("SUPABASE_URL", "").strip()
         key = os.environ.get("SUPABASE_KEY", "").strip()
         if not url:
@@ -49,10 +48,14 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
         if not key:
             # The key is read from the environment only: a command line shows in `ps`.
             raise UsageError("the supabase backend needs SUPABASE_KEY in the environment")
-        return {"url": url, "key": key}
-    if args.dsn or args.url:
-        raise UsageError("--dsn and --url need --backend postgres or --backend supabase")
-    return {}
+        options = {"url": url, "key": key}
+    else:
+        if args.dsn or args.url:
+            raise UsageError("--dsn and --url need --backend postgres or --backend supabase")
+        return {}
+    if getattr(args, "allow_privileged", False):
+        options["allow_privileged"] = True
+    return options
 
 
 @contextlib.contextmanager
@@ -71,9 +74,6 @@ def connect(args: argparse.Namespace, *, agent: bool) -> Iterator[Connection]:
             loaded = load_sample(store)
         options["store"] = store
     if agent:
-        # Imported here: the pipeline pulls in LangChain, which `tables` and `load` do not need.
-        from rag_agent.factory import create_rag_agent
-
         rag = create_rag_agent(args.backend, **options)
         connection = Connection(rag.facade, rag, loaded)
     else:
@@ -104,21 +104,6 @@ def create_postgres_tables(dsn: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         for ddl in TABLE_DDL.values():
             conn.execute(ddl.encode())
-
-
-def sync_postgres_identities(dsn: str, tables: Sequence[str]) -> None:
-    import psycopg
-    from psycopg import sql
-
-    # Rows were loaded with explicit ids: move each identity past them so later inserts work.
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for table in tables:
-            conn.execute(
-                sql.SQL(
-                    "SELECT setval(pg_get_serial_sequence({name}, 'id'), "
-                    "GREATEST((SELECT max(id) FROM {table}), 1))"
-                ).format(name=sql.Literal(table), table=sql.Identifier(table))
-            )
 
 
 # --------------------------------------------------------------------------- the agent

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Iterator, MutableMapping
 from typing import Any, TextIO
 
+import structlog
+
 from rag_agent.cli._common import debug_enabled
 
 
@@ -18,8 +20,6 @@ def logging_for_cli(stream: TextIO) -> Iterator[None]:
     ``main`` is also called in-process (tests, notebooks): it must not leave the host's logging
     pointed at a stream that only existed for one call.
     """
-    import structlog
-
     saved_structlog = structlog.get_config()
     root = logging.getLogger()
     saved_root = (root.level, list(root.handlers))
@@ -43,8 +43,6 @@ _REPORTED_EVENTS = frozenset({"rag.error", "rag.llm.disabled"})
 def _drop_reported_events(
     logger: Any, method: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
-    import structlog
-
     if event_dict.get("event") in _REPORTED_EVENTS:
         raise structlog.DropEvent
     return event_dict
@@ -55,8 +53,6 @@ def configure_logging(stream: TextIO | None = None) -> None:
 
     Only the CLI configures logging: a library must leave that to its application.
     """
-    import structlog
-
     debug = debug_enabled()
     level = logging.DEBUG if debug else logging.WARNING
     target = stream if stream is not None else sys.stderr

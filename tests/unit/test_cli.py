@@ -12,8 +12,10 @@ import pytest
 
 from rag_agent import cli
 from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, format_envelope, format_grid, main
+from rag_agent.cli.connect import backend_options
 from rag_agent.sample import SAMPLE_TABLES, sample_rows
 from tests.conftest import require_service
+from tests.support.postgrest import fake_key
 
 
 class Terminal(io.StringIO):
@@ -112,6 +114,40 @@ class TestConfigurationErrors:
                            "--create-tables")  # fmt: skip
         assert code == EXIT_USAGE
         assert "--create-tables works with --backend postgres only" in err
+
+    def test_service_role_key_refused_with_a_hint(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A Supabase service_role key is refused; the error points at --allow-privileged."""
+        monkeypatch.setenv("SUPABASE_KEY", fake_key("service_role"))
+        code, out, err = run("tables", "--backend", "supabase", "--url", "https://x.supabase.co")
+        assert code == EXIT_USAGE
+        assert out == ""
+        assert err.count("\n") == 1 and "allow_privileged" in err
+        assert err.rstrip().endswith("(on the command line: --allow-privileged)")
+
+    @pytest.mark.parametrize(
+        ("argv", "expected"),
+        [
+            (
+                ("--backend", "postgres", "--dsn", "postgresql://127.0.0.1/x"),
+                {"dsn": "postgresql://127.0.0.1/x"},
+            ),
+            (
+                ("--backend", "supabase", "--url", "https://x.supabase.co"),
+                {"url": "https://x.supabase.co", "key": "test-key"},
+            ),
+            (("--backend", "memory"), {}),
+        ],
+    )
+    def test_allow_privileged_is_forwarded(
+        self, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...], expected: dict[str, Any]
+    ) -> None:
+        """--allow-privileged reaches the postgres and supabase backends, and only with the flag."""
+        monkeypatch.setenv("SUPABASE_KEY", "test-key")
+        parser = cli.build_parser()
+        plain = backend_options(parser.parse_args(["tables", *argv]))
+        assert plain == expected
+        privileged = backend_options(parser.parse_args(["tables", *argv, "--allow-privileged"]))
+        assert privileged == (expected and {**expected, "allow_privileged": True})
 
 
 class TestTables:
