@@ -116,11 +116,6 @@ class LedgerEntry:
     row: Row
     retrieved_at: dt.datetime
 
-    @property
-    def row_id(self) -> Any:
-        """The row's primary key (``id``)."""
-        return self.row.get("id")
-
 
 class ReadLedger:
     """Every row the fallback's tool calls read in one run, keyed by (table, id).
@@ -150,10 +145,6 @@ class ReadLedger:
         if entry is None:
             return None
         return LedgerEntry(entry.table, copy.deepcopy(entry.row), entry.retrieved_at)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
 
 
 def _id_key(value: object) -> str:
@@ -199,7 +190,6 @@ class FallbackOutcome:
     refused_tool_calls: int = 0
     rows_read: int = 0
     stopped: Literal["answer", "no_answer", "step_limit", "timeout", "error"] = "answer"
-    tables: tuple[str, ...] = ()
     exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     def metadata(self) -> dict[str, Any]:
@@ -256,6 +246,11 @@ class FilterSpec(BaseModel):
         default=None, description="A literal value (a list for 'in', true/false for 'is_null')."
     )
 
+    def to_filter(self) -> Filter:
+        """This condition as a persistence ``Filter`` (a list value becomes a tuple)."""
+        value = tuple(self.value) if isinstance(self.value, list) else self.value
+        return Filter(self.column, Op(self.op), value)
+
 
 class _QueryArgs(BaseModel):
     table: str = Field(description="A table from list_tables, e.g. leads.")
@@ -305,7 +300,6 @@ class _Run:
         self.tool_calls = 0
         self.refused = 0
         self.rows_read = 0
-        self.tables: list[str] = []
 
     def check_time(self) -> None:
         if self.cancelled.is_set() or self.clock() >= self.deadline:
@@ -340,8 +334,6 @@ class _Run:
         self.ledger.record(table, rows, self.now())
         with self._lock:
             self.rows_read += len(rows)
-            if table not in self.tables:
-                self.tables.append(table)
 
     # -- the tools -------------------------------------------------------------------------
 
@@ -406,7 +398,7 @@ class _Run:
                 columns = ["id", *columns]  # rows must stay citable
             page = self.facade.read(
                 table,
-                _filters(filters or []),
+                [spec.to_filter() for spec in filters or []],
                 columns=columns,
                 order=[Order(order_by, descending)] if order_by else (),
                 limit=min(limit, _MAX_ROWS_PER_CALL),
@@ -430,20 +422,9 @@ class _Run:
         if refused:
             return refused
         try:
-            return str(self.facade.count(table, _filters(filters or [])))
+            return str(self.facade.count(table, [spec.to_filter() for spec in filters or []]))
         except PersistenceError as exc:
             return self.refused_call(exc)
-
-
-def _filters(specs: Sequence[FilterSpec | Mapping[str, Any]]) -> list[Filter]:
-    result = []
-    for spec in specs:
-        item = spec if isinstance(spec, FilterSpec) else FilterSpec.model_validate(spec)
-        value: Any = item.value
-        if item.op == Op.IN.value and isinstance(value, list):
-            value = tuple(value)
-        result.append(Filter(item.column, Op(item.op), value))
-    return result
 
 
 class _Budget(AgentMiddleware):
@@ -566,7 +547,6 @@ class AgentFallback:
             refused_tool_calls=state.refused,
             rows_read=state.rows_read,
             stopped="answer" if answer else "no_answer",
-            tables=tuple(state.tables),
         )
         _log.info("rag.fallback.done", records=len(records), **result.metadata())
         return result
@@ -596,7 +576,6 @@ class AgentFallback:
             refused_tool_calls=state.refused,
             rows_read=state.rows_read,
             stopped=reason,
-            tables=tuple(state.tables),
         )
 
 

@@ -36,7 +36,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from persistence import Filter, Op, Order
+from persistence import Filter, Order
 from persistence.query import is_identifier
 from rag_agent.agent import RAGAgent
 from rag_agent.envelope import Envelope, ErrorInfo, Metadata, build_records
@@ -459,8 +459,7 @@ def _table_filters(
     filters: list[Filter] = []
     shown: dict[str, dict[str, Any]] = {}
     for spec in specs:
-        value = tuple(spec.value) if isinstance(spec.value, list) else spec.value
-        filters.append(Filter(spec.column, Op(spec.op), value))
+        filters.append(spec.to_filter())
         ops = shown.setdefault(spec.column, {})
         if spec.op in ops:
             raise ToolInputError(f"two {spec.op!r} filters on {spec.column!r}")
