@@ -14,8 +14,9 @@ The two LLM steps are seams. ``llm_filters`` is any ``Callable[[str], Mapping]``
 validated by :func:`~rag_agent.filters.normalize_filters`, so anything invalid counts as empty.
 ``fallback`` is any :class:`FallbackRunner`: it gets a :class:`FallbackRequest` and returns a
 :class:`FallbackResult` listing the rows its tool calls actually read. With ``llm=`` and no
-explicit hooks, the agent looks them up in ``rag_agent.llm_filters.parse_filters_with_llm`` and
-``rag_agent.fallback.create_fallback_runner``; where those are absent the steps are disabled.
+explicit hooks, the agent builds them with :func:`~rag_agent.llm_filters.parse_filters_with_llm`
+and :func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no explicit hook) a
+step is disabled.
 
 Thread-safety: ``run`` may be called from many threads at once. The agent's own state is its
 cache and limiter, both thread-safe; the facade's backends are thread-safe.
@@ -26,7 +27,6 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import functools
-import importlib
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -53,6 +53,7 @@ from rag_agent.filters import (
     normalize_filters,
     parse_filters_from_text,
 )
+from rag_agent.llm_filters import parse_filters_with_llm
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError, create_limiter
 from rag_agent.reformulation import reformulations
 from rag_agent.settings import RAGSettings
@@ -169,14 +170,6 @@ def _has_containers(record: Record) -> bool:
     return not _SCALAR_TYPES.issuperset(map(type, (record.model_extra or {}).values()))
 
 
-def _optional_hook(module: str, name: str) -> Any:
-    # The LLM layer lives in optional modules; where one is absent its step stays disabled.
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
-
-
 class RAGAgent(Closing):
     """Adaptive retrieval over a :class:`~persistence.ReadOnlyPersistenceFacade`.
 
@@ -213,16 +206,15 @@ class RAGAgent(Closing):
         self.settings = settings if settings is not None else RAGSettings.from_env()
         self.llm = llm
         if llm is not None and llm_filters is None:
-            parse_with_llm = _optional_hook("rag_agent.llm_filters", "parse_filters_with_llm")
-            if parse_with_llm is not None:
 
-                def llm_filters(text: str) -> Mapping[str, Any]:
-                    return parse_with_llm(text, llm)  # type: ignore[no-any-return]
+            def llm_filters(text: str) -> Mapping[str, Any]:
+                return parse_filters_with_llm(text, llm)
 
         if llm is not None and fallback is None:
-            make_fallback = _optional_hook("rag_agent.fallback", "create_fallback_runner")
-            if make_fallback is not None:
-                fallback = make_fallback(facade, llm, settings=self.settings)
+            # Imported here: ``rag_agent.fallback`` imports this module.
+            from rag_agent.fallback import create_fallback_runner
+
+            fallback = create_fallback_runner(facade, llm, settings=self.settings)
         self._llm_filters = llm_filters
         self._fallback = fallback
         self._limiter = (

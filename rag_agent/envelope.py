@@ -31,12 +31,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
-
-try:  # orjson is a fast path for hashing, not a requirement
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - exercised where orjson is absent
-    _orjson = None  # type: ignore[assignment]
 
 __all__ = [
     "Envelope",
@@ -248,13 +244,13 @@ def _orjson_writes_exactly(values: Iterable[Any]) -> bool:
 def _canonical_and_hash(row: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     if "provenance" in row:
         row = {k: v for k, v in row.items() if k != "provenance"}
-    if _orjson is not None and _orjson_writes_exactly(row.values()):
+    if _orjson_writes_exactly(row.values()):
         try:
-            data = _orjson.dumps(row, option=_orjson.OPT_SORT_KEYS)
+            data = orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
         except TypeError:  # an int beyond 64 bits, a str with a lone surrogate, a non-str key
             pass
         else:
-            return _orjson.loads(data), hashlib.sha256(data).hexdigest()
+            return orjson.loads(data), hashlib.sha256(data).hexdigest()
     fields = _canonical_row(row)
     return fields, _hash_canonical(fields)
 

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from persistence.factory import create_read_only_facade
 from rag_agent.agent import RAGAgent
+from rag_agent.llm import resolve_llm
 from rag_agent.settings import RAGSettings
 
 __all__ = ["create_rag_agent"]
-
-
-def _resolve_llm(llm: Any, settings: RAGSettings) -> Any:
-    # The LLM layer (``rag_agent.llm.resolve_llm``) is optional: an injected model is used as
-    # is, otherwise one is built from OPENAI_API_KEY; where the layer is absent, none is used.
-    try:
-        module = importlib.import_module("rag_agent.llm")
-    except ImportError:
-        return llm
-    resolve = getattr(module, "resolve_llm", None)
-    return resolve(llm, settings) if callable(resolve) else llm
 
 
 def create_rag_agent(
@@ -55,5 +44,5 @@ def create_rag_agent(
         if settings.supabase_key and "key" not in options:
             options["key"] = settings.supabase_key
     facade = create_read_only_facade(kind, **options)
-    llm = _resolve_llm(llm, settings)
+    llm = resolve_llm(llm, settings)
     return RAGAgent(facade, settings=settings, llm=llm)

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from persistence.backends._like import escape_like
 from persistence.query import Filter, Op
 
 __all__ = [
@@ -263,10 +264,6 @@ def normalize_filters(filters: object) -> dict[str, Any]:
     return {key: clean[key] for key in FILTER_KEYS if key in clean}
 
 
-def _escape_like(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def filters_to_query(filters: Mapping[str, Any]) -> tuple[Filter, ...]:
     """Translate canonical filters into query ``Filter`` objects, in canonical order.
 
@@ -282,7 +279,7 @@ def filters_to_query(filters: Mapping[str, Any]) -> tuple[Filter, ...]:
         if key == "company":
             out.append(Filter("company_name", Op.ICONTAINS, value))
         elif key == "email":
-            out.append(Filter("email", Op.ILIKE, _escape_like(value)))
+            out.append(Filter("email", Op.ILIKE, escape_like(value)))
         else:
             out.append(Filter(key, Op.EQ, value))
     return tuple(out)

@@ -38,6 +38,8 @@ from persistence.errors import BackendUnavailableError, ConfigurationError
 
 __all__ = [
     "DEFAULT_KEY",
+    "REDIS_SCHEMES",
+    "STORAGE_SCHEMES",
     "MemorySlidingWindowLimiter",
     "RateLimiter",
     "RateLimiterUnavailableError",
@@ -47,6 +49,10 @@ __all__ = [
 
 #: The Redis key (sorted set) that holds the fallback budget's acquisitions.
 DEFAULT_KEY = "rag_agent:fallback"
+#: Storage URI schemes served by :class:`RedisSlidingWindowLimiter`.
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+#: Every storage URI scheme :func:`create_limiter` accepts (``RAG_RATE_LIMIT_STORAGE``).
+STORAGE_SCHEMES = ("memory://", *REDIS_SCHEMES)
 
 
 class RateLimiterUnavailableError(BackendUnavailableError):
@@ -251,7 +257,7 @@ def create_limiter(
         if clock is None:
             return MemorySlidingWindowLimiter(limit, window)
         return MemorySlidingWindowLimiter(limit, window, clock=clock)
-    if storage.startswith(("redis://", "rediss://", "unix://")):
+    if storage.startswith(REDIS_SCHEMES):
         return RedisSlidingWindowLimiter(storage, limit, window, key=key, clock=clock)
     raise ConfigurationError(
         f"unsupported limiter storage {storage!r} (env RAG_RATE_LIMIT_STORAGE); "

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from persistence.errors import ConfigurationError
+from rag_agent.ratelimit import STORAGE_SCHEMES
 
 __all__ = ["ENV_VARIABLES", "RAGSettings"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
-_STORAGE_SCHEMES = ("memory://", "redis://", "rediss://", "unix://")
 _URL_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^@/?#]*)@")
 
 
@@ -77,7 +77,7 @@ def _parse_bool(raw: str, variable: str) -> bool:
 
 def _parse_storage(raw: str, variable: str) -> str:
     value = raw.strip()
-    if not value.startswith(_STORAGE_SCHEMES):
+    if not value.startswith(STORAGE_SCHEMES):
         raise ConfigurationError(
             f"{variable}={_mask_userinfo(raw)!r} is not a limiter storage URI; expected "
             "memory:// or redis://host:port/db (rediss://, unix:// also accepted)",
@@ -213,7 +213,8 @@ class RAGSettings:
                 values[name] = overrides[name]
             elif variable in source:
                 parsed = parser(source[variable], variable)
-                if parsed is not None or name != "openai_model":
+                # Only a blank text variable parses to None: it leaves the field's default.
+                if parsed is not None:
                     values[name] = parsed
         return cls(**values)
 

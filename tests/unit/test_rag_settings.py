@@ -47,6 +47,14 @@ class TestRAGSettings:
         assert settings.debug is True
         assert settings.openai_api_key == "sk-test"
 
+    def test_blank_text_variables_keep_the_defaults(self) -> None:
+        """A blank text variable counts as unset: RAG_OPENAI_MODEL="" keeps the default model."""
+        env = {"RAG_OPENAI_MODEL": "  ", "RAG_POSTGRES_DSN": "", "OPENAI_API_KEY": " "}
+        settings = RAGSettings.from_env(env)
+        assert settings.openai_model == "gpt-4o-mini"
+        assert settings.postgres_dsn is None
+        assert settings.openai_api_key is None
+
     def test_os_environ_is_the_default_source(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Without an explicit mapping, ``os.environ`` is read."""
         monkeypatch.setenv("RAG_SUMMARY_THRESHOLD", "7")
