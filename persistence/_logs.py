@@ -52,9 +52,6 @@ class _LibraryLogger:
             return structlog.get_logger(self._name)
         return _QUIET
 
-    def bind(self, **context: Any) -> Any:
-        return self._target().bind(**context)
-
     def __getattr__(self, method: str) -> Any:
         return getattr(self._target(), method)
 

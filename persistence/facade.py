@@ -62,7 +62,7 @@ class _Reader(Closing):
         """The readable columns of ``table``, sorted (empty when the backend cannot tell)."""
         table = self.__policy.check_read(table, "columns")
         known = self.__backend.columns(table) or frozenset()
-        allowed = None if self.__policy.columns is None else self.__policy.columns.get(table)
+        allowed = self.__policy.allowed_columns(table)
         return tuple(sorted(known if allowed is None else known & allowed))
 
     def read(
@@ -83,12 +83,20 @@ class _Reader(Closing):
         query = Query(
             table,
             filters=_filters(filters),
-            columns=self._policy_columns(table) if columns is None else _names(columns, "columns"),
+            columns=None if columns is None else _names(columns, "columns"),
             order=_names(order, "order"),  # Query turns names into Order
             limit=limit,
             offset=offset,
         )
-        self._check_query(query, "read")
+        self.__policy.check_columns(table, query.referenced_columns(), "read")
+        # Asked once per read: a Supabase backend may ask the server each time.
+        known = self.__backend.columns(table)
+        if columns is None:
+            # The policy's columns the backend knows: allowed and known by construction.
+            readable = self._policy_columns(table, known)
+            if readable is not None:
+                query = replace(query, columns=readable)
+        self._check_backend(query, "read", known)
         return self._fetch(query)
 
     def count(self, table: str, filters: Iterable[Filter] = ()) -> int:
@@ -98,15 +106,15 @@ class _Reader(Closing):
         self._check_query(query, "count")
         return self.__backend.count(table, query.filters)
 
-    def _policy_columns(self, table: str) -> tuple[str, ...] | None:
+    def _policy_columns(self, table: str, known: frozenset[str] | None) -> tuple[str, ...] | None:
         """The columns a read naming none may return: ``None`` (all) unless the policy restricts.
 
         Without this, a read that names no columns would return columns the policy forbids.
+        ``known`` is the backend's column set for ``table`` (``None`` when it cannot tell).
         """
-        allowed = None if self.__policy.columns is None else self.__policy.columns.get(table)
+        allowed = self.__policy.allowed_columns(table)
         if allowed is None:
             return None
-        known = self.__backend.columns(table)
         readable = allowed if known is None else allowed & known
         if not readable:
             raise ColumnNotAllowedError(
@@ -115,9 +123,14 @@ class _Reader(Closing):
         return tuple(sorted(readable))
 
     def _check_query(self, query: Query, operation: str) -> None:
+        """Check ``query`` against the policy, then against the backend."""
+        self.__policy.check_columns(query.table, query.referenced_columns(), operation)
+        self._check_backend(query, operation, self.__backend.columns(query.table))
+
+    def _check_backend(self, query: Query, operation: str, known: frozenset[str] | None) -> None:
+        """Check ``query``'s columns against ``known`` (the backend's; ``None`` when it cannot
+        tell) and its operators against the backend's capabilities."""
         referenced = query.referenced_columns()
-        self.__policy.check_columns(query.table, referenced, operation)
-        known = self.__backend.columns(query.table)
         if known is not None:
             for column in sorted(referenced - known):
                 raise ColumnNotAllowedError(

@@ -101,9 +101,13 @@ class AccessPolicy:
             )
         return self._check_table(table, self.write_tables, operation)
 
+    def allowed_columns(self, table: str) -> frozenset[str] | None:
+        """The columns of ``table`` the policy allows; ``None`` when it does not restrict them."""
+        return None if self.columns is None else self.columns.get(table)
+
     def check_columns(self, table: str, columns: Iterable[str], operation: str = "read") -> None:
         """Raise ``ColumnNotAllowedError`` for a malformed column or one outside the policy."""
-        allowed = None if self.columns is None else self.columns.get(table)
+        allowed = self.allowed_columns(table)
         for column in columns:
             if not is_identifier(column):
                 raise ColumnNotAllowedError(

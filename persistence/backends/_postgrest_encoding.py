@@ -12,7 +12,8 @@ PostgREST's own (``docs/references/api/url_grammar.rst`` and its query-string pa
 * ``like``/``ilike`` values go to SQL ``ILIKE`` after PostgREST replaces **every** ``*`` with
   ``%``; there is no escape for that. ``%``, ``_`` and ``\\`` are escaped with ``\\`` (SQL's
   default LIKE escape). A literal ``*`` is sent as ``_`` (any one character) and the row is then
-  checked exactly on the client: see :func:`needs_client_check` and :func:`client_predicate`.
+  checked exactly on the client: see :func:`needs_client_check` and
+  :func:`persistence.backends._like.text_predicate`.
 * ``or=``/``and=`` logic trees are never built: filters are separate parameters, ANDed.
 
 Query strings are percent-encoded here with nothing left "safe" (space is ``%20``, ``+`` is
@@ -25,19 +26,18 @@ import datetime as dt
 import decimal
 import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Sequence
+from typing import Literal
 from urllib.parse import quote
 
-from persistence.backends._like import escape_like, text_predicate
-from persistence.query import Filter, Op, Order, Query
+from persistence.backends._like import escape_like
+from persistence.query import Filter, Op, Order
 
 __all__ = [
     "COUNT_MODES",
     "RESERVED_PARAMETERS",
     "ContentRange",
     "CountMode",
-    "client_predicate",
     "encode_query_string",
     "encode_scalar",
     "filter_params",
@@ -153,11 +153,6 @@ def needs_client_check(flt: Filter) -> bool:
     return flt.op in (Op.ICONTAINS, Op.ILIKE) and "*" in flt.value
 
 
-def client_predicate(flt: Filter) -> Callable[[Mapping[str, Any]], bool]:
-    """The exact test for a filter whose server-side form is wider (see the module docstring)."""
-    return text_predicate(flt)
-
-
 def order_param(order: Sequence[Order]) -> str:
     """The ``order`` value: the requested keys with PostgreSQL's NULL placement, then ``id``."""
     terms = [
@@ -169,12 +164,11 @@ def order_param(order: Sequence[Order]) -> str:
     return ",".join(terms)
 
 
-def select_param(query: Query, extra: Iterable[str] = ()) -> str:
-    """The ``select`` value: the projected columns plus ``extra`` ones, or ``*``."""
-    if query.columns is None:
+def select_param(columns: Sequence[str] | None, extra: Iterable[str] = ()) -> str:
+    """The ``select`` value: ``columns`` plus ``extra`` ones, each once, or ``*`` for all."""
+    if columns is None:
         return "*"
-    names = dict.fromkeys([*query.columns, *extra])
-    return ",".join(names)
+    return ",".join(dict.fromkeys([*columns, *extra]))
 
 
 def encode_query_string(params: Sequence[tuple[str, str]]) -> bytes:

@@ -26,9 +26,10 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from persistence._closing import Closing
 from persistence._logs import get_logger
@@ -64,7 +65,18 @@ __all__ = ["PostgresBackend", "create_backend"]
 log = get_logger("persistence.postgres")
 
 Row = dict[str, Any]
-Catalog = Mapping[str, Mapping[str, ColumnType]]
+
+
+class _Table(NamedTuple):
+    """One table of the catalog: its column types, names in table order, and name set."""
+
+    types: Mapping[str, ColumnType]
+    names: tuple[str, ...]
+    column_set: frozenset[str]
+
+
+#: Table name -> its columns; replaced as a whole on reload, never mutated.
+Catalog = Mapping[str, _Table]
 
 DSN_VARIABLE = "RAG_POSTGRES_DSN"
 TIMEOUT_VARIABLE = "RAG_STATEMENT_TIMEOUT_MS"
@@ -170,9 +182,7 @@ class PostgresBackend(Closing):
         self._lock = threading.Lock()
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         self._closed = False
-        self._catalog: Catalog = MappingProxyType({})
-        self._column_sets: dict[str, frozenset[str]] = {}
-        self._column_names: dict[str, tuple[str, ...]] = {}
+        self._catalog: Catalog = {}
         self._catalog_loaded_at = float("-inf")
         self._set_timeout = (
             sql.SQL("SET LOCAL statement_timeout = {}")
@@ -266,11 +276,11 @@ class PostgresBackend(Closing):
             if can_write:
                 writable.add(table)
         self._writable = frozenset(writable)
-        self._catalog = MappingProxyType(
-            {table: MappingProxyType(columns) for table, columns in tables.items()}
-        )
-        self._column_sets = {table: frozenset(columns) for table, columns in tables.items()}
-        self._column_names = {table: tuple(columns) for table, columns in tables.items()}
+        # One snapshot, assigned once: a concurrent reader sees the old catalog or the new one.
+        self._catalog = {
+            table: _Table(MappingProxyType(columns), tuple(columns), frozenset(columns))
+            for table, columns in tables.items()
+        }
         self._statements = {}
         self._catalog_loaded_at = self._clock()
 
@@ -278,52 +288,65 @@ class PostgresBackend(Closing):
         """Reload table and column names from the database (after a migration)."""
         self._run(lambda conn: self._load_catalog(conn), "catalog", read=True)
 
-    def _table(self, table: str) -> Mapping[str, ColumnType]:
+    def _table(self, table: str) -> _Table:
         self._ensure_pool()
-        columns = self._catalog.get(table)
-        if columns is None and self._clock() - self._catalog_loaded_at >= _CATALOG_RETRY_SECONDS:
+        entry = self._catalog.get(table)
+        if entry is None and self._clock() - self._catalog_loaded_at >= _CATALOG_RETRY_SECONDS:
             self.refresh_catalog()  # a table created since start-up
-            columns = self._catalog.get(table)
-        if columns is None:
+            entry = self._catalog.get(table)
+        if entry is None:
             raise BackendError(
                 f"postgres: table {self._schema}.{table} does not exist or is not readable",
                 backend="postgres",
                 operation="read",
             )
-        return columns
+        return entry
 
     def columns(self, table: str) -> frozenset[str] | None:
-        self._table(table)
-        return self._column_sets[table]
+        return self._table(table).column_set
 
-    def _types(self, table: str, filters: Sequence[Filter]) -> Mapping[str, ColumnType]:
-        types = self._table(table)
+    def _require_columns(self, table: str, names: Collection[str], operation: str) -> _Table:
+        """``table``'s catalog entry; ``ColumnNotAllowedError`` names the first missing column.
+
+        "First" is in the order given, or sorted when ``names`` is a set.
+        """
+        entry = self._table(table)
+        if not entry.column_set.issuperset(names):
+            ordered = sorted(names) if isinstance(names, AbstractSet) else names
+            column = next(c for c in ordered if c not in entry.column_set)
+            raise ColumnNotAllowedError(
+                f"table {table!r} has no column {column!r}",
+                table=table,
+                column=column,
+                operation=operation,
+            )
+        return entry
+
+    def _checked_filters(
+        self,
+        table: str,
+        filters: Sequence[Filter],
+        operation: str,
+        referenced: Collection[str] | None = None,
+    ) -> _Table:
+        """``table``'s catalog entry, once the filters' values suit their columns' types.
+
+        Every ``referenced`` column (the filters' when ``None``) must exist.
+        """
+        names = [f.column for f in filters] if referenced is None else referenced
+        entry = self._require_columns(table, names, operation)
         for flt in filters:
-            ctype = types.get(flt.column)
-            if ctype is None:
-                raise ColumnNotAllowedError(
-                    f"table {table!r} has no column {flt.column!r}",
-                    table=table,
-                    column=flt.column,
-                )
-            _pg_sql.check_value(table, flt, ctype)
-        return types
+            _pg_sql.check_value(table, flt, entry.types[flt.column])
+        return entry
 
     # --- reads ---------------------------------------------------------------------------------
 
     def read(self, query: Query) -> Page:
-        types = self._types(query.table, query.filters)
-        columns = query.columns
-        if columns is None:
-            columns = self._column_names[query.table]
-        else:
-            for column in columns:
-                if column not in types:
-                    raise ColumnNotAllowedError(
-                        f"table {query.table!r} has no column {column!r}",
-                        table=query.table,
-                        column=column,
-                    )
+        # Filter, order and projected columns alike must exist.
+        entry = self._checked_filters(
+            query.table, query.filters, "read", query.referenced_columns()
+        )
+        columns = entry.names if query.columns is None else query.columns
         # Values never change the SQL text, so one statement serves every query of this shape.
         shape = (
             query.table,
@@ -335,7 +358,7 @@ class PostgresBackend(Closing):
         if statement is None:
             if len(self._statements) >= _STATEMENT_CACHE_SIZE:
                 self._statements = {}
-            composed = _pg_sql.build_read(query, self._schema, columns, "id" in types)
+            composed = _pg_sql.build_read(query, self._schema, columns, "id" in entry.column_set)
             statement = self._statements[shape] = composed.as_bytes(None)
         rows = self._select(statement, _pg_sql.read_params(query), "read")
         return Page(
@@ -344,7 +367,7 @@ class PostgresBackend(Closing):
         )
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
-        self._types(table, filters)
+        self._checked_filters(table, filters, "count")
         statement = _pg_sql.build_count(table, self._schema, filters).as_bytes(None)
         rows = self._select(statement, _pg_sql.filter_params(filters), "count")
         return int(rows[0][0])
@@ -405,16 +428,8 @@ class PostgresBackend(Closing):
             )
 
     def _checked_row(self, table: str, row: Mapping[str, Any], operation: str) -> Row:
-        types = self._table(table)
         clean = {k: v for k, v in row.items() if not (k == "id" and v is None)}
-        for column in clean:
-            if column not in types:
-                raise ColumnNotAllowedError(
-                    f"table {table!r} has no column {column!r}",
-                    table=table,
-                    column=column,
-                    operation=operation,
-                )
+        self._require_columns(table, list(clean), operation)
         return clean
 
     def _write(
@@ -426,7 +441,7 @@ class PostgresBackend(Closing):
     ) -> list[Row]:
         self._refuse_write(operation, table)
         checked = [self._checked_row(table, row, operation) for row in rows]
-        bump = "id" in self._table(table) and any("id" in row for row in checked)
+        bump = "id" in self._table(table).column_set and any("id" in row for row in checked)
 
         def work(conn: psycopg.Connection[Any]) -> list[Row]:
             stored: list[Row] = []
@@ -455,13 +470,7 @@ class PostgresBackend(Closing):
     def upsert(
         self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str = "id"
     ) -> list[Row]:
-        if on_conflict not in self._table(table):
-            raise ColumnNotAllowedError(
-                f"table {table!r} has no column {on_conflict!r}",
-                table=table,
-                column=on_conflict,
-                operation="upsert",
-            )
+        self._require_columns(table, (on_conflict,), "upsert")
         return self._write(
             table,
             rows,
@@ -471,7 +480,7 @@ class PostgresBackend(Closing):
 
     def delete(self, table: str, filters: Sequence[Filter]) -> int:
         self._refuse_write("delete", table)
-        self._types(table, filters)
+        self._checked_filters(table, filters, "delete")
         statement = _pg_sql.build_delete(table, self._schema, filters)
         params = _pg_sql.filter_params(filters)
 

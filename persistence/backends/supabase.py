@@ -29,13 +29,13 @@ import binascii
 import datetime as dt
 import decimal
 import json
-import logging
 import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from persistence._logs import get_logger
 from persistence.capabilities import Capabilities
 from persistence.errors import (
     BackendError,
@@ -55,11 +55,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         'the Supabase backend needs the supabase package: pip install "readonly-rag[supabase]"'
     ) from exc
 
+from persistence.backends._like import text_predicate
 from persistence.backends._postgrest_encoding import (
     COUNT_MODES,
     RESERVED_PARAMETERS,
     CountMode,
-    client_predicate,
     encode_query_string,
     filter_params,
     needs_client_check,
@@ -76,7 +76,7 @@ from persistence.backends._postgrest_errors import (
 
 __all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_TIMEOUT", "SupabaseBackend", "create_backend", "key_role"]
 
-logger = logging.getLogger(__name__)
+log = get_logger("persistence.supabase")
 
 Row = dict[str, Any]
 #: Rows asked for per request: Supabase's default ``db-max-rows``.
@@ -154,9 +154,11 @@ class SupabaseBackend:
                     variable="SUPABASE_KEY",
                 )
             if read_only:
-                logger.warning(
-                    "read-only Supabase facade uses a service_role key (allow_privileged=True): "
-                    "row-level security is bypassed"
+                log.warning(
+                    "supabase.privileged_key",
+                    role=role,
+                    hint="read-only facade with allow_privileged=True: row-level security is "
+                    "bypassed",
                 )
         self._read_only = read_only
         self._owns_http = http_client is None
@@ -213,7 +215,11 @@ class SupabaseBackend:
         base = self._filter_params(query.table, query.filters, "read")
         if checks:
             return self._read_checked(query, base, checks)
-        params = [("select", select_param(query)), *base, ("order", order_param(query.order))]
+        params = [
+            ("select", select_param(query.columns)),
+            *base,
+            ("order", order_param(query.order)),
+        ]
         rows, total, ended = self._fetch(query, params, query.offset, query.limit, "read")
         if total is None:
             # No count in Content-Range (``*``): what was read is the total when the rows ran
@@ -276,9 +282,8 @@ class SupabaseBackend:
 
         ``columns`` (all when ``None``) are fetched along with the checked columns.
         """
-        predicates = [client_predicate(f) for f in checks]
-        wanted = None if columns is None else (*columns, *(f.column for f in checks))
-        select = "*" if wanted is None else ",".join(dict.fromkeys(wanted))
+        predicates = [text_predicate(f) for f in checks]
+        select = select_param(columns, (f.column for f in checks))
         order = order_param(() if query is None else query.order)
         params = [("select", select), *base, ("order", order)]
         probe = query if query is not None else Query(table)
@@ -426,7 +431,7 @@ class SupabaseBackend:
             )
 
     def _delete(self, table: str, params: list[tuple[str, str]]) -> int:
-        self._check_writable(table, "delete")
+        """One DELETE request; :meth:`delete` has checked the backend may write."""
         response = self._send(
             "DELETE",
             table,

@@ -278,7 +278,23 @@ class TestCatalog:
         assert info.value.column == "password"
         with pytest.raises(ColumnNotAllowedError):
             backend.read(Query("leads", columns=("secret",)))
+        with pytest.raises(ColumnNotAllowedError) as info:
+            backend.read(Query("leads", order=("rank",)))
+        assert (info.value.column, info.value.operation) == ("rank", "read")
+        with pytest.raises(ColumnNotAllowedError) as info:
+            backend.count("leads", (Filter("password", Op.EQ, "x"),))
+        assert (info.value.column, info.value.operation) == ("password", "count")
         assert sent == []
+
+    def test_first_missing_column_is_named(self, backend: PostgresBackend) -> None:
+        """Of several unknown columns, the first named (or first sorted, from a set) is reported."""
+        backend.columns("leads")
+        with pytest.raises(ColumnNotAllowedError) as info:
+            backend._require_columns("leads", ["email", "zeta", "alpha"], "upsert")
+        assert (info.value.column, info.value.operation) == ("zeta", "upsert")
+        with pytest.raises(ColumnNotAllowedError) as info:
+            backend._require_columns("leads", frozenset({"email", "zeta", "alpha"}), "read")
+        assert info.value.column == "alpha"
 
     def test_new_table_is_found_after_the_retry_interval(self, db: PostgresDatabase) -> None:
         """A table created after start-up is seen once the catalog may be reloaded."""
@@ -391,6 +407,13 @@ class TestWrites:
             with pytest.raises(ColumnNotAllowedError):
                 writer.batch("leads", [{"email": "a@x.io"}, {"nickname": "x"}])
             assert writer.count("leads") == len(LEADS)
+
+    def test_upsert_on_an_unknown_conflict_column_is_refused(self, db: PostgresDatabase) -> None:
+        """The backend itself refuses an ``on_conflict`` column the table lacks."""
+        with create_backend(dsn=db.writer_dsn, read_only=False) as writer:
+            with pytest.raises(ColumnNotAllowedError) as info:
+                writer.upsert("leads", [{"email": "a@x.io"}], on_conflict="nickname")
+            assert (info.value.column, info.value.operation) == ("nickname", "upsert")
 
     def test_writes_run_read_write_on_a_read_only_session(self, db: PostgresDatabase) -> None:
         """The agent's reads are READ ONLY too; its writes begin READ WRITE explicitly."""

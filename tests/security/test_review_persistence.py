@@ -9,6 +9,7 @@ from persistence import (
     ColumnNotAllowedError,
     ConfigurationError,
     Filter,
+    MemoryBackend,
     MemoryStore,
     Op,
     ReadOnlyPersistenceFacade,
@@ -56,6 +57,49 @@ class TestColumnPolicyOnReads:
         facade = create_read_only_facade(kind="memory", store=store, columns={"leads": []})
         with pytest.raises(ColumnNotAllowedError):
             facade.read("leads")
+
+
+class _ColumnsSpy(MemoryBackend):
+    """A memory backend that records each ``columns`` call (Supabase sends a request for one)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        super().__init__(store)
+        self.column_calls: list[str] = []
+
+    def columns(self, table: str) -> frozenset[str] | None:
+        self.column_calls.append(table)
+        return super().columns(table)
+
+
+class TestColumnLookups:
+    def test_read_under_a_column_policy_asks_for_columns_once(self, store: MemoryStore) -> None:
+        """One read under a column rule asks the backend for the table's columns once."""
+        spy = _ColumnsSpy(store)
+        policy = AccessPolicy.read_only(columns={"leads": ["id", "email"]})
+        facade = ReadOnlyPersistenceFacade(spy, policy)
+        page = facade.read("leads", [Filter("email", Op.EQ, "a@x.io")], order=["email"])
+        assert page.rows == [{"email": "a@x.io", "id": 1}]
+        assert spy.column_calls == ["leads"]
+
+    def test_column_outside_the_policy_is_refused_before_the_backend_is_asked(
+        self, store: MemoryStore
+    ) -> None:
+        """A read naming a column the policy forbids is refused without asking the backend."""
+        spy = _ColumnsSpy(store)
+        policy = AccessPolicy.read_only(columns={"leads": ["id", "email"]})
+        facade = ReadOnlyPersistenceFacade(spy, policy)
+        with pytest.raises(ColumnNotAllowedError) as info:
+            facade.read("leads", [Filter("phone", Op.EQ, "555-0100")])
+        assert info.value.column == "phone"
+        assert spy.column_calls == []
+
+    def test_count_asks_for_columns_once(self, store: MemoryStore) -> None:
+        """A count under a column rule asks the backend for the table's columns once too."""
+        spy = _ColumnsSpy(store)
+        policy = AccessPolicy.read_only(columns={"leads": ["id", "email"]})
+        facade = ReadOnlyPersistenceFacade(spy, policy)
+        assert facade.count("leads", [Filter("email", Op.EQ, "a@x.io")]) == 1
+        assert spy.column_calls == ["leads"]
 
 
 class TestPolicyImmutability:

@@ -52,6 +52,13 @@ class TestAccessPolicy:
             policy.check_columns("leads", ["phone"])
         assert info.value.column == "phone"
 
+    def test_allowed_columns(self) -> None:
+        """``allowed_columns`` is a table's column rule, or None where the policy sets none."""
+        policy = AccessPolicy.read_only(columns={"leads": ["id", "email"]})
+        assert policy.allowed_columns("leads") == frozenset({"id", "email"})
+        assert policy.allowed_columns("clients") is None
+        assert AccessPolicy.read_only().allowed_columns("leads") is None
+
     def test_malformed_names_are_configuration_errors(self) -> None:
         """A policy cannot be built with names that are not identifiers."""
         with pytest.raises(ConfigurationError):

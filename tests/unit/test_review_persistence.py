@@ -83,12 +83,11 @@ class TestOneLikeMatcher:
             (Filter("name", Op.ILIKE, "A*%"), {"name": "abzz"}, False),
         ],
     )
-    def test_text_predicate_and_client_check_agree(
+    def test_text_predicate_and_memory_predicate_agree(
         self, flt: Filter, row: dict[str, Any], matches: bool
     ) -> None:
-        """The memory predicate and the Supabase client-side check give the same answer."""
+        """The shared predicate (the Supabase client-side check) and the memory one agree."""
         assert text_predicate(flt)(row) is matches
-        assert _postgrest_encoding.client_predicate(flt)(row) is matches
         assert memory._predicate(flt)(row) is matches
 
 
@@ -154,3 +153,17 @@ class TestOneLikeEscaper:
     def test_postgrest_pattern_builds_on_the_same_escaper(self) -> None:
         """The PostgREST icontains pattern is the shared escape with ``*`` narrowed to ``_``."""
         assert _postgrest_encoding.icontains_pattern("a%_\\*") == "*" + "a\\%\\_\\\\_" + "*"
+
+
+class TestSelectParam:
+    def test_all_columns(self) -> None:
+        """No projection selects ``*``, whatever extra columns a client check needs."""
+        assert _postgrest_encoding.select_param(None) == "*"
+        assert _postgrest_encoding.select_param(None, ["name"]) == "*"
+
+    def test_projection_plus_extra_columns_each_once(self) -> None:
+        """The projected columns come first, then the extra ones, each named once."""
+        assert _postgrest_encoding.select_param(("id", "email")) == "id,email"
+        assert (
+            _postgrest_encoding.select_param(("id", "name"), ["name", "phone"]) == "id,name,phone"
+        )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
 
 import httpx
 import pytest
+from structlog.testing import capture_logs
 
 from persistence import (
     ConfigurationError,
@@ -142,11 +142,9 @@ class TestPrivilegedKeys:
             )
         assert info.value.variable == "SUPABASE_KEY"
 
-    def test_allow_privileged_accepts_with_warning(
-        self, http: httpx.Client, caplog: pytest.LogCaptureFixture
-    ) -> None:
+    def test_allow_privileged_accepts_with_warning(self, http: httpx.Client) -> None:
         """``allow_privileged=True`` accepts the key and logs a warning."""
-        with caplog.at_level(logging.WARNING, logger="persistence.backends.supabase"):
+        with capture_logs() as logs:
             facade = create_read_only_facade(
                 kind="supabase",
                 url=BASE_URL,
@@ -155,7 +153,19 @@ class TestPrivilegedKeys:
                 allow_privileged=True,
             )
         assert facade.count("leads") == 0
-        assert any("service_role" in r.getMessage() for r in caplog.records)
+        assert [
+            event
+            for event in logs
+            if event["log_level"] == "warning" and event.get("role") == "service_role"
+        ] == [
+            {
+                "event": "supabase.privileged_key",
+                "log_level": "warning",
+                "role": "service_role",
+                "hint": "read-only facade with allow_privileged=True: row-level security is "
+                "bypassed",
+            }
+        ]
 
     def test_writer_may_use_service_role(self, http: httpx.Client) -> None:
         """The read-write agent (seeding, trusted callers) accepts a service_role key."""
