@@ -263,6 +263,7 @@ class RAGAgent(Closing):
         limit: int | None = ...,
         offset: int | None = ...,
         include_raw: bool = ...,
+        filters: Mapping[str, Any] | None = ...,
         return_json: Literal[False] = ...,
     ) -> Envelope: ...
 
@@ -275,6 +276,7 @@ class RAGAgent(Closing):
         limit: int | None = ...,
         offset: int | None = ...,
         include_raw: bool = ...,
+        filters: Mapping[str, Any] | None = ...,
         return_json: Literal[True],
     ) -> dict[str, Any]: ...
 
@@ -286,19 +288,23 @@ class RAGAgent(Closing):
         limit: int | None = None,
         offset: int | None = None,
         include_raw: bool = False,
+        filters: Mapping[str, Any] | None = None,
         return_json: bool = False,
     ) -> Envelope | dict[str, Any]:
         """Answer ``text`` from ``table``: an ``Envelope`` (a JSON-ready dict with
         ``return_json=True``).
 
         ``limit`` defaults to ``RAG_DEFAULT_LIMIT`` and is clamped to ``RAG_MAX_LIMIT``;
-        ``offset`` defaults to 0. Never raises for bad input or a failing backend: the
-        envelope's ``metadata.error`` says what went wrong.
+        ``offset`` defaults to 0. ``filters`` (keys ``id``, ``email``, ``company``,
+        ``client_id``) are used instead of reading ``text``: validated like the rules' output,
+        then queried, paginated, cached and reformulated as usual, with no LLM step. Never raises
+        for bad input or a failing backend: the envelope's ``metadata.error`` says what went
+        wrong.
         """
         # One bind per run: structlog's lazy proxy would otherwise bind again for every event.
         log = _log.bind()
         try:
-            envelope = self._run(log, text, table, limit, offset, include_raw)
+            envelope = self._run(log, text, table, limit, offset, include_raw, filters)
             return envelope.to_json() if return_json else envelope
         except Exception as exc:  # the contract: run() reports, it does not raise
             self._log_error(log, "rag.error", exc, step="envelope")
@@ -315,6 +321,7 @@ class RAGAgent(Closing):
         limit: object,
         offset: object,
         include_raw: object,
+        explicit: object,
     ) -> Envelope:
         source = _source(table)
         try:
@@ -325,6 +332,10 @@ class RAGAgent(Closing):
                 )
             if type(include_raw) is not bool:
                 raise InvalidQueryError("include_raw must be a bool", field="include_raw")
+            if explicit is not None and not isinstance(explicit, Mapping):
+                raise InvalidQueryError(
+                    f"filters must be a mapping, not {type(explicit).__name__}", field="filters"
+                )
             checked_table = self._facade.policy.check_read(table, "run")
         except Exception as exc:
             self._log_error(log, "rag.error", exc, step="input")
@@ -335,12 +346,16 @@ class RAGAgent(Closing):
         text = text[:MAX_TEXT_LENGTH]
         outcome = _Outcome(source)
         try:
-            filters = self._filters(log, text)
+            if explicit is None:
+                filters = self._filters(log, text)
+            else:
+                filters = normalize_filters(explicit)
+                log.debug("rag.filters", via="explicit", filters=filters)
             if filters:
                 self._retrieve(
                     log, outcome, checked_table, filters, eff_limit, eff_offset, include_raw
                 )
-            if outcome.total_count == 0 and outcome.error is None:
+            if outcome.total_count == 0 and outcome.error is None and explicit is None:
                 self._fall_back(log, outcome, text, checked_table, filters, eff_limit, eff_offset)
         except Exception as exc:
             self._log_error(log, "rag.error", exc, step="query", table=checked_table)

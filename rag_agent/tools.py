@@ -420,22 +420,8 @@ def error_envelope(table: str, error_type: str, message: str) -> Envelope:
 def run_with_filters(
     agent: RAGAgent, filters: Mapping[str, Any], table: str, limit: int | None, offset: int | None
 ) -> Envelope:
-    """Run the deterministic part of ``agent``'s pipeline with ``filters`` (no LLM step).
-
-    A sibling agent shares the facade, settings, cache and limiter; its filter hook returns the
-    given filters, and it has no fallback. Explicit filters so go through the same validation,
-    cache, pagination and reformulations as free text.
-    """
-    fixed = dict(filters)
-    sibling = RAGAgent(
-        agent.facade,
-        settings=agent.settings,
-        llm_filters=lambda _text: fixed,
-        fallback=None,
-        cache=agent.cache,
-        limiter=agent.limiter,
-    )
-    return sibling.run("", table=table, limit=limit, offset=offset)
+    """The deterministic part of ``agent``'s pipeline with explicit ``filters`` (no LLM step)."""
+    return agent.run("", table=table, limit=limit, offset=offset, filters=filters)
 
 
 def _checked_filters(raw: Mapping[str, Any]) -> dict[str, Any]:

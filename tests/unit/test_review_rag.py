@@ -279,3 +279,62 @@ class TestLongTextReachesNoModel:
         envelope = agent.run("y" * 1_000_000)
         assert envelope.metadata.error is None
         assert seen == [MAX_TEXT_LENGTH, MAX_TEXT_LENGTH]
+
+
+class TestExplicitFilters:
+    """``run(filters=...)`` skips reading the text and every LLM step."""
+
+    @staticmethod
+    def _agent(calls: list[str]) -> RAGAgent:
+        store = MemoryStore()
+        create_persistence_agent(kind="memory", store=store).batch(
+            "leads",
+            [
+                {"email": "a@acme.io", "company_name": "Acme Inc."},
+                {"email": "b@globex.io", "company_name": "Globex"},
+            ],
+        )
+
+        def llm_filters(text: str) -> dict[str, object]:
+            calls.append("filters")
+            return {}
+
+        def fallback(request: FallbackRequest) -> FallbackResult:
+            calls.append("fallback")
+            return FallbackResult()
+
+        return RAGAgent(
+            create_read_only_facade("memory", store=store),
+            settings=RAGSettings(),
+            llm_filters=llm_filters,
+            fallback=fallback,
+        )
+
+    def test_explicit_filters_replace_the_text(self) -> None:
+        """The given filters are queried (and reformulated); the text is not parsed."""
+        calls: list[str] = []
+        envelope = self._agent(calls).run("leads at globex", filters={"company": "Acme Corp"})
+        assert envelope.metadata.fallback == "reformulation"
+        assert envelope.metadata.query_filters == {"company": "Acme"}
+        assert [r.model_extra["email"] for r in envelope.records] == ["a@acme.io"]  # type: ignore[index]
+        assert calls == []
+
+    def test_no_fallback_when_nothing_matches(self) -> None:
+        """Zero rows with explicit filters never reach the LLM fallback."""
+        calls: list[str] = []
+        envelope = self._agent(calls).run("", filters={"email": "nobody@x.io"})
+        assert envelope.metadata.total_count == 0
+        assert envelope.records == []
+        assert calls == []
+
+    def test_invalid_filters_are_an_error_envelope(self) -> None:
+        """A non-mapping is refused in the envelope; invalid values count as no filter."""
+        calls: list[str] = []
+        agent = self._agent(calls)
+        bad = agent.run("", filters=["company", "acme"])  # type: ignore[arg-type]
+        assert bad.metadata.error is not None
+        assert bad.metadata.error.type == "InvalidQueryError"
+        empty = agent.run("", filters={"id": "not a number"})
+        assert empty.metadata.error is None
+        assert empty.metadata.total_count == 0
+        assert calls == []
