@@ -7,6 +7,9 @@ Supabase backends. Knows nothing about LLMs.
 0
 """
 
+from persistence._closing import Closing
+from persistence._logs import get_logger
+from persistence.backends._like import escape_like
 from persistence.backends.base import Backend
 from persistence.backends.memory import MemoryBackend, MemoryStore, default_store
 from persistence.capabilities import Capabilities
@@ -30,7 +33,7 @@ from persistence.factory import (
     register_backend,
 )
 from persistence.policy import BUSINESS_TABLES, GOVERNANCE_TABLES, AccessPolicy
-from persistence.query import Filter, Op, Order, Page, Query
+from persistence.query import Filter, Op, Order, Page, Query, is_identifier
 
 __all__ = [
     "BUSINESS_TABLES",
@@ -40,6 +43,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailableError",
     "Capabilities",
+    "Closing",
     "ColumnNotAllowedError",
     "ConfigurationError",
     "Filter",
@@ -60,6 +64,9 @@ __all__ = [
     "create_persistence_agent",
     "create_read_only_facade",
     "default_store",
+    "escape_like",
+    "get_logger",
+    "is_identifier",
     "known_kinds",
     "register_backend",
 ]

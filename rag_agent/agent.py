@@ -33,8 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, overload
 
-from persistence._closing import Closing
-from persistence._logs import get_logger
+from persistence import Closing, get_logger
 from persistence.errors import InvalidQueryError
 from persistence.facade import ReadOnlyPersistenceFacade
 from persistence.query import is_identifier

@@ -54,8 +54,14 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from persistence import Filter, Op, Order, PersistenceError, ReadOnlyPersistenceFacade
-from persistence._logs import get_logger
+from persistence import (
+    Filter,
+    Op,
+    Order,
+    PersistenceError,
+    ReadOnlyPersistenceFacade,
+    get_logger,
+)
 from rag_agent.agent import FallbackRead, FallbackRequest, FallbackResult
 from rag_agent.llm_filters import message_text, read_json_object
 from rag_agent.settings import RAGSettings

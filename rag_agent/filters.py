@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from persistence.backends._like import escape_like
+from persistence import escape_like
 from persistence.query import Filter, Op
 
 __all__ = [

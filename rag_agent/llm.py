@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
-from persistence._logs import get_logger
+from persistence import get_logger
 from persistence.errors import ConfigurationError
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
-from persistence._logs import get_logger
+from persistence import get_logger
 from rag_agent.filters import FILTER_KEYS, normalize_filters
 
 __all__ = [

@@ -7,7 +7,7 @@ import selectors
 import socket
 import threading
 
-from persistence._closing import Closing
+from persistence import Closing
 
 
 class CuttableProxy(Closing):
