@@ -282,15 +282,11 @@ class MemoryBackend:
     """Serves queries from a :class:`MemoryStore` (``default_store()`` unless given one)."""
 
     name = "memory"
+    #: Every operator.
+    capabilities = Capabilities()
 
     def __init__(self, store: MemoryStore | None = None) -> None:
         self._store = store if store is not None else default_store()
-        self._capabilities = Capabilities()
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """Every operator, native offset, exact counts, no page cap."""
-        return self._capabilities
 
     def read(self, query: Query) -> Page:
         """One page of ``query`` and the number of matching rows (rows are copies)."""

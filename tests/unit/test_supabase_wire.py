@@ -158,7 +158,7 @@ class TestReadRequests:
         backend = backend_over(server, count=mode)
         backend.read(Query("leads", limit=1))
         assert server.requests[0].headers["Prefer"] == f"count={mode}"
-        assert backend.capabilities.count is (mode == "exact")
+        assert backend.count_mode == mode
 
     def test_count_asks_for_no_rows(self) -> None:
         """count() sends the filters, ``limit=0`` and a count preference, and reads the total."""
