@@ -53,19 +53,20 @@ class Connections:
         *,
         read_only: bool,
         statement_timeout_ms: int,
-        pool_sizes: tuple[int, int],
-        pool_times: tuple[float, float, float],
         connect_timeout: float,
         prepared_statements: bool | None,
         transaction_pooler: bool,
         start_up: Callable[[Connection], None],
+        **pool_options: float,
     ) -> None:
         self.dsn = dsn
-        self._read_only = read_only
         self._pooled = transaction_pooler
-        self._pool_sizes = pool_sizes
-        self._pool_times = pool_times
         self._start_up = start_up
+        # ``ConnectionPool``'s own: min_size, max_size, timeout, max_idle, max_lifetime.
+        self._pool_options: dict[str, Any] = {
+            **pool_options,
+            "configure": None if read_only else _read_write_transactions,
+        }
         if prepared_statements is None:
             prepared_statements = not transaction_pooler
         self._connect_kwargs: dict[str, Any] = {
@@ -105,14 +106,9 @@ class Connections:
                 pool = ConnectionPool(
                     self.dsn,
                     kwargs=self._connect_kwargs,
-                    configure=None if self._read_only else _read_write_transactions,
                     open=False,
                     name="readonly-rag",
-                    min_size=self._pool_sizes[0],
-                    max_size=self._pool_sizes[1],
-                    timeout=self._pool_times[0],
-                    max_idle=self._pool_times[1],
-                    max_lifetime=self._pool_times[2],
+                    **self._pool_options,
                 )
                 pool.open(wait=False)
                 self._pool = pool

@@ -108,12 +108,15 @@ class PostgresBackend(Closing):
             dsn,
             read_only=read_only,
             statement_timeout_ms=statement_timeout_ms,
-            pool_sizes=(pool_min_size, pool_max_size),
-            pool_times=(pool_timeout, max_idle, max_lifetime),
             connect_timeout=connect_timeout,
             prepared_statements=prepared_statements,
             transaction_pooler=transaction_pooler,
             start_up=self._start_up,
+            min_size=pool_min_size,
+            max_size=pool_max_size,
+            timeout=pool_timeout,
+            max_idle=max_idle,
+            max_lifetime=max_lifetime,
         )
 
     def _start_up(self, conn: psycopg.Connection[Any]) -> None:

@@ -3,30 +3,24 @@ forbid, and no holder of a facade can widen its policy or turn its read-only fla
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
 import pytest
 
 from persistence import (
     AccessPolicy,
-    Capabilities,
     ColumnNotAllowedError,
     ConfigurationError,
     Filter,
     InvalidQueryError,
-    MemoryBackend,
     MemoryStore,
     Op,
-    Page,
     PersistenceAgent,
     PersistencePermissionError,
-    Query,
     ReadOnlyPersistenceFacade,
     TableNotAllowedError,
     create_persistence_agent,
     create_read_only_facade,
 )
+from tests.support.spy import SpyBackend
 
 BYPASS_TABLES = [
     "LEADS", "Leads", " leads", "leads ", "\tleads", "public.leads", '"leads"', "`leads`",
@@ -38,34 +32,6 @@ BYPASS_COLUMNS = [
     "Email", "email;", '"email"', "e mail", "email--", "е mail", "id)", "*", "", "email\x00",
     "leads.email", "count(*)",
 ]  # fmt: skip
-
-
-class SpyBackend(MemoryBackend):
-    """Counts every call that reaches the backend."""
-
-    def __init__(self) -> None:
-        super().__init__(MemoryStore())
-        self.calls: list[str] = []
-
-    def read(self, query: Query) -> Page:
-        self.calls.append("read")
-        return super().read(query)
-
-    def count(self, table: str, filters: Sequence[Filter]) -> int:
-        self.calls.append("count")
-        return super().count(table, filters)
-
-    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        self.calls.append("insert")
-        return super().insert(table, rows)
-
-    def delete(self, table: str, filters: Sequence[Filter]) -> int:
-        self.calls.append("delete")
-        return super().delete(table, filters)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return Capabilities()
 
 
 @pytest.fixture

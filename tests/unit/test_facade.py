@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import decimal
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -17,13 +16,12 @@ from persistence import (
     MemoryBackend,
     MemoryStore,
     Op,
-    Page,
-    Query,
     ReadOnlyPersistenceFacade,
     UnsupportedOperatorError,
     create_persistence_agent,
     create_read_only_facade,
 )
+from tests.support.spy import SpyBackend
 
 
 @pytest.fixture
@@ -79,22 +77,10 @@ class TestArgumentShapes:
             facade.read("leads", [Filter("score", Op.LT, decimal.Decimal("NaN"))])
 
 
-class _EqualityOnly(MemoryBackend):
-    """A backend that declares only ``eq`` and ``in``, and records every read and count."""
+class _EqualityOnly(SpyBackend):
+    """A backend that declares only ``eq`` and ``in``."""
 
     capabilities = Capabilities(operators=frozenset({Op.EQ, Op.IN}))
-
-    def __init__(self, store: MemoryStore) -> None:
-        super().__init__(store)
-        self.calls: list[str] = []
-
-    def read(self, query: Query) -> Page:
-        self.calls.append("read")
-        return super().read(query)
-
-    def count(self, table: str, filters: Sequence[Filter]) -> int:
-        self.calls.append("count")
-        return super().count(table, filters)
 
 
 class TestDeclaredOperators:

@@ -1,0 +1,34 @@
+"""A memory backend that records every read, count and write that reaches it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from persistence import Filter, MemoryBackend, MemoryStore, Page, Query
+
+__all__ = ["SpyBackend"]
+
+
+class SpyBackend(MemoryBackend):
+    """Appends ``"read"``, ``"count"``, ``"insert"`` or ``"delete"`` to ``calls`` on each call."""
+
+    def __init__(self, store: MemoryStore | None = None) -> None:
+        super().__init__(MemoryStore() if store is None else store)
+        self.calls: list[str] = []
+
+    def read(self, query: Query) -> Page:
+        self.calls.append("read")
+        return super().read(query)
+
+    def count(self, table: str, filters: Sequence[Filter]) -> int:
+        self.calls.append("count")
+        return super().count(table, filters)
+
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        self.calls.append("insert")
+        return super().insert(table, rows)
+
+    def delete(self, table: str, filters: Sequence[Filter]) -> int:
+        self.calls.append("delete")
+        return super().delete(table, filters)
