@@ -20,7 +20,7 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from tests.support.spy import SpyBackend
+from tests.support.memory import SpyBackend, one_lead_store
 
 BYPASS_TABLES = [
     "LEADS", "Leads", " leads", "leads ", "\tleads", "public.leads", '"leads"', "`leads`",
@@ -121,10 +121,7 @@ class TestNoWrites:
 
 @pytest.fixture
 def store() -> MemoryStore:
-    store = MemoryStore()
-    agent = create_persistence_agent(kind="memory", store=store)
-    agent.write("leads", {"email": "a@x.io", "phone": "555-0100", "company_name": "Acme"})
-    return store
+    return one_lead_store()
 
 
 @pytest.fixture

@@ -18,10 +18,9 @@ from persistence import (
     Op,
     ReadOnlyPersistenceFacade,
     UnsupportedOperatorError,
-    create_persistence_agent,
     create_read_only_facade,
 )
-from tests.support.spy import SpyBackend
+from tests.support.memory import SpyBackend, one_lead_store
 
 
 @pytest.fixture
@@ -31,10 +30,7 @@ def facade() -> Any:
 
 @pytest.fixture
 def store() -> MemoryStore:
-    store = MemoryStore()
-    agent = create_persistence_agent(kind="memory", store=store)
-    agent.write("leads", {"email": "a@x.io", "phone": "555-0100", "company_name": "Acme"})
-    return store
+    return one_lead_store()
 
 
 class TestArgumentShapes:

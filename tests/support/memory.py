@@ -1,13 +1,29 @@
-"""A memory backend that records every read, count and write that reaches it."""
+"""Memory-backed doubles for facade tests: a backend that records the calls reaching it, and a
+store holding one lead."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from persistence import Filter, MemoryBackend, MemoryStore, Page, Query
+from persistence import (
+    Filter,
+    MemoryBackend,
+    MemoryStore,
+    Page,
+    Query,
+    create_persistence_agent,
+)
 
-__all__ = ["SpyBackend"]
+__all__ = ["SpyBackend", "one_lead_store"]
+
+
+def one_lead_store() -> MemoryStore:
+    """A new store with one lead (id 1) that has an email, a phone and a company name."""
+    store = MemoryStore()
+    agent = create_persistence_agent(kind="memory", store=store)
+    agent.write("leads", {"email": "a@x.io", "phone": "555-0100", "company_name": "Acme"})
+    return store
 
 
 class SpyBackend(MemoryBackend):
