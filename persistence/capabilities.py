@@ -11,19 +11,18 @@ __all__ = ["Capabilities"]
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """A backend's declared abilities.
+    """A backend's declared abilities: the filter operators it serves.
 
-    ``native_offset``: the backend skips rows itself; otherwise the facade fetches
-    ``offset + limit`` rows and slices. ``max_page_size``: the most rows one backend read may
-    return; the facade fetches larger pages in chunks. ``count``: exact total counts.
+    The facade refuses a filter whose operator is not declared with
+    ``UnsupportedOperatorError`` before the backend is asked anything. A backend serves any
+    ``limit`` and ``offset`` it is given (refilling pages its server caps, as the Supabase one
+    does) and counts exactly what it can; the facade neither slices nor chunks for it.
+
+    >>> Capabilities(operators=frozenset({Op.EQ, Op.IN})).supports(Op.ICONTAINS)
+    False
     """
 
     operators: frozenset[Op] = frozenset(Op)
-    native_offset: bool = True
-    max_page_size: int | None = None
-    count: bool = True
-    aggregates: bool = False
-    raw_sql: bool = False
 
     def supports(self, op: Op) -> bool:
         """True when ``op`` is among the declared operators."""

@@ -9,17 +9,17 @@ public attribute hands it out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NoReturn
 
 from persistence._closing import Closing
+from persistence._read_only import refuse_write
 from persistence.backends.base import Backend
 from persistence.capabilities import Capabilities
 from persistence.errors import (
     ColumnNotAllowedError,
     InvalidQueryError,
-    PersistencePermissionError,
     UnsupportedOperatorError,
 )
 from persistence.policy import AccessPolicy
@@ -97,7 +97,7 @@ class _Reader(Closing):
             if readable is not None:
                 query = replace(query, columns=readable)
         self._check_backend(query, "read", known)
-        return self._fetch(query)
+        return self.__backend.read(query)
 
     def count(self, table: str, filters: Iterable[Filter] = ()) -> int:
         """How many rows of ``table`` match all ``filters``."""
@@ -148,30 +148,6 @@ class _Reader(Closing):
                     backend=self.__backend.name,
                 )
 
-    def _fetch(self, query: Query) -> Page:
-        capabilities = self.__backend.capabilities
-        if not capabilities.native_offset and query.offset:
-            # Fetch the rows before the page too, then drop them.
-            upto = None if query.limit is None else query.offset + query.limit
-            page = self.__backend.read(replace(query, offset=0, limit=upto))
-            return Page(rows=page.rows[query.offset :], total_count=page.total_count)
-        cap = capabilities.max_page_size
-        if cap is None or (query.limit is not None and query.limit <= cap):
-            return self.__backend.read(query)
-        return self._fetch_in_chunks(query, cap)
-
-    def _fetch_in_chunks(self, query: Query, cap: int) -> Page:
-        rows: list[Row] = []
-        total = 0
-        while query.limit is None or len(rows) < query.limit:
-            want = cap if query.limit is None else min(cap, query.limit - len(rows))
-            page = self.__backend.read(replace(query, offset=query.offset + len(rows), limit=want))
-            rows.extend(page.rows)
-            total = page.total_count
-            if len(page.rows) < want:
-                break
-        return Page(rows=rows, total_count=total)
-
     def _backend(self) -> Backend:
         return self.__backend
 
@@ -206,6 +182,23 @@ def _names(values: Iterable[Any], what: str) -> tuple[Any, ...]:
     return tuple(values)
 
 
+def _refusing(
+    operation: str,
+    doc: str = "Always raises: the facade is read-only.",
+    *,
+    names_table: bool = True,
+) -> Callable[..., NoReturn]:
+    """A write-shaped method that refuses ``operation``, naming the table it was given unless
+    ``names_table`` is false (``rpc`` and ``execute`` take a function or a statement)."""
+
+    def refuse(self: object, table: object = None, *args: object, **kwargs: object) -> NoReturn:
+        refuse_write(operation, table if names_table else None, "this facade")
+
+    refuse.__name__ = refuse.__qualname__ = operation
+    refuse.__doc__ = doc
+    return refuse
+
+
 class ReadOnlyPersistenceFacade(_Reader):
     """Reads allow-listed tables; every write-shaped method raises ``PersistencePermissionError``.
 
@@ -217,45 +210,22 @@ class ReadOnlyPersistenceFacade(_Reader):
 
     __slots__ = ()
 
-    def _refuse(self, operation: str, table: object) -> NoReturn:
-        name = table if isinstance(table, str) else None
-        raise PersistencePermissionError(
-            f"{operation} on {name or 'any table'!r} refused: this facade is read-only",
-            table=name,
-            operation=operation,
-        )
-
-    def write(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
-        """Always raises: the facade is read-only."""
-        self._refuse("write", table)
-
-    def insert(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
-        """Always raises: the facade is read-only."""
-        self._refuse("insert", table)
-
-    def upsert(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
-        """Always raises: the facade is read-only."""
-        self._refuse("upsert", table)
-
-    def update(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
-        """Always raises: the facade is read-only."""
-        self._refuse("update", table)
-
-    def delete(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
-        """Always raises: the facade is read-only."""
-        self._refuse("delete", table)
-
-    def batch(self, table: object = None, *args: object, **kwargs: object) -> NoReturn:
-        """Always raises: the facade is read-only."""
-        self._refuse("batch", table)
-
-    def rpc(self, function: object = None, *args: object, **kwargs: object) -> NoReturn:
-        """Always raises: no stored procedure is callable through the facade."""
-        self._refuse("rpc", None)
-
-    def execute(self, statement: object = None, *args: object, **kwargs: object) -> NoReturn:
-        """Always raises: no raw statement is executable through the facade."""
-        self._refuse("execute", None)
+    write = _refusing("write")
+    insert = _refusing("insert")
+    upsert = _refusing("upsert")
+    update = _refusing("update")
+    delete = _refusing("delete")
+    batch = _refusing("batch")
+    rpc = _refusing(
+        "rpc",
+        "Always raises: no stored procedure is callable through the facade.",
+        names_table=False,
+    )
+    execute = _refusing(
+        "execute",
+        "Always raises: no raw statement is executable through the facade.",
+        names_table=False,
+    )
 
 
 class PersistenceAgent(_Reader):

@@ -112,39 +112,40 @@ class MemoryStore:
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[Row]:
         """Insert all ``rows`` or none; a row without ``id`` gets the next integer."""
-        with self._lock:
-            state = self._state(table)
-            staged: dict[Any, Row] = {}
-            next_id = state.next_id
-            for row in rows:
-                new = copy.deepcopy(dict(row))
-                next_id = self._assign_id(state, staged, new, next_id)
-                if new["id"] in state.by_id or new["id"] in staged:
-                    raise BackendError(
-                        f"duplicate key: {table}.id = {new['id']!r} already exists",
-                        backend="memory",
-                        operation="insert",
-                    )
-                staged[new["id"]] = new
-            self._commit(state, staged)
-            return [self._full_row(state, row) for row in staged.values()]
+        return self._write(table, rows, None)
 
     def upsert(
         self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str = "id"
     ) -> list[Row]:
         """Insert ``rows``; where ``on_conflict`` matches a row, update the given columns."""
+        return self._write(table, rows, on_conflict)
+
+    def _write(
+        self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str | None
+    ) -> list[Row]:
+        """Stage every row, then commit them together: a refused row leaves the table as it was.
+
+        Without ``on_conflict`` (an insert) an ``id`` already present is a duplicate key.
+        """
         with self._lock:
             state = self._state(table)
             staged: dict[Any, Row] = {}
             next_id = state.next_id
             for row in rows:
                 new = copy.deepcopy(dict(row))
-                existing = self._find(state, staged, on_conflict, new.get(on_conflict))
-                if existing is not None:
-                    merged = {**existing, **new, "id": existing["id"]}
-                    staged[merged["id"]] = merged
-                    continue
+                if on_conflict is not None:
+                    existing = self._find(state, staged, on_conflict, new.get(on_conflict))
+                    if existing is not None:
+                        merged = {**existing, **new, "id": existing["id"]}
+                        staged[merged["id"]] = merged
+                        continue
                 next_id = self._assign_id(state, staged, new, next_id)
+                if on_conflict is None and (new["id"] in state.by_id or new["id"] in staged):
+                    raise BackendError(
+                        f"duplicate key: {table}.id = {new['id']!r} already exists",
+                        backend="memory",
+                        operation="insert",
+                    )
                 staged[new["id"]] = new
             self._commit(state, staged)
             return [self._full_row(state, row) for row in staged.values()]
@@ -282,15 +283,11 @@ class MemoryBackend:
     """Serves queries from a :class:`MemoryStore` (``default_store()`` unless given one)."""
 
     name = "memory"
+    #: Every operator.
+    capabilities = Capabilities()
 
     def __init__(self, store: MemoryStore | None = None) -> None:
         self._store = store if store is not None else default_store()
-        self._capabilities = Capabilities()
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """Every operator, native offset, exact counts, no page cap."""
-        return self._capabilities
 
     def read(self, query: Query) -> Page:
         """One page of ``query`` and the number of matching rows (rows are copies)."""

@@ -9,6 +9,10 @@ each read sends ``BEGIN READ ONLY``, ``SET LOCAL statement_timeout``, the ``SELE
 superuser or ``BYPASSRLS`` role unless ``allow_privileged=True``. Writes (``PersistenceAgent``
 only) run in explicit ``READ WRITE`` transactions with ``SET LOCAL statement_timeout``.
 
+This module holds the backend's reads and writes; its connections are in
+:mod:`~persistence.backends._pg_pool`, its catalog and role check in
+:mod:`~persistence.backends._pg_catalog`, its SQL in :mod:`~persistence.backends._pg_sql`.
+
 Thread-safety: a backend is safe to share between threads; its pool hands each call its own
 connection, and the cached catalog is replaced, never mutated.
 
@@ -21,82 +25,39 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import time
-import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
-from collections.abc import Set as AbstractSet
-from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from persistence._closing import Closing
-from persistence._logs import get_logger
+from persistence._read_only import refuse_write
 from persistence.capabilities import Capabilities
-from persistence.errors import (
-    BackendError,
-    ColumnNotAllowedError,
-    ConfigurationError,
-    PersistenceError,
-    PersistencePermissionError,
-)
+from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Page, Query
 
 try:
     import psycopg
     from psycopg import sql
-    from psycopg.conninfo import conninfo_to_dict
-    from psycopg.pq import TransactionStatus
     from psycopg.rows import dict_row
-    from psycopg_pool import ConnectionPool
+
+    from persistence.backends import _pg_sql  # these import psycopg and psycopg_pool too
+    from persistence.backends._pg_catalog import Catalog, Table, check_role
+    from persistence.backends._pg_pool import Connections
 except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
     raise ConfigurationError(
         "the postgres backend needs psycopg 3 and psycopg_pool: "
         'pip install "readonly-rag[postgres]"'
     ) from exc
 
-from persistence.backends import _pg_sql
-from persistence.backends._pg_errors import is_connection_lost, translate
-from persistence.backends._pg_sql import ColumnType
-
 __all__ = ["PostgresBackend", "create_backend"]
 
-log = get_logger("persistence.postgres")
-
 Row = dict[str, Any]
-
-
-class _Table(NamedTuple):
-    """One table of the catalog: its column types, names in table order, and name set."""
-
-    types: Mapping[str, ColumnType]
-    names: tuple[str, ...]
-    column_set: frozenset[str]
-
-
-#: Table name -> its columns; replaced as a whole on reload, never mutated.
-Catalog = Mapping[str, _Table]
 
 DSN_VARIABLE = "RAG_POSTGRES_DSN"
 TIMEOUT_VARIABLE = "RAG_STATEMENT_TIMEOUT_MS"
 DEFAULT_STATEMENT_TIMEOUT_MS = 5000
 
-_CATALOG_SQL = b"""
-SELECT c.relname, a.attname, t.typname, t.typcategory,
-       has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE') AS writable
-FROM pg_catalog.pg_class c
-JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
-JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
-WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
-  AND a.attnum > 0 AND NOT a.attisdropped
-  AND has_column_privilege(c.oid, a.attnum, 'SELECT')
-ORDER BY c.relname, a.attnum
-"""
-_ROLE_SQL = (
-    b"SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
-)
 # Moves an identity/serial sequence past explicitly written ids, never backwards, so that a later
 # insert without an id does not collide (the memory backend behaves the same way).
 _BUMP_SEQUENCE_SQL = b"""
@@ -106,21 +67,7 @@ SELECT setval(s.seq::regclass, s.m) FROM (
 WHERE s.seq IS NOT NULL AND s.m >= 1
   AND s.m > COALESCE(pg_sequence_last_value(s.seq::regclass), 0)
 """
-_RESET_STATEMENTS = (b"RESET ALL", b"SELECT pg_advisory_unlock_all()", b"UNLISTEN *")
-_CATALOG_RETRY_SECONDS = 5.0
 _STATEMENT_CACHE_SIZE = 1024
-
-
-def _reset_connection(conn: psycopg.Connection[Any]) -> None:
-    """Bring a connection back to its session defaults: no transaction, SET or advisory lock."""
-    _end_transaction(conn)
-    for statement in _RESET_STATEMENTS:
-        conn.execute(statement)
-
-
-def _read_write_transactions(conn: psycopg.Connection[Any]) -> None:
-    """A writer's ``transaction()`` blocks begin READ WRITE (its session default is READ ONLY)."""
-    conn.read_only = False
 
 
 class PostgresBackend(Closing):
@@ -131,6 +78,8 @@ class PostgresBackend(Closing):
     """
 
     name = "postgres"
+    #: Every operator.
+    capabilities = Capabilities()
 
     def __init__(
         self,
@@ -150,148 +99,50 @@ class PostgresBackend(Closing):
         allow_privileged: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._dsn = dsn
         self._read_only = read_only
         self._schema = schema
-        self._timeout_ms = statement_timeout_ms
-        self._pool_sizes = (pool_min_size, pool_max_size)
-        self._pool_times = (pool_timeout, max_idle, max_lifetime)
-        if prepared_statements is None:
-            prepared_statements = not transaction_pooler
-        self._pooled = transaction_pooler
-        self._connect_kwargs: dict[str, Any] = {
-            "autocommit": True,
-            "connect_timeout": max(1, round(connect_timeout)),
-            # None turns server-side prepared statements off (PgBouncer/Supavisor transaction mode).
-            "prepare_threshold": 5 if prepared_statements else None,
-        }
-        if not transaction_pooler:
-            # The session's defaults, fixed at connect: every transaction on these connections is
-            # READ ONLY with the timeout unless a write explicitly begins READ WRITE. A read is
-            # then a single statement (one execute, no BEGIN/SET/COMMIT: see the docs' figures).
-            # A transaction pooler does not keep session state, so there each read sends its own
-            # BEGIN READ ONLY and SET LOCAL instead.
-            base = conninfo_to_dict(dsn).get("options") or ""
-            self._connect_kwargs["options"] = (
-                f"{base} -c default_transaction_read_only=on "
-                f"-c statement_timeout={int(statement_timeout_ms)}"
-            ).strip()
         self._allow_privileged = allow_privileged
-        self._clock = clock
-        self._capabilities = Capabilities()
-        self._lock = threading.Lock()
-        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
-        self._closed = False
-        self._catalog: Catalog = {}
-        self._catalog_loaded_at = float("-inf")
-        self._set_timeout = (
-            sql.SQL("SET LOCAL statement_timeout = {}")
-            .format(sql.Literal(int(statement_timeout_ms)))
-            .as_bytes(None)
-        )
+        self._catalog = Catalog(schema, clock)
         self._statements: dict[tuple[Any, ...], bytes] = {}
+        self._connections = Connections(
+            dsn,
+            read_only=read_only,
+            statement_timeout_ms=statement_timeout_ms,
+            connect_timeout=connect_timeout,
+            prepared_statements=prepared_statements,
+            transaction_pooler=transaction_pooler,
+            start_up=self._start_up,
+            min_size=pool_min_size,
+            max_size=pool_max_size,
+            timeout=pool_timeout,
+            max_idle=max_idle,
+            max_lifetime=max_lifetime,
+        )
 
-    # --- life cycle ----------------------------------------------------------------------------
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
-    def _ensure_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
-        pool = self._pool
-        if pool is not None:
-            return pool
-        with self._lock:
-            if self._closed:
-                raise BackendError("postgres backend is closed", backend="postgres")
-            if self._pool is None:
-                self._start_up()
-                pool = ConnectionPool(
-                    self._dsn,
-                    kwargs=self._connect_kwargs,
-                    configure=None if self._read_only else _read_write_transactions,
-                    open=False,
-                    name="readonly-rag",
-                    min_size=self._pool_sizes[0],
-                    max_size=self._pool_sizes[1],
-                    timeout=self._pool_times[0],
-                    max_idle=self._pool_times[1],
-                    max_lifetime=self._pool_times[2],
-                )
-                pool.open(wait=False)
-                self._pool = pool
-            return self._pool
-
-    def _start_up(self) -> None:
-        """One direct connection: fail fast when unreachable, check the role, load the catalog."""
-        try:
-            with psycopg.connect(self._dsn, **self._connect_kwargs) as conn:
-                role = conn.execute(_ROLE_SQL).fetchone()
-                self._load_catalog(conn)
-        except PersistenceError:
-            raise
-        except Exception as exc:
-            raise translate(exc, "connect") from exc
-        if role is not None:
-            self._check_role(str(role[0]), bool(role[1]), bool(role[2]))
-
-    def _check_role(self, user: str, superuser: bool, bypass_rls: bool) -> None:
-        if not self._read_only:
-            return
-        if superuser or bypass_rls:
-            what = "a superuser" if superuser else "a BYPASSRLS role"
-            if not self._allow_privileged:
-                raise ConfigurationError(
-                    f"postgres role {user!r} is {what}: connect the read-only facade as a "
-                    "least-privilege role (see docs/backends/postgres.md), or pass "
-                    "allow_privileged=True to accept the risk"
-                )
-            log.warning("postgres.privileged_role", role=user, privilege=what)
-        writable = sorted(self._writable)
-        if writable:
-            log.warning(
-                "postgres.role_can_write",
-                role=user,
-                tables=writable,
-                hint="grant the read-only role SELECT only",
-            )
+    def _start_up(self, conn: psycopg.Connection[Any]) -> None:
+        """On the first connection: load the catalog, then check the role of a read-only one."""
+        self._load_catalog(conn)
+        if self._read_only:
+            check_role(conn, self._catalog.writable, self._allow_privileged)
 
     def close(self) -> None:
         """Close the pool; the backend may not be used afterwards."""
-        with self._lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
+        self._connections.close()
 
     # --- catalog -------------------------------------------------------------------------------
 
     def _load_catalog(self, conn: psycopg.Connection[Any]) -> None:
-        tables: dict[str, dict[str, ColumnType]] = {}
-        writable: set[str] = set()
-        for table, column, type_name, category, can_write in conn.execute(
-            _CATALOG_SQL, (self._schema,)
-        ):
-            tables.setdefault(table, {})[column] = ColumnType(type_name, category)
-            if can_write:
-                writable.add(table)
-        self._writable = frozenset(writable)
-        # One snapshot, assigned once: a concurrent reader sees the old catalog or the new one.
-        self._catalog = {
-            table: _Table(MappingProxyType(columns), tuple(columns), frozenset(columns))
-            for table, columns in tables.items()
-        }
-        self._statements = {}
-        self._catalog_loaded_at = self._clock()
+        self._catalog.load(conn)
+        self._statements = {}  # they name columns that may have changed
 
     def refresh_catalog(self) -> None:
         """Reload table and column names from the database (after a migration)."""
-        self._run(lambda conn: self._load_catalog(conn), "catalog", read=True)
+        self._connections.run(self._load_catalog, "catalog", read=True)
 
-    def _table(self, table: str) -> _Table:
-        self._ensure_pool()
+    def _table(self, table: str) -> Table:
+        self._connections.pool()  # start-up loads the catalog
         entry = self._catalog.get(table)
-        if entry is None and self._clock() - self._catalog_loaded_at >= _CATALOG_RETRY_SECONDS:
+        if entry is None and self._catalog.may_reload():
             self.refresh_catalog()  # a table created since start-up
             entry = self._catalog.get(table)
         if entry is None:
@@ -305,36 +156,19 @@ class PostgresBackend(Closing):
     def columns(self, table: str) -> frozenset[str] | None:
         return self._table(table).column_set
 
-    def _require_columns(self, table: str, names: Collection[str], operation: str) -> _Table:
-        """``table``'s catalog entry; ``ColumnNotAllowedError`` names the first missing column.
-
-        "First" is in the order given, or sorted when ``names`` is a set.
-        """
-        entry = self._table(table)
-        if not entry.column_set.issuperset(names):
-            ordered = sorted(names) if isinstance(names, AbstractSet) else names
-            column = next(c for c in ordered if c not in entry.column_set)
-            raise ColumnNotAllowedError(
-                f"table {table!r} has no column {column!r}",
-                table=table,
-                column=column,
-                operation=operation,
-            )
-        return entry
-
     def _checked_filters(
         self,
         table: str,
         filters: Sequence[Filter],
         operation: str,
         referenced: Collection[str] | None = None,
-    ) -> _Table:
+    ) -> Table:
         """``table``'s catalog entry, once the filters' values suit their columns' types.
 
         Every ``referenced`` column (the filters' when ``None``) must exist.
         """
         names = [f.column for f in filters] if referenced is None else referenced
-        entry = self._require_columns(table, names, operation)
+        entry = self._table(table).require(table, names, operation)
         for flt in filters:
             _pg_sql.check_value(table, flt, entry.types[flt.column])
         return entry
@@ -360,7 +194,7 @@ class PostgresBackend(Closing):
                 self._statements = {}
             composed = _pg_sql.build_read(query, self._schema, columns, "id" in entry.column_set)
             statement = self._statements[shape] = composed.as_bytes(None)
-        rows = self._select(statement, _pg_sql.read_params(query), "read")
+        rows = self._connections.select(statement, _pg_sql.read_params(query), "read")
         return Page(
             rows=[dict(zip(columns, row[2:], strict=True)) for row in rows if row[1] is not None],
             total_count=int(rows[0][0]) if rows else 0,
@@ -369,68 +203,14 @@ class PostgresBackend(Closing):
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         self._checked_filters(table, filters, "count")
         statement = _pg_sql.build_count(table, self._schema, filters).as_bytes(None)
-        rows = self._select(statement, _pg_sql.filter_params(filters), "count")
+        rows = self._connections.select(statement, _pg_sql.filter_params(filters), "count")
         return int(rows[0][0])
-
-    def _select(self, statement: bytes, params: list[Any], operation: str) -> list[Any]:
-        def direct(conn: psycopg.Connection[Any]) -> list[Any]:
-            # One statement in an implicit transaction, READ ONLY by the session's default.
-            return _cursor(conn).execute(statement, params).fetchall()
-
-        def pooled(conn: psycopg.Connection[Any]) -> list[Any]:
-            # Four statements, one execute each, sent in one pipeline: one round trip.
-            cursor = conn.cursor()
-            with conn.pipeline():
-                conn.execute(b"BEGIN READ ONLY")
-                conn.execute(self._set_timeout)
-                cursor.execute(statement, params)
-                conn.execute(b"COMMIT")
-            return cursor.fetchall()
-
-        rows: list[Any] = self._run(pooled if self._pooled else direct, operation, read=True)
-        return rows
-
-    def _run(
-        self, work: Callable[[psycopg.Connection[Any]], Any], operation: str, *, read: bool
-    ) -> Any:
-        """Run ``work`` on a pooled connection; translate errors; retry a read once if lost."""
-        pool = self._ensure_pool()
-        for attempt in (1, 2):
-            try:
-                conn = pool.getconn()
-            except Exception as exc:
-                raise translate(exc, operation) from exc
-            clean = False
-            try:
-                result = work(conn)
-                clean = True
-                return result
-            except PersistenceError:
-                raise
-            except Exception as exc:
-                if read and attempt == 1 and is_connection_lost(exc):
-                    log.info("postgres.retry", operation=operation, error=type(exc).__name__)
-                    pool.check()  # drop the other idle connections the server may have lost
-                    continue
-                raise translate(exc, operation) from exc
-            finally:
-                _give_back(pool, conn, clean)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     # --- writes (PersistenceAgent only) ----------------------------------------------------------
 
-    def _refuse_write(self, operation: str, table: str) -> None:
+    def _check_writable(self, table: str, operation: str) -> None:
         if self._read_only:
-            raise PersistencePermissionError(
-                f"{operation} on {table!r} refused: this postgres backend is read-only",
-                table=table,
-                operation=operation,
-            )
-
-    def _checked_row(self, table: str, row: Mapping[str, Any], operation: str) -> Row:
-        clean = {k: v for k, v in row.items() if not (k == "id" and v is None)}
-        self._require_columns(table, list(clean), operation)
-        return clean
+            refuse_write(operation, table, "this postgres backend")
 
     def _write(
         self,
@@ -438,15 +218,21 @@ class PostgresBackend(Closing):
         rows: Sequence[Mapping[str, Any]],
         operation: str,
         build: Callable[[Row], sql.Composed],
+        keys: Collection[str] = (),
     ) -> list[Row]:
-        self._refuse_write(operation, table)
-        checked = [self._checked_row(table, row, operation) for row in rows]
-        bump = "id" in self._table(table).column_set and any("id" in row for row in checked)
+        """Run ``build``'s statement for each row in one transaction; ``keys`` must be columns."""
+        self._check_writable(table, operation)
+        checked = [{k: v for k, v in r.items() if not (k == "id" and v is None)} for r in rows]
+        entry = self._table(table).require(table, keys, operation)
+        for row in checked:
+            entry.require(table, list(row), operation)
+        bump = "id" in entry.column_set and any("id" in row for row in checked)
+        set_timeout = self._connections.set_timeout
 
         def work(conn: psycopg.Connection[Any]) -> list[Row]:
             stored: list[Row] = []
             with conn.transaction(), conn.cursor(row_factory=dict_row) as cursor:
-                cursor.execute(self._set_timeout)
+                cursor.execute(set_timeout)
                 for row in checked:
                     cursor.execute(build(row), list(row.values()))
                     stored.extend(cursor.fetchall())
@@ -459,7 +245,7 @@ class PostgresBackend(Closing):
                     )
             return stored
 
-        result: list[Row] = self._run(work, operation, read=False)
+        result: list[Row] = self._connections.run(work, operation, read=False)
         return result
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[Row]:
@@ -470,71 +256,33 @@ class PostgresBackend(Closing):
     def upsert(
         self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str = "id"
     ) -> list[Row]:
-        self._require_columns(table, (on_conflict,), "upsert")
         return self._write(
             table,
             rows,
             "upsert",
             lambda row: _pg_sql.build_upsert(table, self._schema, row, on_conflict),
+            (on_conflict,),
         )
 
     def delete(self, table: str, filters: Sequence[Filter]) -> int:
-        self._refuse_write("delete", table)
+        self._check_writable(table, "delete")
         self._checked_filters(table, filters, "delete")
         statement = _pg_sql.build_delete(table, self._schema, filters)
         params = _pg_sql.filter_params(filters)
+        set_timeout = self._connections.set_timeout
 
         def work(conn: psycopg.Connection[Any]) -> int:
             with conn.transaction(), conn.cursor() as cursor:
-                cursor.execute(self._set_timeout)
+                cursor.execute(set_timeout)
                 cursor.execute(statement, params)
                 return cursor.rowcount
 
-        result: int = self._run(work, "delete", read=False)
+        result: int = self._connections.run(work, "delete", read=False)
         return result
 
     def __repr__(self) -> str:
         mode = "read-only" if self._read_only else "read-write"
         return f"PostgresBackend({mode}, schema={self._schema!r})"
-
-
-_CURSORS: weakref.WeakKeyDictionary[psycopg.Connection[Any], psycopg.Cursor[Any]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _cursor(conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
-    """The connection's reusable cursor: creating one per call costs a fifth of a lookup."""
-    cursor = _CURSORS.get(conn)
-    if cursor is None or cursor.closed:
-        cursor = _CURSORS[conn] = conn.cursor()
-    return cursor
-
-
-def _give_back(
-    pool: ConnectionPool[psycopg.Connection[Any]], conn: psycopg.Connection[Any], clean: bool
-) -> None:
-    """Return ``conn`` to the pool, reset first unless the call ended cleanly.
-
-    A clean read is one SELECT in an implicit transaction and leaves nothing behind, so it skips
-    the reset's round trip; any failure may have left state, so the connection is reset, or
-    closed (and replaced by the pool) when even that fails.
-    """
-    if not clean and not conn.closed:
-        try:
-            _reset_connection(conn)
-        except psycopg.Error:
-            conn.close()
-    pool.putconn(conn)
-
-
-def _end_transaction(conn: psycopg.Connection[Any]) -> None:
-    """Roll back whatever a failed call left open, so the pool gets an idle connection."""
-    if conn.closed or conn.pgconn.transaction_status == TransactionStatus.IDLE:
-        return
-    # If even this fails, the pool discards the connection it cannot bring back to IDLE.
-    with contextlib.suppress(psycopg.Error):
-        conn.execute(b"ROLLBACK")
 
 
 # --- factory -----------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ query builder, so that every value is encoded exactly as PostgREST's URL grammar
 * A literal ``*`` in ``icontains``/``ilike`` cannot be sent (PostgREST makes every ``*`` a
   wildcard); it is sent as ``_`` and rows are checked exactly here, which means fetching every
   candidate row of that query to count and page them.
-* Errors are translated once, in :mod:`persistence.backends._postgrest_errors`; idempotent reads
+* Requests go out, and their failures are translated, in one place:
+  :meth:`persistence.backends._postgrest_client.PostgrestClient.request`; idempotent reads
   retry a bounded number of times on 503/520 and broken connections.
 * A ``service_role`` key bypasses row-level security: the read-only facade refuses it unless
   ``allow_privileged=True``.
@@ -26,24 +27,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-import datetime as dt
-import decimal
 import json
 import os
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from persistence._logs import get_logger
+from persistence._read_only import refuse_write
 from persistence.capabilities import Capabilities
 from persistence.errors import (
-    BackendError,
     ColumnNotAllowedError,
     ConfigurationError,
-    InvalidQueryError,
     PersistenceError,
-    PersistencePermissionError,
 )
 from persistence.query import Filter, Op, Page, Query
 
@@ -56,39 +52,32 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from persistence.backends._like import text_predicate
+from persistence.backends._postgrest_client import PostgrestClient, json_body, json_rows
+from persistence.backends._postgrest_client import default_http_client as _default_http_client
 from persistence.backends._postgrest_encoding import (
     COUNT_MODES,
     RESERVED_PARAMETERS,
     CountMode,
-    encode_query_string,
     filter_params,
     needs_client_check,
     order_param,
-    parse_content_range,
     select_param,
 )
-from persistence.backends._postgrest_errors import (
-    PostgrestErrorBody,
-    error_from_exception,
-    error_from_response,
-    is_retryable,
-)
+from persistence.backends._postgrest_paging import Window, fetch_total, fetch_window
 
 __all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_TIMEOUT", "SupabaseBackend", "create_backend", "key_role"]
 
 log = get_logger("persistence.supabase")
 
 Row = dict[str, Any]
+Params = list[tuple[str, str]]
 #: Rows asked for per request: Supabase's default ``db-max-rows``.
 DEFAULT_PAGE_SIZE = 1000
 #: Seconds for the whole request (connect: at most 5).
 DEFAULT_TIMEOUT = 10.0
 _DEFAULT_RETRIES = 2
-_BACKOFF_SECONDS = 0.2
-_MAX_BACKOFF_SECONDS = 2.0
 # Ids per DELETE when rows were selected on the client; keeps URLs well under gateway limits.
 _DELETE_CHUNK = 200
-_RETRYABLE_EXCEPTIONS = (httpx.NetworkError, httpx.RemoteProtocolError)
 _OPTIONS = ("url", "key", "http_client", "allow_privileged", "count", "page_size", "timeout",
             "retries", "schema", "sleep")  # fmt: skip
 
@@ -111,14 +100,6 @@ def key_role(key: str) -> str | None:
     return role if isinstance(role, str) else None
 
 
-def _json_default(value: object) -> object:
-    if isinstance(value, dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal | uuid.UUID):
-        return str(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
 class SupabaseBackend:
     """Serves queries from a Supabase project (or any PostgREST) over its REST API.
 
@@ -127,6 +108,8 @@ class SupabaseBackend:
     """
 
     name = "supabase"
+    #: Every operator; any page size (capped answers are refilled here, where Content-Range is).
+    capabilities = Capabilities()
 
     def __init__(
         self,
@@ -144,64 +127,53 @@ class SupabaseBackend:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         _check_options(count, page_size, timeout, retries, http_client)
-        role = key_role(key)
-        if role == "service_role":
-            if read_only and not allow_privileged:
+        if read_only and key_role(key) == "service_role":
+            if not allow_privileged:
                 raise ConfigurationError(
                     "SUPABASE_KEY (or key=) is a service_role key, which bypasses row-level "
                     "security; the read-only facade refuses it. Use the anon key with SELECT-only "
                     "policies, or pass allow_privileged=True to accept the risk",
                     variable="SUPABASE_KEY",
                 )
-            if read_only:
-                log.warning(
-                    "supabase.privileged_key",
-                    role=role,
-                    hint="read-only facade with allow_privileged=True: row-level security is "
-                    "bypassed",
-                )
+            log.warning(
+                "supabase.privileged_key",
+                role="service_role",
+                hint="read-only facade with allow_privileged=True: row-level security is bypassed",
+            )
         self._read_only = read_only
-        self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else _default_http_client(timeout)
+        http = http_client if http_client is not None else _default_http_client(timeout)
         try:
-            client = create_client(
+            rest = create_client(
                 url,
                 key,
                 ClientOptions(
                     schema=schema,
-                    httpx_client=self._http,
+                    httpx_client=http,
                     postgrest_client_retry=False,  # ours is bounded and injectable
                     auto_refresh_token=False,
                     persist_session=False,
                 ),
-            )
+            ).postgrest
         except SupabaseException as exc:
-            self._close_http()
+            if http_client is None:
+                http.close()
             raise ConfigurationError(
                 f"invalid Supabase settings (SUPABASE_URL / url=, SUPABASE_KEY / key=): "
                 f"{exc.message}",
                 variable="SUPABASE_URL",
             ) from exc
-        rest = client.postgrest
-        self._base_url = str(rest.base_url).rstrip("/")
-        self._headers = httpx.Headers(rest.headers)
-        self._headers["Accept"] = "application/json"
+        self._client = PostgrestClient(
+            http,
+            str(rest.base_url),
+            rest.headers,
+            owns_http=http_client is None,
+            retries=retries,
+            sleep=sleep,
+        )
         self._count_mode: CountMode = count
         self._page_size = page_size
-        self._retries = retries
-        self._sleep = sleep
         # Written once per table and only read afterwards; a race costs one duplicate request.
         self._columns: dict[str, frozenset[str]] = {}
-        self._capabilities = Capabilities(
-            operators=frozenset(Op),
-            native_offset=True,
-            max_page_size=None,  # capped responses are refilled here, where Content-Range is seen
-            count=count == "exact",
-        )
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
 
     @property
     def count_mode(self) -> CountMode:
@@ -248,10 +220,10 @@ class SupabaseBackend:
         if cached is not None:
             return cached
         try:
-            response = self._send(
-                "GET", table, [("select", "*"), ("limit", "1")], {}, "columns", idempotent=True
+            response = self._client.request(
+                "GET", table, "columns", [("select", "*"), ("limit", "1")]
             )
-            rows = _json_rows(response, table, "columns") if response.is_success else []
+            rows = json_rows(response, table, "columns")
         except PersistenceError:
             return None
         if not rows:
@@ -259,9 +231,7 @@ class SupabaseBackend:
         found = self._columns[table] = frozenset(rows[0])
         return found
 
-    def _read_checked(
-        self, query: Query, base: list[tuple[str, str]], checks: list[Filter]
-    ) -> Page:
+    def _read_checked(self, query: Query, base: Params, checks: list[Filter]) -> Page:
         kept = self._checked_rows(query.table, base, checks, "read", query.columns, query)
         end = None if query.limit is None else query.offset + query.limit
         window = kept[query.offset : end]
@@ -272,7 +242,7 @@ class SupabaseBackend:
     def _checked_rows(
         self,
         table: str,
-        base: list[tuple[str, str]],
+        base: Params,
         checks: list[Filter],
         operation: str,
         columns: Sequence[str] | None,
@@ -291,87 +261,22 @@ class SupabaseBackend:
         return [row for row in rows if all(p(row) for p in predicates)]
 
     def _fetch(
-        self,
-        query: Query,
-        params: list[tuple[str, str]],
-        offset: int,
-        limit: int | None,
-        operation: str,
-    ) -> tuple[list[Row], int | None, bool]:
-        """Rows ``offset .. offset+limit`` (all when ``limit`` is None), refilling capped pages.
+        self, query: Query, params: Params, offset: int, limit: int | None, operation: str
+    ) -> Window:
+        return fetch_window(
+            self._client,
+            query.table,
+            operation,
+            params,
+            offset=offset,
+            limit=limit,
+            page_size=self._page_size,
+            count_mode=self._count_mode,
+            columns=query.referenced_columns(),
+        )
 
-        Returns the rows, the total from the first response's ``Content-Range`` (``None`` when
-        the server sent ``*``), and whether the rows were seen to end.
-        """
-        rows: list[Row] = []
-        total: int | None = None
-        ended = False
-        first = True
-        exact = self._count_mode == "exact"
-        while True:
-            remaining = None if limit is None else limit - len(rows)
-            ask = self._page_size if remaining is None else min(self._page_size, remaining)
-            position = offset + len(rows)
-            window = [("limit", str(ask))]
-            if position:
-                window.insert(0, ("offset", str(position)))
-            prefer = {"Prefer": f"count={self._count_mode}"} if first else {}
-            response = self._send(
-                "GET", query.table, [*params, *window], prefer, operation, idempotent=True
-            )
-            if not response.is_success:
-                if _is_range_error(response):
-                    # The start lies past the last row (PGRST103): an empty page, not a failure.
-                    ended = True
-                    break
-                raise error_from_response(
-                    response,
-                    table=query.table,
-                    operation=operation,
-                    columns=query.referenced_columns(),
-                )
-            batch = _json_rows(response, query.table, operation)
-            content_range = parse_content_range(response.headers.get("content-range"))
-            if first:
-                total = content_range.total if content_range else None
-                first = False
-            if len(batch) > ask:
-                raise BackendError(
-                    f"the Supabase API returned {len(batch)} rows for a limit of {ask}",
-                    backend=self.name,
-                    operation=operation,
-                )
-            rows.extend(batch)
-            if not batch and ask:
-                ended = True
-                break
-            if ask == 0 or (limit is not None and len(rows) >= limit):
-                break
-            if exact and total is not None and offset + len(rows) >= total:
-                ended = True
-                break
-            # Otherwise the page was full, or short because of the server's row cap (the total
-            # says more rows exist), or the total is unknown/estimated: ask again; an empty
-            # answer ends the loop.
-        return rows, total, ended
-
-    def _total(self, table: str, base: list[tuple[str, str]], operation: str) -> int:
-        params = [*base, ("limit", "0")]
-        prefer = {"Prefer": f"count={self._count_mode}"}
-        response = self._send("GET", table, params, prefer, operation, idempotent=True)
-        if not response.is_success:
-            raise error_from_response(
-                response, table=table, operation=operation, columns=[k for k, _ in base]
-            )
-        content_range = parse_content_range(response.headers.get("content-range"))
-        if content_range is None or content_range.total is None:
-            raise BackendError(
-                f"the Supabase API sent no total count for {table!r} (Content-Range "
-                f"{response.headers.get('content-range')!r}); a proxy may drop the Prefer header",
-                backend=self.name,
-                operation=operation,
-            )
-        return content_range.total
+    def _total(self, table: str, base: Params, operation: str) -> int:
+        return fetch_total(self._client, table, operation, base, self._count_mode)
 
     # --- writes (PersistenceAgent only) ------------------------------------------------------
 
@@ -424,60 +329,41 @@ class SupabaseBackend:
     def _check_writable(self, table: str, operation: str) -> None:
         # The read-only facade never calls a write; this keeps the backend itself honest too.
         if self._read_only:
-            raise PersistencePermissionError(
-                f"{operation} on {table!r} refused: this Supabase backend was built read-only",
-                table=table,
-                operation=operation,
-            )
+            refuse_write(operation, table, "this Supabase backend")
 
-    def _delete(self, table: str, params: list[tuple[str, str]]) -> int:
+    def _delete(self, table: str, params: Params) -> int:
         """One DELETE request; :meth:`delete` has checked the backend may write."""
-        response = self._send(
+        response = self._client.request(
             "DELETE",
             table,
-            [*params, ("select", "id")],
-            {"Prefer": "return=representation"},
             "delete",
-            idempotent=False,
+            [*params, ("select", "id")],
+            headers={"Prefer": "return=representation"},
+            columns=[k for k, _ in params],
         )
-        if not response.is_success:
-            raise error_from_response(
-                response, table=table, operation="delete", columns=[k for k, _ in params]
-            )
-        return len(_json_rows(response, table, "delete"))
+        return len(json_rows(response, table, "delete"))
 
     def _post(
         self,
         table: str,
         rows: Sequence[Mapping[str, Any]],
-        params: list[tuple[str, str]],
+        params: Params,
         prefer: str,
         operation: str,
     ) -> list[Row]:
         self._check_writable(table, operation)
-        try:
-            text = json.dumps([dict(r) for r in rows], default=_json_default, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise InvalidQueryError(
-                f"{operation} on {table!r}: row values must be JSON-serialisable and finite "
-                f"({exc})",
-                field="rows",
-            ) from exc
-        body = text.encode("utf-8")
-        headers = {"Prefer": prefer, "Content-Type": "application/json"}
-        response = self._send(
-            "POST", table, params, headers, operation, idempotent=False, content=body
+        response = self._client.request(
+            "POST",
+            table,
+            operation,
+            params,
+            headers={"Prefer": prefer, "Content-Type": "application/json"},
+            content=json_body(rows, table, operation),
+            columns={k for row in rows for k in row},
         )
-        if not response.is_success:
-            named = {k for row in rows for k in row}
-            raise error_from_response(response, table=table, operation=operation, columns=named)
-        return _json_rows(response, table, operation)
+        return json_rows(response, table, operation)
 
-    # --- transport ---------------------------------------------------------------------------
-
-    def _filter_params(
-        self, table: str, filters: Sequence[Filter], operation: str
-    ) -> list[tuple[str, str]]:
+    def _filter_params(self, table: str, filters: Sequence[Filter], operation: str) -> Params:
         for flt in filters:
             if flt.column in RESERVED_PARAMETERS:
                 raise ColumnNotAllowedError(
@@ -489,94 +375,9 @@ class SupabaseBackend:
                 )
         return [filter_params(f) for f in filters]
 
-    def _send(
-        self,
-        method: str,
-        table: str,
-        params: list[tuple[str, str]],
-        headers: Mapping[str, str],
-        operation: str,
-        *,
-        idempotent: bool,
-        content: bytes | None = None,
-    ) -> httpx.Response:
-        try:
-            url = httpx.URL(f"{self._base_url}/{table}").copy_with(
-                query=encode_query_string(params)
-            )
-        except httpx.InvalidURL as exc:
-            # httpx refuses a query string over 64 KiB (servers refuse far less): too many or too
-            # long values for one GET, which is the caller's query, not a server failure.
-            raise InvalidQueryError(
-                f"{operation} on {table!r} does not fit in a PostgREST URL ({exc})",
-                field="filters",
-            ) from exc
-        merged = httpx.Headers(self._headers)
-        merged.update(headers)
-        attempt = 0
-        while True:
-            try:
-                response = self._http.request(method, url, headers=merged, content=content)
-            except httpx.HTTPError as exc:
-                if (
-                    idempotent
-                    and attempt < self._retries
-                    and isinstance(exc, _RETRYABLE_EXCEPTIONS)
-                ):
-                    self._backoff(attempt)
-                    attempt += 1
-                    continue
-                raise error_from_exception(exc, table=table, operation=operation) from exc
-            if idempotent and attempt < self._retries and is_retryable(response):
-                response.close()
-                self._backoff(attempt)
-                attempt += 1
-                continue
-            return response
-
-    def _backoff(self, attempt: int) -> None:
-        self._sleep(min(_BACKOFF_SECONDS * 2**attempt, _MAX_BACKOFF_SECONDS))
-
-    def _close_http(self) -> None:
-        if self._owns_http:
-            self._http.close()
-
     def close(self) -> None:
         """Close the HTTP client if this backend created it (a caller's client stays open)."""
-        self._close_http()
-
-
-def _is_range_error(response: httpx.Response) -> bool:
-    if response.status_code != 416:
-        return False
-    body = PostgrestErrorBody.from_response(response)
-    return body is None or body.code == "PGRST103"
-
-
-def _json_rows(response: httpx.Response, table: str, operation: str) -> list[Row]:
-    try:
-        data = json.loads(response.content)
-    except ValueError as exc:
-        raise BackendError(
-            f"the Supabase API answered {operation} on {table!r} with a body that is not JSON",
-            backend="supabase",
-            operation=operation,
-        ) from exc
-    if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
-        raise BackendError(
-            f"the Supabase API answered {operation} on {table!r} with something other than rows",
-            backend="supabase",
-            operation=operation,
-        )
-    return data
-
-
-def _default_http_client(timeout: float) -> httpx.Client:
-    return httpx.Client(
-        http2=False,
-        timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
-        follow_redirects=False,
-    )
+        self._client.close()
 
 
 def _check_options(

@@ -55,7 +55,7 @@ def backend(db: PostgresDatabase) -> Iterator[PostgresBackend]:
 
 def session_state(backend: PostgresBackend) -> dict[str, Any]:
     """What a pooled connection carries between calls, read on that very connection."""
-    pool = backend._ensure_pool()
+    pool = backend._connections.pool()
     conn = pool.getconn()
     try:
         row = conn.execute(
@@ -90,7 +90,7 @@ class TestReadOnlyEnforcement:
             conn.execute("INSERT INTO leads (email) VALUES ('evil@x.io')")
 
         with pytest.raises(BackendError) as info:
-            backend._run(rogue, "read", read=True)
+            backend._connections.run(rogue, "read", read=True)
         assert info.value.__cause__ is not None
         assert db.execute("SELECT count(*) FROM leads WHERE email = 'evil@x.io'") == [(0,)]
 
@@ -202,7 +202,7 @@ class TestFailures:
             conn.execute("SELECT 1/0")
 
         with pytest.raises(BackendError):
-            backend._run(messy, "read", read=True)
+            backend._connections.run(messy, "read", read=True)
         state = session_state(backend)
         assert state == {
             "status": "IDLE",
@@ -248,8 +248,10 @@ class TestFailures:
 
     def test_exhausted_pool_is_unavailable(self, backend: PostgresBackend) -> None:
         """No free connection within pool_timeout is BackendUnavailableError."""
-        with create_backend(dsn=backend._dsn, pool_max_size=1, pool_timeout=0.2) as tight:
-            pool = tight._ensure_pool()
+        with create_backend(
+            dsn=backend._connections.dsn, pool_max_size=1, pool_timeout=0.2
+        ) as tight:
+            pool = tight._connections.pool()
             held = pool.getconn()
             try:
                 with pytest.raises(BackendUnavailableError):
@@ -272,7 +274,7 @@ class TestCatalog:
         """An unknown column is ColumnNotAllowedError from the cached catalog, with no SQL sent."""
         backend.columns("leads")
         sent: list[str] = []
-        monkeypatch.setattr(backend, "_run", lambda *a, **k: sent.append("sql"))
+        monkeypatch.setattr(backend._connections, "run", lambda *a, **k: sent.append("sql"))
         with pytest.raises(ColumnNotAllowedError) as info:
             backend.read(Query("leads", (Filter("password", Op.EQ, "x"),)))
         assert info.value.column == "password"
@@ -290,10 +292,10 @@ class TestCatalog:
         """Of several unknown columns, the first named (or first sorted, from a set) is reported."""
         backend.columns("leads")
         with pytest.raises(ColumnNotAllowedError) as info:
-            backend._require_columns("leads", ["email", "zeta", "alpha"], "upsert")
+            backend._table("leads").require("leads", ["email", "zeta", "alpha"], "upsert")
         assert (info.value.column, info.value.operation) == ("zeta", "upsert")
         with pytest.raises(ColumnNotAllowedError) as info:
-            backend._require_columns("leads", frozenset({"email", "zeta", "alpha"}), "read")
+            backend._table("leads").require("leads", frozenset({"email", "zeta", "alpha"}), "read")
         assert info.value.column == "alpha"
 
     def test_new_table_is_found_after_the_retry_interval(self, db: PostgresDatabase) -> None:
@@ -374,12 +376,12 @@ class TestPages:
                 assert pooled.read("leads", **query_args) == direct.read("leads", **query_args)
             backend = pooled._backend()
             assert isinstance(backend, PostgresBackend)
-            conn = backend._ensure_pool().getconn()
+            conn = backend._connections.pool().getconn()
             try:
                 assert conn.prepare_threshold is None
                 assert conn.execute("SHOW transaction_read_only").fetchone() == ("off",)
             finally:
-                backend._ensure_pool().putconn(conn)
+                backend._connections.pool().putconn(conn)
 
 
 class TestWrites:
@@ -470,7 +472,7 @@ class TestConfiguration:
     def test_nothing_connects_until_first_use(self) -> None:
         """Building a backend opens no connection (the pool opens lazily)."""
         backend = create_backend(dsn="postgresql://nobody@127.0.0.1:1/none")
-        assert backend._pool is None
+        assert backend._connections._pool is None
         backend.close()
 
 

@@ -1,28 +1,26 @@
-"""Allow-list bypass attempts are refused before any backend call."""
+"""Allow-list bypass attempts are refused before any backend call; column rules hide what they
+forbid, and no holder of a facade can widen its policy or turn its read-only flag off."""
 
 from __future__ import annotations
-
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pytest
 
 from persistence import (
     AccessPolicy,
-    Capabilities,
     ColumnNotAllowedError,
+    ConfigurationError,
     Filter,
     InvalidQueryError,
-    MemoryBackend,
     MemoryStore,
     Op,
-    Page,
     PersistenceAgent,
     PersistencePermissionError,
-    Query,
     ReadOnlyPersistenceFacade,
     TableNotAllowedError,
+    create_persistence_agent,
+    create_read_only_facade,
 )
+from tests.support.memory import SpyBackend, one_lead_store
 
 BYPASS_TABLES = [
     "LEADS", "Leads", " leads", "leads ", "\tleads", "public.leads", '"leads"', "`leads`",
@@ -34,34 +32,6 @@ BYPASS_COLUMNS = [
     "Email", "email;", '"email"', "e mail", "email--", "е mail", "id)", "*", "", "email\x00",
     "leads.email", "count(*)",
 ]  # fmt: skip
-
-
-class SpyBackend(MemoryBackend):
-    """Counts every call that reaches the backend."""
-
-    def __init__(self) -> None:
-        super().__init__(MemoryStore())
-        self.calls: list[str] = []
-
-    def read(self, query: Query) -> Page:
-        self.calls.append("read")
-        return super().read(query)
-
-    def count(self, table: str, filters: Sequence[Filter]) -> int:
-        self.calls.append("count")
-        return super().count(table, filters)
-
-    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        self.calls.append("insert")
-        return super().insert(table, rows)
-
-    def delete(self, table: str, filters: Sequence[Filter]) -> int:
-        self.calls.append("delete")
-        return super().delete(table, filters)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return Capabilities()
 
 
 @pytest.fixture
@@ -139,3 +109,70 @@ class TestNoWrites:
         """Hostile filter values are matched literally."""
         page = facade.read("leads", [Filter("email", Op.EQ, "' OR 1=1 --")])
         assert page.total_count == 0
+
+    @pytest.mark.parametrize("value", [False, True])
+    def test_read_only_cannot_be_passed_as_a_backend_option(self, value: bool) -> None:
+        """The factories own the read_only flag: passing it is a ConfigurationError."""
+        with pytest.raises(ConfigurationError, match="read_only"):
+            create_read_only_facade(kind="memory", store=MemoryStore(), read_only=value)
+        with pytest.raises(ConfigurationError, match="read_only"):
+            create_persistence_agent(kind="memory", store=MemoryStore(), read_only=value)
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return one_lead_store()
+
+
+@pytest.fixture
+def restricted(store: MemoryStore) -> ReadOnlyPersistenceFacade:
+    return create_read_only_facade(kind="memory", store=store, columns={"leads": ["id", "email"]})
+
+
+class TestColumnPolicyOnReads:
+    def test_read_without_columns_returns_only_allowed_columns(
+        self, restricted: ReadOnlyPersistenceFacade
+    ) -> None:
+        """A read that names no columns projects the policy's columns, never every column."""
+        page = restricted.read("leads")
+        assert page.rows == [{"email": "a@x.io", "id": 1}]
+
+    def test_read_with_filter_still_hides_other_columns(
+        self, restricted: ReadOnlyPersistenceFacade
+    ) -> None:
+        """A filtered read without a projection leaks no column outside the policy either."""
+        page = restricted.read("leads", [Filter("email", Op.EQ, "a@x.io")], limit=5)
+        assert all(set(row) <= {"id", "email"} for row in page.rows)
+        assert page.total_count == 1
+
+    def test_tables_without_a_column_rule_return_every_column(self, store: MemoryStore) -> None:
+        """A table the column policy does not name keeps every column."""
+        facade = create_read_only_facade(kind="memory", store=store, columns={"clients": ["id"]})
+        assert "phone" in facade.read("leads").rows[0]
+
+    def test_policy_allowing_no_existing_column_is_refused(self, store: MemoryStore) -> None:
+        """A column rule that matches no column of the table refuses the read."""
+        facade = create_read_only_facade(kind="memory", store=store, columns={"leads": []})
+        with pytest.raises(ColumnNotAllowedError):
+            facade.read("leads")
+
+
+class TestPolicyImmutability:
+    def test_column_rules_cannot_be_widened_through_the_facade(
+        self, restricted: ReadOnlyPersistenceFacade
+    ) -> None:
+        """The policy a facade exposes is immutable: its column rules cannot be replaced."""
+        assert restricted.policy.columns is not None
+        with pytest.raises(TypeError):
+            restricted.policy.columns["leads"] = frozenset({"phone"})  # type: ignore[index]
+        with pytest.raises(ColumnNotAllowedError):
+            restricted.read("leads", columns=["phone"])
+
+    def test_a_string_is_not_an_allow_list(self) -> None:
+        """A bare string for an allow-list is refused instead of becoming its letters."""
+        with pytest.raises(ConfigurationError):
+            AccessPolicy(read_tables="leads")  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError):
+            create_read_only_facade(kind="memory", store=MemoryStore(), tables="leads")
+        with pytest.raises(ConfigurationError):
+            AccessPolicy.read_only(["leads"], columns={"leads": "email"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 
 import pytest
 
@@ -86,6 +87,14 @@ class TestFilter:
     def test_accepts_dates(self) -> None:
         """Dates and datetimes are comparable scalars."""
         assert Filter("created_at", Op.GTE, dt.date(2024, 1, 1)).value == dt.date(2024, 1, 1)
+
+    @pytest.mark.parametrize("text", ["NaN", "sNaN", "-NaN", "Infinity", "-Infinity"])
+    def test_a_non_finite_decimal_is_refused_like_a_non_finite_float(self, text: str) -> None:
+        """Decimal NaN/Infinity is an InvalidQueryError, not a decimal error from a backend."""
+        with pytest.raises(InvalidQueryError, match="non-finite"):
+            Filter("score", Op.GT, decimal.Decimal(text))
+        with pytest.raises(InvalidQueryError, match="non-finite"):
+            Filter("score", Op.IN, [1, decimal.Decimal(text)])
 
 
 class TestQuery:

@@ -16,6 +16,7 @@ from persistence.backends._postgrest_encoding import (
     icontains_pattern,
     ilike_pattern,
     in_list,
+    select_param,
 )
 from tests.support.http import ScriptedServer, backend_over, rows_response
 from tests.support.postgrest import decode_query, fake_key, parse_in_list
@@ -82,6 +83,10 @@ class TestFilterEncoding:
         """``%`` ``_`` ``\\`` are escaped; ``*`` becomes the one-character wildcard."""
         assert icontains_pattern("%_\\*") == "*\\%\\_\\\\_*"
 
+    def test_postgrest_pattern_builds_on_the_same_escaper(self) -> None:
+        """The PostgREST icontains pattern is the shared escape with ``*`` narrowed to ``_``."""
+        assert icontains_pattern("a%_\\*") == "*" + "a\\%\\_\\\\_" + "*"
+
     def test_ilike_pattern_keeps_wildcards_and_narrows_stars(self) -> None:
         """A caller's ``%``/``_`` stay wildcards; bare or escaped ``*`` go out as ``_``."""
         assert ilike_pattern("a%b_c\\%d*e\\*") == "a%b_c\\%d_e_"
@@ -96,6 +101,18 @@ class TestFilterEncoding:
         """A column named like a PostgREST parameter cannot become a filter."""
         with pytest.raises(ValueError):
             filter_params(Filter("or", Op.EQ, "x"))
+
+
+class TestSelectParam:
+    def test_all_columns(self) -> None:
+        """No projection selects ``*``, whatever extra columns a client check needs."""
+        assert select_param(None) == "*"
+        assert select_param(None, ["name"]) == "*"
+
+    def test_projection_plus_extra_columns_each_once(self) -> None:
+        """The projected columns come first, then the extra ones, each named once."""
+        assert select_param(("id", "email")) == "id,email"
+        assert select_param(("id", "name"), ["name", "phone"]) == "id,name,phone"
 
 
 class TestReadRequests:
@@ -158,7 +175,7 @@ class TestReadRequests:
         backend = backend_over(server, count=mode)
         backend.read(Query("leads", limit=1))
         assert server.requests[0].headers["Prefer"] == f"count={mode}"
-        assert backend.capabilities.count is (mode == "exact")
+        assert backend.count_mode == mode
 
     def test_count_asks_for_no_rows(self) -> None:
         """count() sends the filters, ``limit=0`` and a count preference, and reads the total."""

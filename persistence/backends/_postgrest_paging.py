@@ -1,0 +1,108 @@
+"""Windows of rows and totals through PostgREST, whose server caps every answer silently.
+
+Supabase answers at most ``db-max-rows`` rows (1000 by default) per request whatever ``limit``
+asks, so :func:`fetch_window` keeps asking from where an answer stopped until the window is full
+or the rows end; totals come from ``Content-Range`` (:func:`fetch_total` asks for one alone).
+Pure request logic over a :class:`~persistence.backends._postgrest_client.PostgrestClient`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from persistence.backends._postgrest_client import PostgrestClient, json_rows
+from persistence.backends._postgrest_encoding import CountMode, parse_content_range
+from persistence.errors import BackendError
+
+__all__ = ["Window", "fetch_total", "fetch_window"]
+
+Params = Sequence[tuple[str, str]]
+
+
+class Window(NamedTuple):
+    """Rows read, the total from the first answer's ``Content-Range`` (``None`` when the server
+    sent ``*``), and whether the rows were seen to end."""
+
+    rows: list[dict[str, Any]]
+    total: int | None
+    ended: bool
+
+
+def fetch_window(
+    client: PostgrestClient,
+    table: str,
+    operation: str,
+    params: Params,
+    *,
+    offset: int,
+    limit: int | None,
+    page_size: int,
+    count_mode: CountMode,
+    columns: Iterable[str] = (),
+) -> Window:
+    """Rows ``offset .. offset+limit`` (all when ``limit`` is None), at most ``page_size`` a
+    request, refilling answers the server capped."""
+    rows: list[dict[str, Any]] = []
+    total: int | None = None
+    first = True
+    while True:
+        remaining = None if limit is None else limit - len(rows)
+        ask = page_size if remaining is None else min(page_size, remaining)
+        position = offset + len(rows)
+        window = [("offset", str(position))] if position else []
+        response = client.request(
+            "GET",
+            table,
+            operation,
+            [*params, *window, ("limit", str(ask))],
+            headers={"Prefer": f"count={count_mode}"} if first else None,
+            columns=columns,
+            past_end_ok=True,
+        )
+        if not response.is_success:
+            return Window(rows, total, True)  # the start lies past the last row: an empty page
+        batch = json_rows(response, table, operation)
+        if first:
+            content_range = parse_content_range(response.headers.get("content-range"))
+            total = content_range.total if content_range else None
+            first = False
+        if len(batch) > ask:
+            raise BackendError(
+                f"the Supabase API returned {len(batch)} rows for a limit of {ask}",
+                backend="supabase",
+                operation=operation,
+            )
+        rows.extend(batch)
+        if not batch and ask:
+            return Window(rows, total, True)
+        if ask == 0 or (limit is not None and len(rows) >= limit):
+            return Window(rows, total, False)
+        if count_mode == "exact" and total is not None and offset + len(rows) >= total:
+            return Window(rows, total, True)
+        # Otherwise the answer was full, or short because of the server's row cap (the total
+        # says more rows exist), or the total is unknown/estimated: ask again; an empty answer
+        # ends the loop.
+
+
+def fetch_total(
+    client: PostgrestClient, table: str, operation: str, params: Params, count_mode: CountMode
+) -> int:
+    """How many rows match ``params``' filters: ``limit=0`` and ``Prefer: count=<mode>``."""
+    response = client.request(
+        "GET",
+        table,
+        operation,
+        [*params, ("limit", "0")],
+        headers={"Prefer": f"count={count_mode}"},
+        columns=[k for k, _ in params],
+    )
+    content_range = parse_content_range(response.headers.get("content-range"))
+    if content_range is None or content_range.total is None:
+        raise BackendError(
+            f"the Supabase API sent no total count for {table!r} (Content-Range "
+            f"{response.headers.get('content-range')!r}); a proxy may drop the Prefer header",
+            backend="supabase",
+            operation=operation,
+        )
+    return content_range.total
