@@ -274,7 +274,6 @@ _TIMESTAMP_SHAPE = re.compile(
     re.ASCII,
 )
 _TIME_SHAPE = re.compile(_TIME_PART, re.ASCII)
-_HYPHENS = (8, 13, 18, 23)
 
 
 def _typed_text(value: str) -> str:
@@ -294,7 +293,7 @@ def _to_uuid(value: Any, ctype: ColumnType) -> uuid.UUID:
     text = _typed_text(value)
     if text[:1] == "{" and text[-1:] == "}":
         text = text[1:-1]
-    if len(text) == 36 and all(text[i] == "-" for i in _HYPHENS):
+    if len(text) == 36 and text[8] == text[13] == text[18] == text[23] == "-":
         text = text.replace("-", "")
     # isalnum + isascii leaves [0-9A-Za-z]; int(..., 16) refuses g-z. int() alone would take
     # '_', signs and whitespace, uuid.UUID() alone 'urn:uuid:' and hyphens anywhere.
@@ -523,8 +522,9 @@ _NOUNS = {
     ColumnKind.TEXT: "text",
 }
 # Operators whose value is text matched against text ("ieq" is the planned case-insensitive
-# equality; naming it by value keeps this module independent of when it lands).
-_TEXT_ONLY_OPS = frozenset({"icontains", "ilike", "ieq"})
+# equality; naming it by value keeps this module independent of when it lands). Members, not
+# values, so the per-call check is one hash look-up.
+_TEXT_ONLY_OPS = frozenset(op for op in Op if op.value in {"icontains", "ilike", "ieq"})
 
 
 def _shown(value: object) -> str:
@@ -586,7 +586,7 @@ def coerce_filter(flt: Filter, column_type: ColumnType, *, table: str) -> Filter
     op = flt.op
     if op is Op.IS_NULL:
         return flt
-    if op.value in _TEXT_ONLY_OPS and column_type.kind is not ColumnKind.TEXT:
+    if op in _TEXT_ONLY_OPS and column_type.kind is not ColumnKind.TEXT:
         raise InvalidQueryError(
             f"{op.value} on {table}.{flt.column} needs a text column, not {column_type.name}",
             field="op",
