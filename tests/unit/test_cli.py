@@ -14,6 +14,7 @@ from rag_agent import cli
 from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, format_envelope, format_grid, main
 from rag_agent.cli.connect import backend_options
 from rag_agent.sample import SAMPLE_TABLES, sample_rows
+from rag_agent.settings import RAGSettings
 from tests.conftest import require_service
 from tests.support.postgrest import fake_key
 
@@ -129,7 +130,7 @@ class TestConfigurationErrors:
         [
             (
                 ("--backend", "postgres", "--dsn", "postgresql://127.0.0.1/x"),
-                {"dsn": "postgresql://127.0.0.1/x"},
+                {"dsn": "postgresql://127.0.0.1/x", "statement_timeout_ms": 5000},
             ),
             (
                 ("--backend", "supabase", "--url", "https://x.supabase.co"),
@@ -144,9 +145,12 @@ class TestConfigurationErrors:
         """--allow-privileged reaches the postgres and supabase backends, and only with the flag."""
         monkeypatch.setenv("SUPABASE_KEY", "test-key")
         parser = cli.build_parser()
-        plain = backend_options(parser.parse_args(["tables", *argv]))
+        settings = RAGSettings.from_env()
+        plain = backend_options(parser.parse_args(["tables", *argv]), settings)
         assert plain == expected
-        privileged = backend_options(parser.parse_args(["tables", *argv, "--allow-privileged"]))
+        privileged = backend_options(
+            parser.parse_args(["tables", *argv, "--allow-privileged"]), settings
+        )
         assert privileged == (expected and {**expected, "allow_privileged": True})
 
 
