@@ -108,6 +108,15 @@ class TestConfigurationErrors:
         assert "Traceback" in err
         assert err.rstrip().splitlines()[-1].startswith("rag-agent: error: ")
 
+    def test_bad_setting_is_one_line_even_with_debug(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Settings are read once, first: a bad one (RAG_DEBUG among them unread) is one line."""
+        monkeypatch.setenv("RAG_DEBUG", "1")
+        monkeypatch.setenv("RAG_STATEMENT_TIMEOUT_MS", "soon")
+        code, out, err = run("tables")
+        assert code == EXIT_USAGE
+        assert out == ""
+        assert err.count("\n") == 1 and "RAG_STATEMENT_TIMEOUT_MS" in err
+
     def test_create_tables_needs_postgres(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """--create-tables is refused for Supabase, whose tables are made in the dashboard."""
         monkeypatch.setenv("SUPABASE_KEY", "test-key")
