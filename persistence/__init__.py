@@ -34,6 +34,7 @@ from persistence.factory import (
 )
 from persistence.policy import BUSINESS_TABLES, GOVERNANCE_TABLES, AccessPolicy
 from persistence.query import Filter, Op, Order, Page, Query, is_identifier
+from persistence.settings import PersistenceSettings
 
 __all__ = [
     "BUSINESS_TABLES",
@@ -56,6 +57,7 @@ __all__ = [
     "PersistenceAgent",
     "PersistenceError",
     "PersistencePermissionError",
+    "PersistenceSettings",
     "Query",
     "QueryTimeoutError",
     "ReadOnlyPersistenceFacade",

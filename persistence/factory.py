@@ -2,6 +2,9 @@
 
 Backends register a factory ``create_backend(*, read_only: bool, **options) -> Backend``; the
 bundled ones are imported lazily so an optional SDK is needed only when its kind is used.
+Backends read no environment: for ``postgres`` and ``supabase`` the factories fill the options a
+caller left out (``dsn``, ``statement_timeout_ms``, ``url``, ``key``) from ``settings=``, by
+default ``PersistenceSettings.from_env()``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from persistence.backends.base import Backend
 from persistence.errors import ConfigurationError
 from persistence.facade import PersistenceAgent, ReadOnlyPersistenceFacade
 from persistence.policy import BUSINESS_TABLES, AccessPolicy
+from persistence.settings import PersistenceSettings
 
 __all__ = ["create_persistence_agent", "create_read_only_facade", "known_kinds", "register_backend"]
 
@@ -40,7 +44,9 @@ def known_kinds() -> tuple[str, ...]:
         return tuple(sorted(_registry))
 
 
-def _backend(kind: str, read_only: bool, options: dict[str, Any]) -> Backend:
+def _backend(
+    kind: str, read_only: bool, options: dict[str, Any], settings: PersistenceSettings | None
+) -> Backend:
     with _lock:
         entry = _registry.get(kind) if isinstance(kind, str) else None
     if entry is None:
@@ -53,6 +59,14 @@ def _backend(kind: str, read_only: bool, options: dict[str, Any]) -> Backend:
             "read_only= is not an option: create_read_only_facade builds a read-only backend, "
             "create_persistence_agent a read-write one"
         )
+    if settings is not None and not isinstance(settings, PersistenceSettings):
+        raise ConfigurationError(
+            f"settings= must be a PersistenceSettings, not {type(settings).__name__}"
+        )
+    if kind in PersistenceSettings.BACKEND_OPTIONS:
+        # Read the environment only for a kind that uses it: memory never does.
+        settings = settings if settings is not None else PersistenceSettings.from_env()
+        options = settings.backend_options(kind, options)
     if isinstance(entry, str):
         module_name, _, attribute = entry.partition(":")
         entry = getattr(importlib.import_module(module_name), attribute)
@@ -64,21 +78,29 @@ def create_read_only_facade(
     *,
     tables: Iterable[str] = BUSINESS_TABLES,
     columns: Mapping[str, Iterable[str]] | None = None,
+    settings: PersistenceSettings | None = None,
     **options: Any,
 ) -> ReadOnlyPersistenceFacade:
     """A read-only facade over a new ``kind`` backend; ``tables`` is the read allow-list.
 
-    ``kind="memory"`` reads ``default_store()`` unless ``store=`` is given.
+    ``kind="memory"`` reads ``default_store()`` unless ``store=`` is given. For ``postgres`` and
+    ``supabase``, options not given come from ``settings`` (default: the environment).
     """
     policy = AccessPolicy.read_only(tables, columns)
-    return ReadOnlyPersistenceFacade(_backend(kind, True, options), policy)
+    return ReadOnlyPersistenceFacade(_backend(kind, True, options, settings), policy)
 
 
 def create_persistence_agent(
-    kind: str = "memory", *, tables: Iterable[str] = BUSINESS_TABLES, **options: Any
+    kind: str = "memory",
+    *,
+    tables: Iterable[str] = BUSINESS_TABLES,
+    settings: PersistenceSettings | None = None,
+    **options: Any,
 ) -> PersistenceAgent:
     """A read-write agent over a new ``kind`` backend, for seeding data and trusted callers.
 
-    It may write ``tables`` minus the governance tables.
+    It may write ``tables`` minus the governance tables. Options not given come from
+    ``settings`` as for :func:`create_read_only_facade`.
     """
-    return PersistenceAgent(_backend(kind, False, options), AccessPolicy.writer(tables))
+    backend = _backend(kind, False, options, settings)
+    return PersistenceAgent(backend, AccessPolicy.writer(tables))

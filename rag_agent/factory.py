@@ -21,28 +21,18 @@ def create_rag_agent(
 ) -> RAGAgent:
     """A ``RAGAgent`` reading through ``create_read_only_facade(kind, **backend_options)``.
 
-    ``settings`` default to ``RAGSettings.from_env()``. Explicit ``backend_options`` win over
-    settings: for ``kind="postgres"`` the DSN defaults to ``RAG_POSTGRES_DSN`` and the statement
-    timeout to ``RAG_STATEMENT_TIMEOUT_MS``; for ``kind="supabase"`` the URL and key default to
-    ``SUPABASE_URL`` and ``SUPABASE_KEY``. ``llm`` is any LangChain chat model; without one, a
-    ``ChatOpenAI`` is built when ``OPENAI_API_KEY`` is set, and otherwise the LLM steps are off
-    (``fallback: "disabled"``).
+    ``settings`` default to ``RAGSettings.from_env()`` and are handed to the facade factory, so
+    explicit ``backend_options`` win over them: for ``kind="postgres"`` the DSN defaults to
+    ``RAG_POSTGRES_DSN`` and the statement timeout to ``RAG_STATEMENT_TIMEOUT_MS``; for
+    ``kind="supabase"`` the URL and key default to ``SUPABASE_URL`` and ``SUPABASE_KEY``. ``llm``
+    is any LangChain chat model; without one, a ``ChatOpenAI`` is built when ``OPENAI_API_KEY``
+    is set, and otherwise the LLM steps are off (``fallback: "disabled"``).
 
     >>> rag = create_rag_agent(kind="memory")
     >>> rag.run("find leads at acme", return_json=True)["metadata"]["total_count"]
     0
     """
     settings = settings if settings is not None else RAGSettings.from_env()
-    options = dict(backend_options)
-    if kind == "postgres":
-        if settings.postgres_dsn and "dsn" not in options:
-            options["dsn"] = settings.postgres_dsn
-        options.setdefault("statement_timeout_ms", settings.statement_timeout_ms)
-    if kind == "supabase":
-        if settings.supabase_url and "url" not in options:
-            options["url"] = settings.supabase_url
-        if settings.supabase_key and "key" not in options:
-            options["key"] = settings.supabase_key
-    facade = create_read_only_facade(kind, **options)
+    facade = create_read_only_facade(kind, settings=settings, **backend_options)
     llm = resolve_llm(llm, settings)
     return RAGAgent(facade, settings=settings, llm=llm)

@@ -78,9 +78,9 @@ def resolve_llm(
                 f"llm= must be a LangChain chat model (BaseChatModel), not {type(llm).__name__}"
             )
         return llm
-    if settings.openai_api_key:
+    if settings.openai_api_key is not None:
         return build_openai_chat_model(
-            api_key=settings.openai_api_key,
+            api_key=settings.openai_api_key.get_secret_value(),
             base_url=settings.openai_base_url,
             model=settings.openai_model or DEFAULT_OPENAI_MODEL,
             http_client=http_client,

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from persistence._options import check_options
 from persistence.backends._like import text_predicate
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
@@ -332,10 +333,7 @@ def create_backend(
     *, read_only: bool = True, store: MemoryStore | None = None, **options: Any
 ) -> MemoryBackend:
     """Factory hook for ``kind="memory"``; ``store=`` picks a store other than the default."""
-    if options:
-        raise ConfigurationError(
-            f"unknown option(s) for kind='memory': {', '.join(sorted(options))}; accepted: store"
-        )
+    check_options("kind='memory'", options, ["store"])
     if store is not None and not isinstance(store, MemoryStore):
         raise ConfigurationError(f"store= must be a MemoryStore, not {type(store).__name__}")
     return MemoryBackend(store)

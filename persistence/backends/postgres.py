@@ -25,12 +25,12 @@ Example::
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from persistence._closing import Closing
+from persistence._options import check_options, require_text
 from persistence._read_only import refuse_write
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
@@ -54,8 +54,6 @@ __all__ = ["PostgresBackend", "create_backend"]
 
 Row = dict[str, Any]
 
-DSN_VARIABLE = "RAG_POSTGRES_DSN"
-TIMEOUT_VARIABLE = "RAG_STATEMENT_TIMEOUT_MS"
 DEFAULT_STATEMENT_TIMEOUT_MS = 5000
 
 # Moves an identity/serial sequence past explicitly written ids, never backwards, so that a later
@@ -293,30 +291,8 @@ _BOOL_OPTIONS = ("prepared_statements", "transaction_pooler", "allow_privileged"
 _OPTIONS = frozenset((*_INT_OPTIONS, *_FLOAT_OPTIONS, *_BOOL_OPTIONS, "schema", "clock"))
 
 
-def _timeout_from_env() -> int:
-    raw = os.environ.get(TIMEOUT_VARIABLE)
-    if raw is None or not raw.strip():
-        return DEFAULT_STATEMENT_TIMEOUT_MS
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ConfigurationError(
-            f"{TIMEOUT_VARIABLE} must be a positive integer of milliseconds, not {raw!r}; "
-            "or pass statement_timeout_ms=",
-            variable=TIMEOUT_VARIABLE,
-        )
-    return value
-
-
 def _check_options(options: Mapping[str, Any]) -> None:
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise ConfigurationError(
-            f"unknown option(s) for kind='postgres': {', '.join(unknown)}; accepted: dsn, "
-            + ", ".join(sorted(_OPTIONS))
-        )
+    check_options("kind='postgres'", options, {"dsn", *_OPTIONS})
     for name in _INT_OPTIONS:
         value = options.get(name)
         if value is not None and (type(value) is not int or value <= 0):
@@ -342,22 +318,18 @@ def _check_options(options: Mapping[str, Any]) -> None:
 def create_backend(
     *, read_only: bool = True, dsn: str | None = None, **options: Any
 ) -> PostgresBackend:
-    """Factory hook for ``kind="postgres"``: ``dsn=`` or ``RAG_POSTGRES_DSN``; nothing connects yet.
+    """Factory hook for ``kind="postgres"``: ``dsn=`` is required; nothing connects yet.
 
-    Options: ``schema`` (``"public"``), ``statement_timeout_ms`` (``RAG_STATEMENT_TIMEOUT_MS``,
-    5000), ``pool_min_size`` (1), ``pool_max_size`` (10), ``pool_timeout`` (10 s),
-    ``connect_timeout`` (5 s), ``max_idle`` (600 s), ``max_lifetime`` (3600 s),
-    ``transaction_pooler`` (False; True behind PgBouncer/Supavisor in transaction mode),
-    ``prepared_statements`` (default: not ``transaction_pooler``), ``allow_privileged`` (False).
+    The facade factories pass ``RAG_POSTGRES_DSN`` and ``RAG_STATEMENT_TIMEOUT_MS`` (through
+    ``PersistenceSettings``) for the options a caller leaves out; this hook reads no environment.
+    Options: ``schema`` (``"public"``), ``statement_timeout_ms`` (5000), ``pool_min_size`` (1),
+    ``pool_max_size`` (10), ``pool_timeout`` (10 s), ``connect_timeout`` (5 s), ``max_idle``
+    (600 s), ``max_lifetime`` (3600 s), ``transaction_pooler`` (False; True behind
+    PgBouncer/Supavisor in transaction mode), ``prepared_statements`` (default: not
+    ``transaction_pooler``), ``allow_privileged`` (False).
     """
-    if dsn is None:
-        dsn = os.environ.get(DSN_VARIABLE) or None
-    if not isinstance(dsn, str) or not dsn.strip():
-        raise ConfigurationError(
-            f"kind='postgres' needs a connection string: pass dsn= or set {DSN_VARIABLE}",
-            variable=DSN_VARIABLE,
-        )
+    dsn = require_text(
+        "postgres", "dsn", dsn, what="a connection string", variable="RAG_POSTGRES_DSN"
+    )
     _check_options(options)
-    if "statement_timeout_ms" not in options:
-        options["statement_timeout_ms"] = _timeout_from_env()
     return PostgresBackend(dsn, read_only=read_only, **options)

@@ -28,12 +28,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from persistence._logs import get_logger
+from persistence._options import check_options, require_text
 from persistence._read_only import refuse_write
 from persistence.capabilities import Capabilities
 from persistence.errors import (
@@ -397,34 +397,20 @@ def _check_options(
         )
 
 
-def _setting(value: object, variable: str, argument: str) -> str:
-    if value is None:
-        value = os.environ.get(variable) or None
-    if value is None:
-        raise ConfigurationError(
-            f"the Supabase backend needs {argument}: set {variable} or pass {argument}=",
-            variable=variable,
-        )
-    if not isinstance(value, str):
-        raise ConfigurationError(f"{argument}= must be a str", variable=variable)
-    return value
-
-
 def create_backend(*, read_only: bool = True, **options: Any) -> SupabaseBackend:
-    """Factory hook for ``kind="supabase"``.
+    """Factory hook for ``kind="supabase"``: ``url=`` and ``key=`` are required.
 
-    ``url=``/``key=`` (else ``SUPABASE_URL``/``SUPABASE_KEY``), and optionally ``http_client=``,
-    ``allow_privileged=``, ``count=`` (``"exact"``, ``"planned"``, ``"estimated"``),
-    ``page_size=``, ``timeout=`` (seconds), ``retries=``, ``schema=``, ``sleep=``.
+    The facade factories pass ``SUPABASE_URL``/``SUPABASE_KEY`` (through
+    ``PersistenceSettings``) when a caller leaves them out; this hook reads no environment.
+    Optional: ``http_client=``, ``allow_privileged=``, ``count=`` (``"exact"``, ``"planned"``,
+    ``"estimated"``), ``page_size=``, ``timeout=`` (seconds), ``retries=``, ``schema=``,
+    ``sleep=``.
     """
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise ConfigurationError(
-            f"unknown option(s) for kind='supabase': {', '.join(unknown)}; "
-            f"accepted: {', '.join(_OPTIONS)}"
-        )
-    url = _setting(options.pop("url", None), "SUPABASE_URL", "url")
-    key = _setting(options.pop("key", None), "SUPABASE_KEY", "key")
+    check_options("kind='supabase'", options, _OPTIONS)
+    url = options.pop("url", None)
+    key = options.pop("key", None)
+    url = require_text("supabase", "url", url, what="a project URL", variable="SUPABASE_URL")
+    key = require_text("supabase", "key", key, what="an API key", variable="SUPABASE_KEY")
     allow = options.pop("allow_privileged", False)
     if type(allow) is not bool:
         raise ConfigurationError(f"allow_privileged= must be a bool, not {allow!r}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, TextIO
 
 EXIT_OK = 0
@@ -10,16 +9,10 @@ EXIT_QUERY_ERROR = 1
 EXIT_USAGE = 2
 
 Envelope = dict[str, Any]
-_TRUE = {"1", "true", "yes", "on"}
 
 
 class UsageError(Exception):
     """A mistake in the command line or the configuration: exit code 2."""
-
-
-def debug_enabled() -> bool:
-    """Whether ``RAG_DEBUG`` asks for debug logs and tracebacks."""
-    return os.environ.get("RAG_DEBUG", "").strip().lower() in _TRUE
 
 
 def isatty(stream: TextIO) -> bool:

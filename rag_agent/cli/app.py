@@ -12,16 +12,11 @@ from persistence import (
     ConfigurationError,
     PersistenceError,
 )
-from rag_agent.cli._common import (
-    EXIT_OK,
-    EXIT_QUERY_ERROR,
-    EXIT_USAGE,
-    UsageError,
-    debug_enabled,
-)
+from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, UsageError
 from rag_agent.cli.commands import cmd_ask, cmd_chat, cmd_demo, cmd_load, cmd_tables, cmd_tools
 from rag_agent.cli.connect import BACKENDS
 from rag_agent.cli.logs import logging_for_cli
+from rag_agent.settings import RAGSettings
 
 
 def _non_negative(text: str) -> int:
@@ -133,28 +128,34 @@ def main(
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
         return code
+    try:
+        # The environment is read once, here; every command gets these settings.
+        settings = RAGSettings.from_env()
+    except ConfigurationError as exc:
+        # Unreadable settings include RAG_DEBUG: the error is one line, without a traceback.
+        return _fail(err, exc, EXIT_USAGE, debug=False)
     handlers: dict[str, Callable[[], int]] = {
-        "ask": lambda: cmd_ask(args, out, err),
-        "chat": lambda: cmd_chat(args, out, err, inp),
-        "tables": lambda: cmd_tables(args, out, err),
-        "load": lambda: cmd_load(args, out, err),
-        "demo": lambda: cmd_demo(args, out, err),
+        "ask": lambda: cmd_ask(args, out, err, settings=settings),
+        "chat": lambda: cmd_chat(args, out, err, inp, settings=settings),
+        "tables": lambda: cmd_tables(args, out, err, settings=settings),
+        "load": lambda: cmd_load(args, out, err, settings=settings),
+        "demo": lambda: cmd_demo(args, out, err, settings=settings),
         "tools": lambda: cmd_tools(args, out, err),
     }
-    with logging_for_cli(err):
-        return _dispatch(handlers[args.command], err)
+    with logging_for_cli(err, debug=settings.debug):
+        return _dispatch(handlers[args.command], err, debug=settings.debug)
 
 
-def _dispatch(handler: Callable[[], int], err: TextIO) -> int:
+def _dispatch(handler: Callable[[], int], err: TextIO, *, debug: bool) -> int:
     try:
         return handler()
     except (UsageError, ConfigurationError) as exc:
         hint = (
             " (on the command line: --allow-privileged)" if "allow_privileged" in str(exc) else ""
         )
-        return _fail(err, exc, EXIT_USAGE, hint)
+        return _fail(err, exc, EXIT_USAGE, hint, debug=debug)
     except PersistenceError as exc:
-        return _fail(err, exc, EXIT_QUERY_ERROR)
+        return _fail(err, exc, EXIT_QUERY_ERROR, debug=debug)
     except KeyboardInterrupt:
         err.write("\n")
         return 130
@@ -162,14 +163,15 @@ def _dispatch(handler: Callable[[], int], err: TextIO) -> int:
         # The reader went away (e.g. `| head`); nothing more to say.
         return EXIT_OK
     except ImportError as exc:
-        return _fail(err, exc, EXIT_USAGE)  # an optional extra is missing: the hint says which
+        # An optional extra is missing: the hint says which.
+        return _fail(err, exc, EXIT_USAGE, debug=debug)
     except Exception as exc:
         # A failure we did not anticipate (e.g. a database driver error): still one line.
-        return _fail(err, exc, EXIT_QUERY_ERROR)
+        return _fail(err, exc, EXIT_QUERY_ERROR, debug=debug)
 
 
-def _fail(err: TextIO, exc: BaseException, code: int, hint: str = "") -> int:
-    if debug_enabled():
+def _fail(err: TextIO, exc: BaseException, code: int, hint: str = "", *, debug: bool) -> int:
+    if debug:
         import traceback
 
         traceback.print_exception(exc, file=err)

@@ -24,12 +24,13 @@ from rag_agent.cli.connect import (
     writable_backend,
 )
 from rag_agent.cli.render import emit, error_of, format_grid, wants_json
+from rag_agent.settings import RAGSettings
 from rag_agent.tools import openai_tool_schemas
 
 
-def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Run one query and print its envelope."""
-    with connect(args, agent=True) as conn:
+    with connect(args, agent=True, settings=settings) as conn:
         envelope = run_query(conn.agent, args.text, args)
     emit(envelope, wants_json(args, out), out)
     error = error_of(envelope)
@@ -115,7 +116,9 @@ def _line_reader(inp: TextIO, err: TextIO) -> Callable[[], str | None]:
     return from_stream
 
 
-def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO, inp: TextIO) -> int:
+def cmd_chat(
+    args: argparse.Namespace, out: TextIO, err: TextIO, inp: TextIO, *, settings: RAGSettings
+) -> int:
     """Read one request per line until end of input; print an envelope for each.
 
     Exit code 1 when any request of the session failed, so scripts piping requests notice.
@@ -123,7 +126,7 @@ def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO, inp: TextIO) ->
     as_json = wants_json(args, out)
     read = _line_reader(inp, err)
     failed = False
-    with connect(args, agent=True) as conn:
+    with connect(args, agent=True, settings=settings) as conn:
         chat = _Chat(conn.agent, args, [])
         if isatty(inp):
             err.write(_CHAT_HELP + "\n")
@@ -150,9 +153,9 @@ def cmd_chat(args: argparse.Namespace, out: TextIO, err: TextIO, inp: TextIO) ->
     return EXIT_QUERY_ERROR if failed else EXIT_OK
 
 
-def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """List the allow-listed tables with their columns and row counts."""
-    with connect(args, agent=False) as conn:
+    with connect(args, agent=False, settings=settings) as conn:
         rows = [
             (t, conn.facade.count(t), list(conn.facade.columns(t))) for t in conn.facade.tables()
         ]
@@ -172,7 +175,7 @@ def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Load the sample dataset into PostgreSQL or Supabase."""
     from rag_agent.sample import SAMPLE_TABLES, load_sample
 
@@ -181,7 +184,7 @@ def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "load needs --backend postgres or supabase: the memory backend lives in one process, "
             "and ask/chat/tables/demo load the sample into it themselves"
         )
-    options = backend_options(args)
+    options = backend_options(args, settings)
     if args.create_tables:
         if args.backend != "postgres":
             raise UsageError("--create-tables works with --backend postgres only")
@@ -202,11 +205,11 @@ def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Load the sample data into memory and walk through what the agent does."""
     args.backend, args.dsn, args.url, args.empty = "memory", None, None, False
     as_json = bool(args.json)
-    with connect(args, agent=True) as conn:
+    with connect(args, agent=True, settings=settings) as conn:
         agent = conn.agent
         if not as_json:
             loaded = conn.loaded or {}

@@ -1,11 +1,10 @@
-"""Opening a backend for a command: options from flags and environment, the sample data."""
+"""Opening a backend for a command: options from flags and settings, the sample data."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import importlib
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from persistence import (
 from persistence.schema import TABLE_DDL
 from rag_agent.cli._common import Envelope, UsageError
 from rag_agent.factory import create_rag_agent
+from rag_agent.settings import RAGSettings
 
 BACKENDS = ("memory", "postgres", "supabase")
 
@@ -32,23 +32,26 @@ class Connection:
     loaded: Mapping[str, int] | None = None
 
 
-def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+def backend_options(args: argparse.Namespace, settings: RAGSettings) -> dict[str, Any]:
+    """The backend options of ``args``: flags win, ``settings`` fill the rest (secrets unwrapped).
+
+    The Supabase key comes from the settings (``SUPABASE_KEY``) only: a command line shows in
+    ``ps``.
+    """
     kind = args.backend
-    options: dict[str, Any]
+    variables = settings.env_variables()
     if kind == "postgres":
-        dsn = args.dsn or os.environ.get("RAG_POSTGRES_DSN", "").strip()
-        if not dsn:
-            raise UsageError("the postgres backend needs --dsn or RAG_POSTGRES_DSN")
-        options = {"dsn": dsn}
+        options = settings.backend_options(kind, {"dsn": args.dsn or None})
+        if not options.get("dsn"):
+            raise UsageError(f"the postgres backend needs --dsn or {variables['postgres_dsn']}")
     elif kind == "supabase":
-        url = args.url or os.environ.get("SUPABASE_URL", "").strip()
-        key = os.environ.get("SUPABASE_KEY", "").strip()
-        if not url:
-            raise UsageError("the supabase backend needs --url or SUPABASE_URL")
-        if not key:
-            # The key is read from the environment only: a command line shows in `ps`.
-            raise UsageError("the supabase backend needs SUPABASE_KEY in the environment")
-        options = {"url": url, "key": key}
+        options = settings.backend_options(kind, {"url": args.url or None})
+        if not options.get("url"):
+            raise UsageError(f"the supabase backend needs --url or {variables['supabase_url']}")
+        if not options.get("key"):
+            raise UsageError(
+                f"the supabase backend needs {variables['supabase_key']} in the environment"
+            )
     else:
         if args.dsn or args.url:
             raise UsageError("--dsn and --url need --backend postgres or --backend supabase")
@@ -59,14 +62,16 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def connect(args: argparse.Namespace, *, agent: bool) -> Iterator[Connection]:
+def connect(
+    args: argparse.Namespace, *, agent: bool, settings: RAGSettings
+) -> Iterator[Connection]:
     """A read-only facade for ``args`` (and a ``RAGAgent`` over it with ``agent=True``).
 
     The memory backend gets a private store with the sample data, unless ``--empty``.
     """
     from rag_agent.sample import load_sample
 
-    options = backend_options(args)
+    options = backend_options(args, settings)
     loaded = None
     if args.backend == "memory":
         store = MemoryStore()
@@ -74,10 +79,11 @@ def connect(args: argparse.Namespace, *, agent: bool) -> Iterator[Connection]:
             loaded = load_sample(store)
         options["store"] = store
     if agent:
-        rag = create_rag_agent(args.backend, **options)
+        rag = create_rag_agent(args.backend, settings=settings, **options)
         connection = Connection(rag.facade, rag, loaded)
     else:
-        connection = Connection(create_read_only_facade(kind=args.backend, **options))
+        facade = create_read_only_facade(args.backend, settings=settings, **options)
+        connection = Connection(facade)
     try:
         yield connection
     finally:

@@ -10,12 +10,12 @@ from typing import Any, TextIO
 
 import structlog
 
-from rag_agent.cli._common import debug_enabled
+from rag_agent.settings import RAGSettings
 
 
 @contextlib.contextmanager
-def logging_for_cli(stream: TextIO) -> Iterator[None]:
-    """Configure logging for one CLI run, then put back what was there.
+def logging_for_cli(stream: TextIO, *, debug: bool) -> Iterator[None]:
+    """Configure logging for one CLI run (``debug``: ``RAG_DEBUG``), then put back what was there.
 
     ``main`` is also called in-process (tests, notebooks): it must not leave the host's logging
     pointed at a stream that only existed for one call.
@@ -23,7 +23,7 @@ def logging_for_cli(stream: TextIO) -> Iterator[None]:
     saved_structlog = structlog.get_config()
     root = logging.getLogger()
     saved_root = (root.level, list(root.handlers))
-    configure_logging(stream)
+    configure_logging(stream, debug=debug)
     try:
         yield
     finally:
@@ -48,12 +48,14 @@ def _drop_reported_events(
     return event_dict
 
 
-def configure_logging(stream: TextIO | None = None) -> None:
-    """Send structlog and stdlib logs to stderr, at WARNING unless ``RAG_DEBUG=1``.
+def configure_logging(stream: TextIO | None = None, *, debug: bool | None = None) -> None:
+    """Send structlog and stdlib logs to stderr, at WARNING unless ``debug`` (or ``RAG_DEBUG=1``).
 
-    Only the CLI configures logging: a library must leave that to its application.
+    ``debug=None`` takes it from ``RAGSettings.from_env()``. Only the CLI configures logging: a
+    library must leave that to its application.
     """
-    debug = debug_enabled()
+    if debug is None:
+        debug = RAGSettings.from_env().debug
     level = logging.DEBUG if debug else logging.WARNING
     target = stream if stream is not None else sys.stderr
     structlog.configure(

@@ -21,6 +21,7 @@ from persistence import (
     Op,
     Order,
     PersistencePermissionError,
+    PersistenceSettings,
     Query,
     QueryTimeoutError,
     create_persistence_agent,
@@ -448,8 +449,31 @@ class TestConfiguration:
         """A RAG_STATEMENT_TIMEOUT_MS that is not a positive int names the variable."""
         monkeypatch.setenv("RAG_STATEMENT_TIMEOUT_MS", raw)
         with pytest.raises(ConfigurationError) as info:
-            create_backend(dsn="postgresql://127.0.0.1/x")
+            create_read_only_facade(kind="postgres", dsn="postgresql://127.0.0.1/x")
         assert info.value.variable == "RAG_STATEMENT_TIMEOUT_MS"
+
+    def test_backend_hook_reads_no_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """``create_backend`` itself takes explicit arguments only: the factories read settings."""
+        monkeypatch.setenv("RAG_POSTGRES_DSN", "postgresql://127.0.0.1/x")
+        monkeypatch.setenv("RAG_STATEMENT_TIMEOUT_MS", "fast")
+        with pytest.raises(ConfigurationError, match="pass dsn= or set RAG_POSTGRES_DSN"):
+            create_backend()
+        create_backend(dsn="postgresql://127.0.0.1/x").close()
+
+    def test_settings_argument_supplies_dsn_and_timeout(self, db: PostgresDatabase) -> None:
+        """``settings=`` fills what the caller left out; an explicit option still wins."""
+        settings = PersistenceSettings(postgres_dsn=db.reader_dsn, statement_timeout_ms=150)
+        with create_read_only_facade(kind="postgres", settings=settings) as facade:
+            backend = facade._backend()
+            assert isinstance(backend, PostgresBackend)
+            assert session_state(backend)["statement_timeout"] == "150ms"
+        with create_read_only_facade(
+            kind="postgres", settings=settings, statement_timeout_ms=250
+        ) as facade:
+            backend = facade._backend()
+            assert isinstance(backend, PostgresBackend)
+            assert session_state(backend)["statement_timeout"] == "250ms"
+            assert facade.count("leads") == len(LEADS)
 
     @pytest.mark.parametrize(
         "options",

@@ -58,7 +58,7 @@ def world(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
             return Unclosed(facade, settings=SETTINGS)
 
         monkeypatch.setattr(cli_connect, "create_rag_agent", agent_over_world)
-        monkeypatch.setattr(cli_connect, "backend_options", lambda args: {})
+        monkeypatch.setattr(cli_connect, "backend_options", lambda args, settings: {})
         yield world
 
 

@@ -14,6 +14,7 @@ from rag_agent import cli
 from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, format_envelope, format_grid, main
 from rag_agent.cli.connect import backend_options
 from rag_agent.sample import SAMPLE_TABLES, sample_rows
+from rag_agent.settings import RAGSettings
 from tests.conftest import require_service
 from tests.support.postgrest import fake_key
 
@@ -107,6 +108,15 @@ class TestConfigurationErrors:
         assert "Traceback" in err
         assert err.rstrip().splitlines()[-1].startswith("rag-agent: error: ")
 
+    def test_bad_setting_is_one_line_even_with_debug(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Settings are read once, first: a bad one (RAG_DEBUG among them unread) is one line."""
+        monkeypatch.setenv("RAG_DEBUG", "1")
+        monkeypatch.setenv("RAG_STATEMENT_TIMEOUT_MS", "soon")
+        code, out, err = run("tables")
+        assert code == EXIT_USAGE
+        assert out == ""
+        assert err.count("\n") == 1 and "RAG_STATEMENT_TIMEOUT_MS" in err
+
     def test_create_tables_needs_postgres(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """--create-tables is refused for Supabase, whose tables are made in the dashboard."""
         monkeypatch.setenv("SUPABASE_KEY", "test-key")
@@ -129,7 +139,7 @@ class TestConfigurationErrors:
         [
             (
                 ("--backend", "postgres", "--dsn", "postgresql://127.0.0.1/x"),
-                {"dsn": "postgresql://127.0.0.1/x"},
+                {"dsn": "postgresql://127.0.0.1/x", "statement_timeout_ms": 5000},
             ),
             (
                 ("--backend", "supabase", "--url", "https://x.supabase.co"),
@@ -144,9 +154,12 @@ class TestConfigurationErrors:
         """--allow-privileged reaches the postgres and supabase backends, and only with the flag."""
         monkeypatch.setenv("SUPABASE_KEY", "test-key")
         parser = cli.build_parser()
-        plain = backend_options(parser.parse_args(["tables", *argv]))
+        settings = RAGSettings.from_env()
+        plain = backend_options(parser.parse_args(["tables", *argv]), settings)
         assert plain == expected
-        privileged = backend_options(parser.parse_args(["tables", *argv, "--allow-privileged"]))
+        privileged = backend_options(
+            parser.parse_args(["tables", *argv, "--allow-privileged"]), settings
+        )
         assert privileged == (expected and {**expected, "allow_privileged": True})
 
 

@@ -223,12 +223,17 @@ class TestChat:
         assert len(out.splitlines()) == 2
         assert err.count("rag-agent: query failed: TableNotAllowedError") == 2
 
-    def test_next_without_history(self) -> None:
-        """`next` before any request says there is nothing to page through."""
-        code, out, err = run("chat", stdin=io.StringIO("next\n"))
+    @pytest.mark.parametrize(
+        ("line", "message"),
+        [("next\n", "nothing to page through"), ("help\n", "Commands: next")],
+        ids=["next-without-history", "help"],
+    )
+    def test_session_command_runs_no_query(self, line: str, message: str) -> None:
+        """`next` before any request, and `help`, answer on stderr and run no query."""
+        code, out, err = run("chat", stdin=io.StringIO(line))
         assert code == EXIT_OK
         assert out == ""
-        assert "nothing to page through" in err
+        assert message in err
 
     def test_interactive_prompt_on_stderr(self) -> None:
         """On a terminal the prompt and help go to stderr; stdout has only results."""
@@ -238,13 +243,6 @@ class TestChat:
         assert "rag> " in err and "Commands:" in err
         assert out.startswith("persistence.leads · 1 match")
         assert "rag>" not in out
-
-    def test_help(self) -> None:
-        """`help` lists the session commands on stderr and runs no query."""
-        code, out, err = run("chat", stdin=io.StringIO("help\n"))
-        assert code == EXIT_OK
-        assert out == ""
-        assert "Commands: next" in err
 
     def test_end_of_input(self) -> None:
         """Empty input ends the session at once with exit code 0."""

@@ -15,6 +15,7 @@ from persistence import (
     ConfigurationError,
     MemoryBackend,
     MemoryStore,
+    PersistenceSettings,
     TableNotAllowedError,
     create_persistence_agent,
     create_read_only_facade,
@@ -89,6 +90,40 @@ class TestFactories:
         """A misspelt option is a ConfigurationError, not silently ignored."""
         with pytest.raises(ConfigurationError, match="stor"):
             create_read_only_facade(kind="memory", stor=MemoryStore())
+
+    @pytest.mark.parametrize(
+        ("kind", "options"),
+        [
+            ("memory", {}),
+            ("postgres", {"dsn": "postgresql://127.0.0.1/x"}),
+            ("supabase", {"url": "https://x.supabase.co", "key": "k"}),
+        ],
+    )
+    def test_one_wording_for_unknown_options(self, kind: str, options: dict[str, str]) -> None:
+        """Every bundled backend refuses a misspelt option in the same words, listing the rest."""
+        with pytest.raises(
+            ConfigurationError, match=rf"^unknown option\(s\) for kind='{kind}': bogus; accepted: "
+        ):
+            create_read_only_facade(kind=kind, bogus=1, **options)
+
+    def test_memory_reads_no_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A bad backend variable does not concern the memory backend."""
+        monkeypatch.setenv("RAG_STATEMENT_TIMEOUT_MS", "fast")
+        assert create_read_only_facade(kind="memory").count("leads") == 0
+
+    def test_settings_must_be_persistence_settings(self) -> None:
+        """``settings=`` takes a PersistenceSettings (or a RAGSettings), nothing else."""
+        with pytest.raises(ConfigurationError, match="settings= must be a PersistenceSettings"):
+            create_read_only_facade(kind="postgres", settings={"postgres_dsn": "x"})  # type: ignore[arg-type]
+
+    def test_missing_dsn_names_argument_and_variable(self) -> None:
+        """Without dsn= and without RAG_POSTGRES_DSN in the settings, both are named."""
+        with pytest.raises(
+            ConfigurationError,
+            match=r"kind='postgres' needs a connection string: pass dsn= or set RAG_POSTGRES_DSN",
+        ) as info:
+            create_read_only_facade(kind="postgres", settings=PersistenceSettings())
+        assert info.value.variable == "RAG_POSTGRES_DSN"
 
     def test_register_backend(self) -> None:
         """A registered kind is built by the factories with read_only set."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import ClassVar
 
-from persistence import ConfigurationError
+import pytest
+from pydantic import SecretStr
+
+from persistence import ConfigurationError, PersistenceSettings
 from rag_agent.settings import ENV_VARIABLES, RAGSettings
 
 
@@ -45,7 +48,8 @@ class TestRAGSettings:
         assert settings.cache_disabled is True
         assert settings.rate_limit_storage == "redis://127.0.0.1:6379/0"
         assert settings.debug is True
-        assert settings.openai_api_key == "sk-test"
+        assert settings.openai_api_key is not None
+        assert settings.openai_api_key.get_secret_value() == "sk-test"
 
     def test_blank_text_variables_keep_the_defaults(self) -> None:
         """A blank text variable counts as unset: RAG_OPENAI_MODEL="" keeps the default model."""
@@ -121,7 +125,7 @@ class TestRAGSettings:
 
     def test_every_documented_variable_is_known(self) -> None:
         """The design's variables are all read."""
-        variables = {variable for variable, _ in ENV_VARIABLES.values()}
+        variables = set(ENV_VARIABLES.values())
         assert {
             "RAG_DEFAULT_LIMIT",
             "RAG_MAX_LIMIT",
@@ -142,3 +146,143 @@ class TestRAGSettings:
             "OPENAI_BASE_URL",
             "RAG_OPENAI_MODEL",
         } <= variables
+
+
+class TestEnvironmentReading:
+    """One reader for every variable: pydantic-settings over the mapping ``from_env`` is given."""
+
+    def test_direct_construction_reads_no_environment(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``RAGSettings()`` is the design's defaults whatever the shell exports."""
+        monkeypatch.setenv("RAG_MAX_LIMIT", "abc")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-shell")
+        settings = RAGSettings()
+        assert settings.max_limit == 500
+        assert settings.openai_api_key is None
+
+    def test_an_explicit_mapping_replaces_os_environ(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """``from_env(mapping)`` reads that mapping only."""
+        monkeypatch.setenv("RAG_SUMMARY_THRESHOLD", "7")
+        assert RAGSettings.from_env({}).summary_threshold == 200
+
+    @pytest.mark.parametrize(
+        ("raw", "expected"),
+        [("1", True), ("true", True), ("YES", True), (" on ", True), ("0", False),
+         ("false", False), ("No", False), ("off", False), ("", False), ("  ", False)],
+    )  # fmt: skip
+    def test_boolean_words(self, raw: str, expected: bool) -> None:
+        """Booleans accept 1/true/yes/on and 0/false/no/off in any case; blank is false."""
+        assert RAGSettings.from_env({"RAG_DEBUG": raw}).debug is expected
+
+    @pytest.mark.parametrize("raw", ["t", "y", "2", "enabled"])
+    def test_other_boolean_words_are_refused(self, raw: str) -> None:
+        """Anything else is an error naming the variable and the accepted words."""
+        with pytest.raises(ConfigurationError, match=r"RAG_CACHE_DISABLED.*1/true/yes/on") as info:
+            RAGSettings.from_env({"RAG_CACHE_DISABLED": raw})
+        assert info.value.variable == "RAG_CACHE_DISABLED"
+
+    def test_integers_may_be_padded(self) -> None:
+        """Whitespace around a count is ignored, as a shell might leave it."""
+        assert RAGSettings.from_env({"RAG_CACHE_MAXSIZE": " 64\n"}).cache_maxsize == 64
+
+    def test_blank_count_is_an_error(self) -> None:
+        """Only text falls back to its default when blank; a blank count is a mistake."""
+        with pytest.raises(ConfigurationError, match="RAG_MAX_LIMIT"):
+            RAGSettings.from_env({"RAG_MAX_LIMIT": ""})
+
+    def test_unprefixed_variables_and_explicit_arguments(self) -> None:
+        """SUPABASE_* and OPENAI_* are read without the RAG_ prefix; arguments still win."""
+        env = {"SUPABASE_URL": "https://env.example", "OPENAI_BASE_URL": "https://llm.example"}
+        settings = RAGSettings.from_env(env, supabase_url="https://arg.example")
+        assert settings.supabase_url == "https://arg.example"
+        assert settings.openai_base_url == "https://llm.example"
+
+    def test_unknown_override_uses_the_shared_wording(self) -> None:
+        """A misspelt override is refused like a misspelt backend option, listing the fields."""
+        with pytest.raises(
+            ConfigurationError, match=r"unknown option\(s\) for RAGSettings: max_limt; accepted:"
+        ) as info:
+            RAGSettings.from_env({}, max_limt=3)
+        assert "max_limit" in str(info.value)
+        with pytest.raises(ConfigurationError, match="max_limt"):
+            RAGSettings(max_limt=3)
+        with pytest.raises(ConfigurationError, match="max_limt"):
+            RAGSettings().replace(max_limt=3)
+
+    def test_settings_are_immutable(self) -> None:
+        """Assigning to a field fails: settings are shared between threads."""
+        settings = RAGSettings()
+        with pytest.raises(ValueError, match="frozen"):
+            settings.max_limit = 3  # type: ignore[misc]
+
+
+class TestSecrets:
+    """Keys and DSNs are ``SecretStr``; URLs show no password; no secret is ever echoed."""
+
+    ENV: ClassVar[dict[str, str]] = {
+        "RAG_POSTGRES_DSN": "postgresql://reader:pg-secret@db/app",
+        "SUPABASE_KEY": "sb-secret",
+        "OPENAI_API_KEY": "sk-secret",
+        "RAG_RATE_LIMIT_STORAGE": "redis://:redis-secret@127.0.0.1:6379/0",
+    }
+
+    def test_secrets_are_secret_str(self) -> None:
+        """The values are there, behind ``get_secret_value()``."""
+        settings = RAGSettings.from_env(self.ENV)
+        assert isinstance(settings.postgres_dsn, SecretStr)
+        assert settings.postgres_dsn.get_secret_value() == self.ENV["RAG_POSTGRES_DSN"]
+        assert isinstance(settings.supabase_key, SecretStr)
+        assert isinstance(settings.openai_api_key, SecretStr)
+
+    def test_no_secret_in_repr_or_str(self) -> None:
+        """Neither ``repr`` nor ``str`` shows a secret or a URL password."""
+        settings = RAGSettings.from_env(self.ENV)
+        for text in (repr(settings), str(settings)):
+            for secret in ("pg-secret", "sb-secret", "sk-secret", "redis-secret"):
+                assert secret not in text
+
+    def test_a_malformed_secret_is_not_echoed(self) -> None:
+        """An ill-typed secret is refused without its value in the message."""
+        with pytest.raises(ConfigurationError, match="OPENAI_API_KEY") as info:
+            RAGSettings(openai_api_key=12345)
+        assert "12345" not in str(info.value)
+
+
+class TestPersistenceSettings:
+    """The backend half of the settings, usable without the retrieval agent."""
+
+    def test_fields_and_variables(self) -> None:
+        """Four backend settings, their variables, and RAGSettings extends them."""
+        assert dict(PersistenceSettings.env_variables()) == {
+            "postgres_dsn": "RAG_POSTGRES_DSN",
+            "statement_timeout_ms": "RAG_STATEMENT_TIMEOUT_MS",
+            "supabase_url": "SUPABASE_URL",
+            "supabase_key": "SUPABASE_KEY",
+        }
+        assert issubclass(RAGSettings, PersistenceSettings)
+        assert set(PersistenceSettings.env_variables().items()) <= set(ENV_VARIABLES.items())
+
+    def test_bad_timeout_names_the_variable(self) -> None:
+        """RAG_STATEMENT_TIMEOUT_MS must be a positive integer."""
+        with pytest.raises(ConfigurationError, match="RAG_STATEMENT_TIMEOUT_MS") as info:
+            PersistenceSettings.from_env({"RAG_STATEMENT_TIMEOUT_MS": "0"})
+        assert info.value.variable == "RAG_STATEMENT_TIMEOUT_MS"
+
+    def test_backend_options(self) -> None:
+        """Given options win; unset settings add nothing; secrets are unwrapped."""
+        settings = PersistenceSettings.from_env(
+            {"RAG_POSTGRES_DSN": "postgresql://env/db", "SUPABASE_URL": "https://x.example"}
+        )
+        assert settings.backend_options("postgres") == {
+            "dsn": "postgresql://env/db",
+            "statement_timeout_ms": 5000,
+        }
+        assert settings.backend_options("postgres", {"dsn": "postgresql://arg/db", "x": 1}) == {
+            "dsn": "postgresql://arg/db",
+            "statement_timeout_ms": 5000,
+            "x": 1,
+        }
+        assert settings.backend_options("postgres", {"dsn": None})["dsn"] == "postgresql://env/db"
+        assert settings.backend_options("supabase") == {"url": "https://x.example"}
+        assert settings.backend_options("memory", {"store": None}) == {"store": None}

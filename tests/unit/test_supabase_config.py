@@ -12,6 +12,7 @@ from structlog.testing import capture_logs
 from persistence import (
     ConfigurationError,
     Op,
+    PersistenceSettings,
     create_persistence_agent,
     create_read_only_facade,
 )
@@ -57,6 +58,22 @@ class TestSettings:
         assert facade.count("leads") == 0
         request = http._transport.handler.requests[0]  # type: ignore[attr-defined]
         assert request.url.host == "emulated.supabase.test"
+
+    def test_settings_argument_supplies_url_and_key(self, http: httpx.Client) -> None:
+        """``settings=`` fills url and key the caller left out, with no environment read."""
+        settings = PersistenceSettings(supabase_url=BASE_URL, supabase_key=fake_key())
+        facade = create_read_only_facade(kind="supabase", settings=settings, http_client=http)
+        assert facade.count("leads") == 0
+        request = http._transport.handler.requests[0]  # type: ignore[attr-defined]
+        assert request.url.host == "emulated.supabase.test"
+        assert request.headers["apikey"] == fake_key()
+
+    def test_backend_hook_reads_no_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """``create_backend`` takes explicit arguments only: the factories read the settings."""
+        monkeypatch.setenv("SUPABASE_URL", BASE_URL)
+        monkeypatch.setenv("SUPABASE_KEY", fake_key())
+        with pytest.raises(ConfigurationError, match="pass url= or set SUPABASE_URL"):
+            create_backend()
 
     def test_arguments_win_over_environment(
         self, monkeypatch: pytest.MonkeyPatch, http: httpx.Client
