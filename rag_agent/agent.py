@@ -8,57 +8,77 @@ The pipeline of :meth:`RAGAgent.run`:
 4. zero rows: deterministic reformulations (:mod:`rag_agent.reformulation`);
 5. still zero, or no filter at all: the **fallback hook** (``fallback``), if configured and the
    sliding-window limiter allows it;
-6. the envelope (:mod:`rag_agent.envelope`).
+6. the envelope (:func:`rag_agent.assemble.assemble`).
 
-The two LLM steps are seams. ``llm_filters`` is any ``Callable[[str], Mapping]``; its answer is
-validated by :func:`~rag_agent.filters.normalize_filters`, so anything invalid counts as empty.
-``fallback`` is any :class:`FallbackRunner`: it gets a :class:`FallbackRequest` and returns a
-:class:`FallbackResult` listing the rows its tool calls actually read. With ``llm=`` and no
-explicit hooks, the agent builds them with :func:`~rag_agent.llm_filters.parse_filters_with_llm`
-and :func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no explicit hook) a
-step is disabled.
+:meth:`RAGAgent.read` is step 3 alone for a plain filtered read of any allow-listed table (what
+the ``query_table`` tool does): the same window clamping, cache, records, summary and envelope.
 
-Thread-safety: ``run`` may be called from many threads at once. The agent's own state is its
-cache and limiter, both thread-safe; the facade's backends are thread-safe.
+The two LLM steps are seams (:mod:`rag_agent.hooks`). ``llm_filters`` is any
+``Callable[[str], Mapping]``; its answer is validated by
+:func:`~rag_agent.filters.normalize_filters`, so anything invalid counts as empty. ``fallback`` is
+any :class:`~rag_agent.hooks.FallbackRunner`: it gets a ``FallbackRequest`` and returns a
+``FallbackResult`` listing the rows its tool calls actually read. With ``llm=`` and no explicit
+hooks, the agent builds them with :func:`~rag_agent.llm_filters.parse_filters_with_llm` and
+:func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no explicit hook) a step
+is disabled.
+
+Thread-safety: ``run`` and ``read`` may be called from many threads at once. The agent's own
+state is its cache and limiter, both thread-safe; the facade's backends are thread-safe.
 """
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import functools
 import itertools
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, overload
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, overload
 
-from persistence import Closing, get_logger
-from persistence.errors import InvalidQueryError
-from persistence.facade import ReadOnlyPersistenceFacade
-from persistence.query import is_identifier
-from rag_agent.cache import QueryCache
-from rag_agent.envelope import (
-    Envelope,
-    ErrorInfo,
-    Metadata,
-    Record,
-    ReformulationAttempt,
-    build_records,
+from persistence import (
+    Closing,
+    Filter,
+    InvalidQueryError,
+    Order,
+    Query,
+    ReadOnlyPersistenceFacade,
+    get_logger,
 )
+from rag_agent.assemble import (
+    MAX_ERROR_MESSAGE,
+    Outcome,
+    PageResult,
+    assemble,
+    error_info,
+    fallback_page,
+    page_result,
+    shown_filters,
+    source_of,
+    utc_now,
+)
+from rag_agent.cache import QueryCache
+from rag_agent.envelope import Envelope, ReformulationAttempt
+from rag_agent.fallback import create_fallback_runner
 from rag_agent.filters import (
     MAX_TEXT_LENGTH,
     filters_to_query,
     normalize_filters,
     parse_filters_from_text,
 )
+from rag_agent.hooks import (
+    FallbackRead,
+    FallbackRequest,
+    FallbackResult,
+    FallbackRunner,
+    FilterExtractor,
+)
 from rag_agent.llm_filters import parse_filters_with_llm
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError, create_limiter
 from rag_agent.reformulation import reformulations
 from rag_agent.settings import RAGSettings
-from rag_agent.summary import summarize_if_truncated
 
 __all__ = [
+    # The hook types live in rag_agent.hooks; named here too, as they always were.
     "FallbackRead",
     "FallbackRequest",
     "FallbackResult",
@@ -68,79 +88,7 @@ __all__ = [
 ]
 
 _log = get_logger("rag_agent")
-_MAX_ERROR_MESSAGE = 500
-
-#: Step 2's hook: free text → filters (validated afterwards; anything invalid counts as empty).
-FilterExtractor = Callable[[str], Mapping[str, Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class FallbackRequest:
-    """What the fallback gets: the user's text, the table asked for, the filters found (maybe
-    none), the effective page window and the step budget (``RAG_FALLBACK_MAX_STEPS``)."""
-
-    text: str
-    table: str
-    filters: Mapping[str, Any]
-    limit: int
-    offset: int
-    max_steps: int
-
-
-@dataclass(frozen=True, slots=True)
-class FallbackRead:
-    """Rows one tool call read through the facade, from ``table``, at ``retrieved_at``."""
-
-    table: str
-    rows: Sequence[Mapping[str, Any]]
-    retrieved_at: dt.datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FallbackResult:
-    """Everything the fallback read in this run, and the error that stopped it, if any.
-
-    Only ``reads`` become records: the LLM's own text never does.
-    """
-
-    reads: Sequence[FallbackRead] = ()
-    error: BaseException | str | None = None
-    #: Row ids the LLM's final answer cited but no tool call read: dropped, counted here.
-    dropped_ids: int = 0
-
-
-class FallbackRunner(Protocol):
-    """Step 5's hook. Must not raise (an exception is caught and reported as the error)."""
-
-    def __call__(self, request: FallbackRequest) -> FallbackResult:
-        """Answer ``request`` by reading through the facade; return the rows read."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class _QueryResult:
-    # Records are frozen models; ``mutable`` says whether any holds a nested container (or a raw
-    # row), in which case each envelope gets a deep copy so no caller can alter the cache.
-    records: tuple[Record, ...]
-    total_count: int
-    retrieved_at: dt.datetime
-    summary: dict[str, Any] | None
-    mutable: bool
-
-
-@dataclass(slots=True)
-class _Outcome:
-    source: str
-    filters: dict[str, Any] | None = None
-    records: list[Record] = field(default_factory=list)
-    total_count: int = 0
-    retrieved_at: dt.datetime | None = None
-    summary: dict[str, Any] | None = None
-    cache: Literal["hit", "miss"] | None = None
-    fallback: Literal["agent", "reformulation", "suppressed", "disabled"] | None = None
-    attempts: list[ReformulationAttempt] = field(default_factory=list)
-    dropped_ids: int | None = None
-    error: ErrorInfo | None = None
+_Window = tuple[int, int]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -150,23 +98,31 @@ def _parse_rules(text: str) -> tuple[tuple[str, Any], ...]:
     return tuple(parse_filters_from_text(text).items())
 
 
-def _utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
+def _typed(value: Any) -> Any:
+    # 1, 1.0 and True are equal and hash alike, but a backend may tell them apart.
+    if isinstance(value, tuple):
+        return tuple(map(_typed, value))
+    return (type(value), value)
 
 
-def _error_info(exc: BaseException | str) -> ErrorInfo:
-    if isinstance(exc, str):
-        return ErrorInfo(type="FallbackError", message=exc[:_MAX_ERROR_MESSAGE])
-    message = str(exc) or type(exc).__name__
-    return ErrorInfo(type=type(exc).__name__, message=message[:_MAX_ERROR_MESSAGE])
+def _cache_key(query: Query, include_raw: bool) -> tuple[Any, ...]:
+    filters = tuple((f.column, f.op, _typed(f.value)) for f in query.filters)
+    window = (query.limit, query.offset)
+    return (query.table, filters, query.columns, query.order, window, include_raw)
 
 
-_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+def _sequence(value: object, what: str) -> tuple[Any, ...]:
+    # tuple("email") would split a name into letters: say what was expected instead.
+    if isinstance(value, str | bytes | Mapping | Filter | Order) or not isinstance(value, Iterable):
+        raise InvalidQueryError(
+            f"{what} must be a sequence, not {type(value).__name__}", field=what
+        )
+    return tuple(value)
 
 
-def _has_containers(record: Record) -> bool:
-    """Whether a caller could change a value of the record in place (a list, a dict, ...)."""
-    return not _SCALAR_TYPES.issuperset(map(type, (record.model_extra or {}).values()))
+def _check_include_raw(include_raw: object) -> None:
+    if type(include_raw) is not bool:
+        raise InvalidQueryError("include_raw must be a bool", field="include_raw")
 
 
 class RAGAgent(Closing):
@@ -193,7 +149,7 @@ class RAGAgent(Closing):
         limiter: RateLimiter | None = None,
         cache: QueryCache | None = None,
         clock: Callable[[], float] = time.monotonic,
-        now: Callable[[], dt.datetime] = _utc_now,
+        now: Callable[[], dt.datetime] = utc_now,
     ) -> None:
         if not isinstance(facade, ReadOnlyPersistenceFacade):
             raise TypeError(
@@ -210,9 +166,6 @@ class RAGAgent(Closing):
                 return parse_filters_with_llm(text, llm)
 
         if llm is not None and fallback is None:
-            # Imported here: ``rag_agent.fallback`` imports this module.
-            from rag_agent.fallback import create_fallback_runner
-
             fallback = create_fallback_runner(facade, llm, settings=self.settings)
         self._llm_filters = llm_filters
         self._fallback = fallback
@@ -300,17 +253,89 @@ class RAGAgent(Closing):
         for bad input or a failing backend: the envelope's ``metadata.error`` says what went
         wrong.
         """
-        # One bind per run: structlog's lazy proxy would otherwise bind again for every event.
-        log = _log.bind()
-        try:
-            envelope = self._run(log, text, table, limit, offset, include_raw, filters)
-            return envelope.to_json() if return_json else envelope
-        except Exception as exc:  # the contract: run() reports, it does not raise
-            self._log_error(log, "rag.error", exc, step="envelope")
-            envelope = self._envelope(_Outcome(_source(table), error=_error_info(exc)), None, None)
-            return envelope.to_json() if return_json else envelope
+        return self._answer(
+            table,
+            return_json,
+            lambda log: self._run(log, text, table, limit, offset, include_raw, filters),
+        )
+
+    @overload
+    def read(
+        self,
+        table: str,
+        filters: Iterable[Filter] = ...,
+        *,
+        columns: Sequence[str] | None = ...,
+        order: Iterable[Order | str] = ...,
+        limit: int | None = ...,
+        offset: int | None = ...,
+        include_raw: bool = ...,
+        return_json: Literal[False] = ...,
+    ) -> Envelope: ...
+
+    @overload
+    def read(
+        self,
+        table: str,
+        filters: Iterable[Filter] = ...,
+        *,
+        columns: Sequence[str] | None = ...,
+        order: Iterable[Order | str] = ...,
+        limit: int | None = ...,
+        offset: int | None = ...,
+        include_raw: bool = ...,
+        return_json: Literal[True],
+    ) -> dict[str, Any]: ...
+
+    def read(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        columns: Sequence[str] | None = None,
+        order: Iterable[Order | str] = (),
+        limit: int | None = None,
+        offset: int | None = None,
+        include_raw: bool = False,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """One page of ``table`` matching all ``filters``, as an envelope (no text, no LLM).
+
+        ``filters`` are persistence ``Filter`` objects (ANDed; at most one per column and
+        operator), ``columns`` project, ``order`` sorts (``Order`` objects or column names).
+        The window is clamped and the page cached as in :meth:`run`; ``metadata.query_filters``
+        shows the filters as ``{column: {op: value}}``. Never raises: the envelope's
+        ``metadata.error`` says what went wrong::
+
+            rag.read("leads", [Filter("score", Op.GTE, 8)], order=["-score"], limit=10)
+        """
+        return self._answer(
+            table,
+            return_json,
+            lambda log: self._read(log, table, filters, columns, order, limit, offset, include_raw),
+        )
+
+    def error_envelope(self, table: object, error: BaseException | str) -> Envelope:
+        """An envelope with no records reporting ``error`` for a request about ``table``.
+
+        What the tools answer to input they cannot read, stamped by this agent's clock.
+        """
+        return self._finish(Outcome(source_of(table), error=error_info(error)))
 
     # -- the pipeline ------------------------------------------------------------------------
+
+    def _answer(
+        self, table: object, return_json: object, body: Callable[[Any], Envelope]
+    ) -> Envelope | dict[str, Any]:
+        # One bind per call: structlog's lazy proxy would otherwise bind again for every event.
+        log = _log.bind()
+        try:
+            envelope = body(log)
+            return envelope.to_json() if return_json else envelope
+        except Exception as exc:  # the contract: run() and read() report, they do not raise
+            self._log_error(log, "rag.error", exc, step="envelope")
+            envelope = self.error_envelope(table, exc)
+            return envelope.to_json() if return_json else envelope
 
     def _run(
         self,
@@ -322,28 +347,25 @@ class RAGAgent(Closing):
         include_raw: object,
         explicit: object,
     ) -> Envelope:
-        source = _source(table)
+        outcome = Outcome(source_of(table))
         try:
-            eff_limit, eff_offset = self._window(limit, offset)
+            window = self._window(limit, offset)
             if not isinstance(text, str):
                 raise InvalidQueryError(
                     f"text must be a str, not {type(text).__name__}", field="text"
                 )
-            if type(include_raw) is not bool:
-                raise InvalidQueryError("include_raw must be a bool", field="include_raw")
+            _check_include_raw(include_raw)
             if explicit is not None and not isinstance(explicit, Mapping):
                 raise InvalidQueryError(
                     f"filters must be a mapping, not {type(explicit).__name__}", field="filters"
                 )
             checked_table = self._facade.policy.check_read(table, "run")
         except Exception as exc:
-            self._log_error(log, "rag.error", exc, step="input")
-            return self._envelope(_Outcome(source, error=_error_info(exc)), None, None)
+            return self._refuse(log, outcome, exc)
 
         # Only the prefix is ever read: no question needs more, and the LLM steps would otherwise
         # pay for (and be steered by) an arbitrarily long text.
         text = text[:MAX_TEXT_LENGTH]
-        outcome = _Outcome(source)
         try:
             if explicit is None:
                 filters = self._filters(log, text)
@@ -351,28 +373,52 @@ class RAGAgent(Closing):
                 filters = normalize_filters(explicit)
                 log.debug("rag.filters", via="explicit", filters=filters)
             if filters:
-                self._retrieve(
-                    log, outcome, checked_table, filters, eff_limit, eff_offset, include_raw
-                )
+                self._retrieve(log, outcome, checked_table, filters, window, include_raw is True)
             if outcome.total_count == 0 and outcome.error is None and explicit is None:
-                self._fall_back(log, outcome, text, checked_table, filters, eff_limit, eff_offset)
+                self._fall_back(log, outcome, text, checked_table, filters, window)
         except Exception as exc:
             self._log_error(log, "rag.error", exc, step="query", table=checked_table)
-            outcome.error = _error_info(exc)
-            outcome.records, outcome.total_count, outcome.summary = [], 0, None
-        envelope = self._envelope(outcome, eff_limit, eff_offset)
-        log.debug(
-            "rag.run",
-            table=checked_table,
-            total_count=outcome.total_count,
-            records=len(outcome.records),
-            cache=outcome.cache,
-            fallback=outcome.fallback,
-            error=None if outcome.error is None else outcome.error.type,
-        )
-        return envelope
+            outcome.fail(exc)
+        return self._done(log, "rag.run", outcome, checked_table, window)
 
-    def _window(self, limit: object, offset: object) -> tuple[int, int]:
+    def _read(
+        self,
+        log: Any,
+        table: object,
+        filters: object,
+        columns: object,
+        order: object,
+        limit: object,
+        offset: object,
+        include_raw: object,
+    ) -> Envelope:
+        outcome = Outcome(source_of(table))
+        try:
+            window = self._window(limit, offset)
+            _check_include_raw(include_raw)
+            checked_table = self._facade.policy.check_read(table, "read")
+            query = Query(
+                checked_table,
+                filters=_sequence(filters, "filters"),
+                columns=None if columns is None else _sequence(columns, "columns"),
+                order=_sequence(order, "order"),
+                limit=window[0],
+                offset=window[1],
+            )
+            outcome.filters = shown_filters(query.filters)
+        except Exception as exc:
+            return self._refuse(log, outcome, exc)
+        try:
+            result, hit = self._query(log, query, include_raw is True, outcome.filters)
+            outcome.take(result, shared=self._cache.enabled)
+            outcome.cache = "hit" if hit else "miss"
+        except Exception as exc:
+            self._log_error(log, "rag.error", exc, step="query", table=checked_table)
+            outcome.fail(exc)
+        return self._done(log, "rag.read", outcome, checked_table, window)
+
+    def _window(self, limit: object, offset: object) -> _Window:
+        # The only place the page window is defaulted and clamped.
         settings = self.settings
         if limit is None:
             eff_limit = settings.default_limit
@@ -406,22 +452,24 @@ class RAGAgent(Closing):
     def _retrieve(
         self,
         log: Any,
-        outcome: _Outcome,
+        outcome: Outcome,
         table: str,
         filters: dict[str, Any],
-        limit: int,
-        offset: int,
+        window: _Window,
         include_raw: bool,
     ) -> None:
-        result, hit = self._query(log, table, filters, limit, offset, include_raw)
-        all_hits = hit
+        def query(filters: dict[str, Any]) -> tuple[PageResult, bool]:
+            planned = Query(table, filters_to_query(filters), limit=window[0], offset=window[1])
+            return self._query(log, planned, include_raw, filters)
+
+        result, all_hits = query(filters)
         used = filters
         if result.total_count == 0:
             relaxed_steps = reformulations(filters)
             for reason, relaxed in itertools.islice(
                 relaxed_steps, self.settings.reformulation_max_attempts
             ):
-                attempt, hit = self._query(log, table, relaxed, limit, offset, include_raw)
+                attempt, hit = query(relaxed)
                 all_hits = all_hits and hit
                 outcome.attempts.append(
                     ReformulationAttempt(
@@ -440,73 +488,57 @@ class RAGAgent(Closing):
                     result, used = attempt, relaxed
                     outcome.fallback = "reformulation"
                     break
-        # A result the cache holds is shared with later runs: hand out copies of what a caller
-        # could change. With the cache off, this run is the result's only user.
-        shared = self._cache.enabled
-        if result.mutable and shared:
-            records = [record.model_copy(deep=True) for record in result.records]
-        else:
-            records = list(result.records)
         outcome.filters = dict(used)
-        outcome.records = records
-        outcome.total_count = result.total_count
-        outcome.retrieved_at = result.retrieved_at
-        summary = result.summary
-        outcome.summary = copy.deepcopy(summary) if summary is not None and shared else summary
+        outcome.take(result, shared=self._cache.enabled)
         outcome.cache = "hit" if all_hits else "miss"
 
     def _query(
-        self,
-        log: Any,
-        table: str,
-        filters: dict[str, Any],
-        limit: int,
-        offset: int,
-        include_raw: bool,
-    ) -> tuple[_QueryResult, bool]:
-        key = (table, tuple(filters.items()), limit, offset, include_raw)
-        cached: _QueryResult | None = self._cache.get(key)
+        self, log: Any, query: Query, include_raw: bool, shown: Mapping[str, Any]
+    ) -> tuple[PageResult, bool]:
+        """The page of ``query`` as records, from the cache if it holds it (and whether it did).
+
+        ``shown`` is how the filters are logged.
+        """
+        key = _cache_key(query, include_raw)
+        cached: PageResult | None = self._cache.get(key)
         if cached is not None:
-            log.debug("rag.query", table=table, filters=filters, cache="hit")
+            log.debug("rag.query", table=query.table, filters=shown, cache="hit")
             return cached, True
-        page = self._facade.read(table, filters_to_query(filters), limit=limit, offset=offset)
-        retrieved_at = self._now()
-        records = tuple(
-            build_records(
-                page.rows,
-                source=f"persistence.{table}",
-                retrieved_at=retrieved_at,
-                include_raw=include_raw,
-            )
+        page = self._facade.read(
+            query.table,
+            query.filters,
+            columns=query.columns,
+            order=query.order,
+            limit=query.limit,
+            offset=query.offset,
         )
-        summary = summarize_if_truncated(records, page.total_count, self.settings.summary_threshold)
-        result = _QueryResult(
-            records=records,
-            total_count=page.total_count,
-            retrieved_at=retrieved_at,
-            summary=summary,
-            mutable=include_raw or any(_has_containers(r) for r in records),
+        result = page_result(
+            page.rows,
+            page.total_count,
+            table=query.table,
+            retrieved_at=self._now(),
+            include_raw=include_raw,
+            summary_threshold=self.settings.summary_threshold,
         )
         self._cache.put(key, result)
         log.debug(
             "rag.query",
-            table=table,
-            filters=filters,
+            table=query.table,
+            filters=shown,
             cache="miss",
             total_count=page.total_count,
-            returned=len(records),
+            returned=len(result.records),
         )
         return result, False
 
     def _fall_back(
         self,
         log: Any,
-        outcome: _Outcome,
+        outcome: Outcome,
         text: str,
         table: str,
         filters: dict[str, Any],
-        limit: int,
-        offset: int,
+        window: _Window,
     ) -> None:
         if filters and outcome.filters is None:
             outcome.filters = dict(filters)
@@ -518,13 +550,14 @@ class RAGAgent(Closing):
             allowed = self._limiter.try_acquire()
         except RateLimiterUnavailableError as exc:
             outcome.fallback = "suppressed"
-            outcome.error = _error_info(exc)
+            outcome.error = error_info(exc)
             self._log_error(log, "rag.fallback", exc, step="fallback", status="suppressed")
             return
         if not allowed:
             outcome.fallback = "suppressed"
             log.debug("rag.fallback", status="suppressed", reason="rate limit reached")
             return
+        limit, offset = window
         request = FallbackRequest(
             text=text,
             table=table,
@@ -537,71 +570,56 @@ class RAGAgent(Closing):
             result = self._fallback(request)
         except Exception as exc:  # a broken hook must not break run()
             result = FallbackResult(error=exc)
-        self._use_fallback(log, outcome, result, limit, offset)
-
-    def _use_fallback(
-        self, log: Any, outcome: _Outcome, result: FallbackResult, limit: int, offset: int
-    ) -> None:
-        records: list[Record] = []
-        seen: set[tuple[str, str]] = set()
-        for read in result.reads:
-            if not isinstance(read, FallbackRead) or not is_identifier(read.table):
-                continue  # only well-formed reads of a real table become records
-            source = f"persistence.{read.table}"
-            for record in build_records(
-                read.rows, source=source, retrieved_at=read.retrieved_at or self._now()
-            ):
-                identity = (source, record.provenance.row_hash)
-                if identity not in seen:
-                    seen.add(identity)
-                    records.append(record)
+        page = fallback_page(
+            result,
+            limit=limit,
+            offset=offset,
+            now=self._now,
+            summary_threshold=self.settings.summary_threshold,
+        )
         outcome.source = "agent"
         outcome.fallback = "agent"
-        outcome.records = records[offset : offset + limit]  # the window the metadata reports
-        outcome.total_count = len(records)
-        outcome.retrieved_at = self._now()
+        outcome.take(page, shared=False)
         outcome.cache = None
         outcome.dropped_ids = max(0, int(result.dropped_ids))
         if result.error is not None:
-            outcome.error = _error_info(result.error)
+            outcome.error = error_info(result.error)
             if isinstance(result.error, BaseException):
                 self._log_error(log, "rag.fallback", result.error, step="fallback", status="error")
-        log.debug("rag.fallback", status="agent", records=len(records))
+        log.debug("rag.fallback", status="agent", records=page.total_count)
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _envelope(self, outcome: _Outcome, limit: int | None, offset: int | None) -> Envelope:
-        metadata: dict[str, Any] = {
-            "source": outcome.source,
-            "query_filters": outcome.filters or None,
-            "retrieved_at": outcome.retrieved_at or self._now(),
-            "total_count": outcome.total_count,
-            "limit": limit,
-            "offset": offset,
-        }
-        if outcome.error is not None:
-            metadata["error"] = outcome.error
-        if outcome.fallback is not None:
-            metadata["fallback"] = outcome.fallback
-        if outcome.cache is not None:
-            metadata["cache"] = outcome.cache
-        if outcome.attempts:
-            metadata["reformulation_attempts"] = outcome.attempts
-        if outcome.dropped_ids is not None:
-            metadata["fallback_dropped_ids"] = outcome.dropped_ids
-        summary = outcome.summary or summarize_if_truncated(
-            outcome.records, outcome.total_count, self.settings.summary_threshold
+    def _finish(self, outcome: Outcome, window: _Window | None = None) -> Envelope:
+        # The one place this agent's envelopes are built.
+        limit, offset = window if window is not None else (None, None)
+        return assemble(outcome, limit=limit, offset=offset, now=self._now)
+
+    def _refuse(self, log: Any, outcome: Outcome, exc: Exception) -> Envelope:
+        self._log_error(log, "rag.error", exc, step="input")
+        outcome.fail(exc)
+        return self._finish(outcome)
+
+    def _done(
+        self, log: Any, event: str, outcome: Outcome, table: str, window: _Window
+    ) -> Envelope:
+        envelope = self._finish(outcome, window)
+        log.debug(
+            event,
+            table=table,
+            total_count=outcome.total_count,
+            records=len(outcome.records),
+            cache=outcome.cache,
+            fallback=outcome.fallback,
+            error=None if outcome.error is None else outcome.error.type,
         )
-        if summary is not None:
-            metadata["truncated"] = True
-            metadata["summary"] = summary
-        return Envelope(metadata=Metadata(**metadata), records=outcome.records)
+        return envelope
 
     def _log_error(self, log: Any, event: str, exc: BaseException, **context: Any) -> None:
         log.warning(
             event,
             error_type=type(exc).__name__,
-            error=str(exc)[:_MAX_ERROR_MESSAGE],
+            error=str(exc)[:MAX_ERROR_MESSAGE],
             exc_info=exc if self.settings.debug else None,
             **context,
         )
@@ -618,7 +636,3 @@ class RAGAgent(Closing):
             f"RAGAgent(facade={self._facade!r}, llm={type(self.llm).__name__ if self.llm else None}"
             f", fallback={'on' if self._fallback else 'disabled'})"
         )
-
-
-def _source(table: object) -> str:
-    return f"persistence.{table}" if is_identifier(table) else "persistence"

@@ -20,7 +20,7 @@ from persistence import (
     create_read_only_facade,
 )
 from rag_agent import RAGAgent, row_hash
-from rag_agent.agent import FallbackRead, FallbackRequest, FallbackResult
+from rag_agent.hooks import FallbackRead, FallbackRequest, FallbackResult
 from rag_agent.cli.render import emit, error_of
 from rag_agent.envelope import Record, build_records
 from rag_agent.filters import MAX_TEXT_LENGTH
