@@ -63,6 +63,13 @@ def _parse_rules(text: str) -> tuple[tuple[str, Any], ...]:
     return tuple(parse_filters_from_text(text).items())
 
 
+@functools.lru_cache(maxsize=1024)
+def _planned(table: str, filters: tuple[tuple[str, Any], ...], window: _Window) -> Query:
+    # Canonical filters hold only ints and strings, so equal arguments mean the same query; a
+    # repeated question (the cache-hit path) skips building it again.
+    return Query(table, filters_to_query(dict(filters)), limit=window[0], offset=window[1])
+
+
 def _typed(value: Any) -> Any:
     # 1, 1.0 and True are equal and hash alike, but a backend may tell them apart.
     if isinstance(value, tuple):
@@ -226,7 +233,7 @@ class Pipeline:
         include_raw: bool,
     ) -> None:
         def query(filters: dict[str, Any]) -> tuple[PageResult, bool]:
-            planned = Query(table, filters_to_query(filters), limit=window[0], offset=window[1])
+            planned = _planned(table, tuple(filters.items()), window)
             return self._query(log, planned, include_raw, filters)
 
         result, all_hits = query(filters)
