@@ -40,27 +40,13 @@ from rag_agent.assemble import utc_now
 from rag_agent.cache import QueryCache
 from rag_agent.envelope import Envelope
 from rag_agent.fallback import create_fallback_runner
-from rag_agent.hooks import (
-    FallbackRead,
-    FallbackRequest,
-    FallbackResult,
-    FallbackRunner,
-    FilterExtractor,
-)
+from rag_agent.hooks import FallbackRunner, FilterExtractor
 from rag_agent.llm_filters import parse_filters_with_llm
 from rag_agent.pipeline import Pipeline
 from rag_agent.ratelimit import RateLimiter, create_limiter
 from rag_agent.settings import RAGSettings
 
-__all__ = [
-    # The hook types live in rag_agent.hooks; named here too, as they always were.
-    "FallbackRead",
-    "FallbackRequest",
-    "FallbackResult",
-    "FallbackRunner",
-    "FilterExtractor",
-    "RAGAgent",
-]
+__all__ = ["RAGAgent"]
 
 _log = get_logger("rag_agent")
 
@@ -192,7 +178,7 @@ class RAGAgent(Closing):
         return self._answer(
             table,
             return_json,
-            lambda log: self._pipeline.run(log, text, table, limit, offset, include_raw, filters),
+            lambda log: self._pipeline.run(log, text, table, filters, (limit, offset, include_raw)),
         )
 
     @overload
@@ -249,7 +235,7 @@ class RAGAgent(Closing):
             table,
             return_json,
             lambda log: self._pipeline.read(
-                log, table, filters, columns, order, limit, offset, include_raw
+                log, table, filters, columns, order, (limit, offset, include_raw)
             ),
         )
 

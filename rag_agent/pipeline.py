@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,8 @@ from rag_agent.settings import RAGSettings
 __all__ = ["Pipeline"]
 
 _Window = tuple[int, int]
+#: ``(limit, offset, include_raw)`` as the caller gave them, checked by ``Pipeline._admit``.
+_Page = tuple[int | None, int | None, bool]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -92,11 +94,6 @@ def _sequence(value: object, what: str) -> tuple[Any, ...]:
     return tuple(value)
 
 
-def _check_include_raw(include_raw: object) -> None:
-    if type(include_raw) is not bool:
-        raise InvalidQueryError("include_raw must be a bool", field="include_raw")
-
-
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     """The agent's parts, and the steps of a call over them."""
@@ -110,29 +107,23 @@ class Pipeline:
     now: Callable[[], dt.datetime]
 
     def run(
-        self,
-        log: Any,
-        text: object,
-        table: object,
-        limit: object,
-        offset: object,
-        include_raw: object,
-        explicit: object,
+        self, log: Any, text: str, table: str, explicit: Mapping[str, Any] | None, page: _Page
     ) -> Envelope:
-        """Steps 1 to 6 for ``RAGAgent.run``; arguments are checked here, not trusted."""
+        """Steps 1 to 6 for ``RAGAgent.run``; arguments are checked here, not trusted.
+
+        ``page`` is ``(limit, offset, include_raw)`` as the caller gave them.
+        """
         outcome = Outcome(source_of(table))
         try:
-            window = self._window(limit, offset)
             if not isinstance(text, str):
                 raise InvalidQueryError(
                     f"text must be a str, not {type(text).__name__}", field="text"
                 )
-            _check_include_raw(include_raw)
             if explicit is not None and not isinstance(explicit, Mapping):
                 raise InvalidQueryError(
                     f"filters must be a mapping, not {type(explicit).__name__}", field="filters"
                 )
-            checked_table = self.facade.policy.check_read(table, "run")
+            checked_table, window, include_raw = self._admit(table, page, "run")
         except Exception as exc:
             return self._refuse(log, outcome, exc)
 
@@ -146,7 +137,7 @@ class Pipeline:
                 filters = normalize_filters(explicit)
                 log.debug("rag.filters", via="explicit", filters=filters)
             if filters:
-                self._retrieve(log, outcome, checked_table, filters, window, include_raw is True)
+                self._retrieve(log, outcome, checked_table, filters, window, include_raw)
             if outcome.total_count == 0 and outcome.error is None and explicit is None:
                 self._fall_back(log, outcome, text, checked_table, filters, window)
         except Exception as exc:
@@ -157,20 +148,16 @@ class Pipeline:
     def read(
         self,
         log: Any,
-        table: object,
-        filters: object,
-        columns: object,
-        order: object,
-        limit: object,
-        offset: object,
-        include_raw: object,
+        table: str,
+        filters: Iterable[Filter],
+        columns: Sequence[str] | None,
+        order: Iterable[Order | str],
+        page: _Page,
     ) -> Envelope:
         """Step 3 alone, for ``RAGAgent.read``; arguments are checked here, not trusted."""
         outcome = Outcome(source_of(table))
         try:
-            window = self._window(limit, offset)
-            _check_include_raw(include_raw)
-            checked_table = self.facade.policy.check_read(table, "read")
+            checked_table, window, include_raw = self._admit(table, page, "read")
             query = Query(
                 checked_table,
                 filters=_sequence(filters, "filters"),
@@ -183,7 +170,7 @@ class Pipeline:
         except Exception as exc:
             return self._refuse(log, outcome, exc)
         try:
-            result, hit = self._query(log, query, include_raw is True, outcome.filters)
+            result, hit = self._query(log, query, include_raw, outcome.filters)
             outcome.take(result, shared=self.cache.enabled)
             outcome.cache = "hit" if hit else "miss"
         except Exception as exc:
@@ -191,8 +178,16 @@ class Pipeline:
             outcome.fail(exc)
         return self._done(log, "rag.read", outcome, checked_table, window)
 
+    def _admit(self, table: object, page: _Page, operation: str) -> tuple[str, _Window, bool]:
+        # The checks run and read share: the page window (defaulted and clamped here alone),
+        # include_raw, and the table against the allow-list.
+        limit, offset, include_raw = page
+        window = self._window(limit, offset)
+        if type(include_raw) is not bool:
+            raise InvalidQueryError("include_raw must be a bool", field="include_raw")
+        return self.facade.policy.check_read(table, operation), window, include_raw
+
     def _window(self, limit: object, offset: object) -> _Window:
-        # The only place the page window is defaulted and clamped.
         settings = self.settings
         if limit is None:
             eff_limit = settings.default_limit

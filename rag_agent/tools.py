@@ -69,6 +69,11 @@ __all__ = [
 ]
 
 
+def _prose(text: str) -> str:
+    # Descriptions are written as paragraphs; models get them on one line.
+    return " ".join(text.split())
+
+
 class _BoundedInput(BaseTool):
     """Refuses, rather than raises on, input nested deeper than any argument schema."""
 
@@ -129,39 +134,53 @@ class _EnvelopeTool(_BoundedInput):
         return self.agent
 
 
-class QueryLeadsTool(_EnvelopeTool):
+class _FreeTextTool(_EnvelopeTool):
+    """A data tool whose plain-text input is the free-text ``query``."""
+
+    text_field: str | None = "query"
+
+    #: What to say when the input names no filter (an unfiltered table is never returned).
+    missing_filters: str = ""
+
+    def _run_filters(
+        self, filters: dict[str, Any], table: str, limit: int | None, offset: int | None
+    ) -> Envelope:
+        if not filters:
+            raise ToolInputError(self.missing_filters)
+        return self._agent.run("", table=table, limit=limit, offset=offset, filters=filters)
+
+
+class QueryLeadsTool(_FreeTextTool):
     """Deterministic leads lookup: rules and explicit filters, cache, pagination, reformulation."""
 
     name: str = "query_leads"
-    description: str = (
-        "Look up leads (CRM contacts) deterministically. Give free text in 'query' and/or "
-        "explicit filters: email (exact), company (substring), id, client_id; plus limit and "
-        "offset for paging. Returns a JSON envelope: metadata (total_count, filters, "
-        "reformulations) and records, each with provenance."
+    description: str = _prose(
+        """Look up leads (CRM contacts) deterministically. Give free text in 'query' and/or
+        explicit filters: email (exact), company (substring), id, client_id; plus limit and offset
+        for paging. Returns a JSON envelope: metadata (total_count, filters, reformulations) and
+        records, each with provenance."""
     )
     args_schema: type[BaseModel] = QueryLeadsInput
-    text_field: str | None = "query"
+    missing_filters: str = (
+        "query_leads needs at least one filter: id, email, company or client_id "
+        "(explicitly or in the query text); an unfiltered table is never returned"
+    )
 
     def _answer(self, args: QueryLeadsInput) -> Envelope:
         filters = checked_filters({key: getattr(args, key) for key in FILTER_KEYS})
         merged = {**parse_filters_from_text(args.query or ""), **filters}
-        if not merged:
-            raise ToolInputError(
-                "query_leads needs at least one filter: id, email, company or client_id "
-                "(explicitly or in the query text); an unfiltered table is never returned"
-            )
-        return self._agent.run("", limit=args.limit, offset=args.offset, filters=merged)
+        return self._run_filters(merged, "leads", args.limit, args.offset)
 
 
 class QueryTableTool(_EnvelopeTool):
     """Structured read of any allow-listed table."""
 
     name: str = "query_table"
-    description: str = (
-        "Read rows of an allow-listed table with structured filters: a list of "
-        "{column, op, value} (op: " + ", ".join(LLM_OPERATORS) + ") or a {column: value} "
-        "mapping. Optional columns, order ('col' or '-col'), limit, offset. Returns a JSON "
-        "envelope with total_count and records with provenance."
+    description: str = _prose(
+        f"""Read rows of an allow-listed table with structured filters: a list of
+        {{column, op, value}} (op: {", ".join(LLM_OPERATORS)}) or a {{column: value}} mapping.
+        Optional columns, order ('col' or '-col'), limit, offset. Returns a JSON envelope with
+        total_count and records with provenance."""
     )
     args_schema: type[BaseModel] = QueryTableInput
     table_label: str | None = None
@@ -177,34 +196,29 @@ class QueryTableTool(_EnvelopeTool):
         )
 
 
-class RAGAgentTool(_EnvelopeTool):
+class RAGAgentTool(_FreeTextTool):
     """The full adaptive pipeline: free text (or a partial envelope) in, an envelope out."""
 
     name: str = "rag_agent"
-    description: str = (
-        "Answer a free-text request for business data (e.g. 'leads at Acme Corp') with the "
-        "adaptive retrieval agent: rules and LLM filter extraction, reformulations, a "
-        "rate-limited agent fallback. Or pass a previous envelope's 'metadata' to re-run its "
-        "filters (e.g. with a new offset). Returns a JSON envelope with provenance."
+    description: str = _prose(
+        """Answer a free-text request for business data (e.g. 'leads at Acme Corp') with the
+        adaptive retrieval agent: rules and LLM filter extraction, reformulations, a rate-limited
+        agent fallback. Or pass a previous envelope's 'metadata' to re-run its filters (e.g. with
+        a new offset). Returns a JSON envelope with provenance."""
     )
     args_schema: type[BaseModel] = RAGAgentInput
-    text_field: str | None = "query"
+    missing_filters: str = "rag_agent needs free text in 'query' or a 'metadata' with query_filters"
 
     def _answer(self, args: RAGAgentInput) -> Envelope:
-        agent = self._agent
         metadata = args.metadata or {}
         limit = args.limit if args.limit is not None else _int_or_none(metadata.get("limit"))
         offset = args.offset if args.offset is not None else _int_or_none(metadata.get("offset"))
         table = _table_of(metadata) or args.table
         if args.query and args.query.strip():
-            return agent.run(args.query, table=table, limit=limit, offset=offset)
+            return self._agent.run(args.query, table=table, limit=limit, offset=offset)
         query_filters = metadata.get("query_filters")
         filters = checked_filters(query_filters if isinstance(query_filters, Mapping) else {})
-        if not filters:
-            raise ToolInputError(
-                "rag_agent needs free text in 'query' or a 'metadata' with query_filters"
-            )
-        return agent.run("", table=table, limit=limit, offset=offset, filters=filters)
+        return self._run_filters(filters, table, limit, offset)
 
 
 class DeliverDataTool(_BoundedInput):

@@ -164,34 +164,20 @@ class FallbackSession:
 
     def tools(self) -> list[BaseTool]:
         """The four tools of this run, for the agent graph."""
+        query_table = (
+            "Read rows of a table matching all filters (each {column, op, value}). "
+            f"Returns at most {_MAX_ROWS_PER_CALL} rows and the total match count."
+        )
         return [
             StructuredTool.from_function(
-                self.list_tables,
-                name="list_tables",
-                description="List the tables you may read.",
-                args_schema=_NoArgs,
-            ),
-            StructuredTool.from_function(
-                self.list_columns,
-                name="list_columns",
-                description="List the columns of a table.",
-                args_schema=_TableArgs,
-            ),
-            StructuredTool.from_function(
-                self.query_table,
-                name="query_table",
-                description=(
-                    "Read rows of a table matching all filters (each {column, op, value}). "
-                    f"Returns at most {_MAX_ROWS_PER_CALL} rows and the total match count."
-                ),
-                args_schema=_QueryArgs,
-            ),
-            StructuredTool.from_function(
-                self.count_rows,
-                name="count_rows",
-                description="Count the rows of a table matching all filters.",
-                args_schema=_CountArgs,
-            ),
+                method, name=method.__name__, description=text, args_schema=args
+            )
+            for method, text, args in (
+                (self.list_tables, "List the tables you may read.", _NoArgs),
+                (self.list_columns, "List the columns of a table.", _TableArgs),
+                (self.query_table, query_table, _QueryArgs),
+                (self.count_rows, "Count the rows of a table matching all filters.", _CountArgs),
+            )
         ]
 
     def list_tables(self) -> str:

@@ -17,17 +17,14 @@ from structlog.testing import capture_logs
 from persistence import (
     AccessPolicy,
     BackendUnavailableError,
-    Filter,
     MemoryBackend,
     MemoryStore,
-    Op,
-    Order,
     PersistenceAgent,
     ReadOnlyPersistenceFacade,
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence.query import Page, Query
+from persistence.query import Filter, Op, Order, Page, Query
 from rag_agent import (
     Envelope,
     FallbackRead,
