@@ -34,7 +34,7 @@ NOW = dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC)
 
 
 def reference_hash(row: dict[str, Any]) -> str:
-    """The design's definition, written out independently."""
+    """The design's definition, written out independently (lone surrogates pass through)."""
     fields = {k: v for k, v in row.items() if k != "provenance"}
 
     def convert(value: Any) -> Any:
@@ -46,7 +46,7 @@ def reference_hash(row: dict[str, Any]) -> str:
 
     canonical = {k: convert(v) for k, v in fields.items()}
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 ROW: dict[str, Any] = {
