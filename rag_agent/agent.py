@@ -33,7 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypedDict, Unpack, overload
 
 from persistence import Closing, Filter, Order, ReadOnlyPersistenceFacade, get_logger
 from rag_agent.assemble import utc_now
@@ -49,6 +49,22 @@ from rag_agent.settings import RAGSettings
 __all__ = ["RAGAgent"]
 
 _log = get_logger("rag_agent")
+
+
+class _PageOptions(TypedDict, total=False):
+    limit: int | None
+    offset: int | None
+    include_raw: bool
+
+
+class _RunOptions(_PageOptions, total=False):
+    table: str
+    filters: Mapping[str, Any] | None
+
+
+class _ReadOptions(_PageOptions, total=False):
+    columns: Sequence[str] | None
+    order: Iterable[Order | str]
 
 
 class RAGAgent(Closing):
@@ -110,7 +126,7 @@ class RAGAgent(Closing):
 
     @property
     def settings(self) -> RAGSettings:
-        """The settings this agent runs with (``RAGSettings.from_env()`` unless given)."""
+        """The settings this agent runs with: those given, else those of the environment."""
         return self._pipeline.settings
 
     @property
@@ -128,30 +144,16 @@ class RAGAgent(Closing):
         """The sliding-window limiter that meters the fallback."""
         return self._pipeline.limiter
 
+    # The overloads only tell type checkers what ``return_json`` returns; the options are those
+    # of the implementation below.
     @overload
     def run(
-        self,
-        text: str,
-        *,
-        table: str = ...,
-        limit: int | None = ...,
-        offset: int | None = ...,
-        include_raw: bool = ...,
-        filters: Mapping[str, Any] | None = ...,
-        return_json: Literal[False] = ...,
+        self, text: str, *, return_json: Literal[False] = ..., **options: Unpack[_RunOptions]
     ) -> Envelope: ...
 
     @overload
     def run(
-        self,
-        text: str,
-        *,
-        table: str = ...,
-        limit: int | None = ...,
-        offset: int | None = ...,
-        include_raw: bool = ...,
-        filters: Mapping[str, Any] | None = ...,
-        return_json: Literal[True],
+        self, text: str, *, return_json: Literal[True], **options: Unpack[_RunOptions]
     ) -> dict[str, Any]: ...
 
     def run(
@@ -187,12 +189,8 @@ class RAGAgent(Closing):
         table: str,
         filters: Iterable[Filter] = ...,
         *,
-        columns: Sequence[str] | None = ...,
-        order: Iterable[Order | str] = ...,
-        limit: int | None = ...,
-        offset: int | None = ...,
-        include_raw: bool = ...,
         return_json: Literal[False] = ...,
+        **options: Unpack[_ReadOptions],
     ) -> Envelope: ...
 
     @overload
@@ -201,12 +199,8 @@ class RAGAgent(Closing):
         table: str,
         filters: Iterable[Filter] = ...,
         *,
-        columns: Sequence[str] | None = ...,
-        order: Iterable[Order | str] = ...,
-        limit: int | None = ...,
-        offset: int | None = ...,
-        include_raw: bool = ...,
         return_json: Literal[True],
+        **options: Unpack[_ReadOptions],
     ) -> dict[str, Any]: ...
 
     def read(
@@ -229,7 +223,7 @@ class RAGAgent(Closing):
         shows the filters as ``{column: {op: value}}``. Never raises: the envelope's
         ``metadata.error`` says what went wrong::
 
-            rag.read("leads", [Filter("score", Op.GTE, 8)], order=["-score"], limit=10)
+            rag.read("leads", [Filter("score", Op.GTE, 8)], order=[Order("score", True)], limit=10)
         """
         return self._answer(
             table,
