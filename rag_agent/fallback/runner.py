@@ -25,6 +25,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from persistence import ReadOnlyPersistenceFacade, get_logger
+from rag_agent.assemble import utc_now
 from rag_agent.fallback.ledger import LedgerEntry, id_key
 from rag_agent.fallback.prompt import FinalAnswer, final_answer, request_message, system_prompt
 from rag_agent.fallback.tools import FallbackSession, FallbackStopped, FallbackTimeoutError
@@ -72,7 +73,7 @@ class FallbackOutcome:
         return self.dropped_ids
 
     def metadata(self) -> dict[str, Any]:
-        """Counters for the logs and the envelope's metadata (``fallback_*`` keys)."""
+        """The counters, as the ``rag.fallback.done`` event logs them (``fallback_*`` keys)."""
         return {
             "fallback_model_calls": self.model_calls,
             "fallback_tool_calls": self.tool_calls,
@@ -124,7 +125,7 @@ class AgentFallback:
         self.timeout_seconds = timeout_seconds
         self.debug = debug
         self._clock = clock
-        self._now = now or (lambda: dt.datetime.now(dt.UTC))
+        self._now = now or utc_now
 
     def run(
         self,
