@@ -9,14 +9,7 @@ provenance::
     envelope = rag.run("find leads at acme", return_json=True)
 """
 
-from rag_agent.agent import (
-    FallbackRead,
-    FallbackRequest,
-    FallbackResult,
-    FallbackRunner,
-    FilterExtractor,
-    RAGAgent,
-)
+from rag_agent.agent import RAGAgent
 from rag_agent.cache import QueryCache
 from rag_agent.envelope import (
     Envelope,
@@ -31,6 +24,13 @@ from rag_agent.envelope import (
 )
 from rag_agent.factory import create_rag_agent
 from rag_agent.filters import filters_to_query, normalize_filters, parse_filters_from_text
+from rag_agent.hooks import (
+    FallbackRead,
+    FallbackRequest,
+    FallbackResult,
+    FallbackRunner,
+    FilterExtractor,
+)
 from rag_agent.llm_filters import parse_filters_with_llm
 from rag_agent.ratelimit import (
     MemorySlidingWindowLimiter,
@@ -41,6 +41,7 @@ from rag_agent.ratelimit import (
 )
 from rag_agent.reformulation import REFORMULATION_ORDER, reformulations
 from rag_agent.settings import RAGSettings
+from rag_agent.specs import FilterSpec
 from rag_agent.summary import summarize
 from rag_agent.tools import build_tools, openai_tool_schemas
 
@@ -53,6 +54,7 @@ __all__ = [
     "FallbackResult",
     "FallbackRunner",
     "FilterExtractor",
+    "FilterSpec",
     "MemorySlidingWindowLimiter",
     "Metadata",
     "Provenance",

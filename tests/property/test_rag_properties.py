@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import decimal
-import hashlib
 import json
-import uuid
 from typing import Any
 
 import jsonschema
@@ -19,6 +16,7 @@ from rag_agent import RAGAgent, RAGSettings, create_rag_agent, envelope_json_sch
 from rag_agent.envelope import build_records
 from rag_agent.filters import FILTER_KEYS, filters_to_query, parse_filters_from_text
 from tests.conftest import corpus_lines
+from tests.unit.test_rag_envelope import reference_hash
 
 SCHEMA = envelope_json_schema()
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
@@ -130,23 +128,6 @@ class TestParserProperties:
         assert parse_filters_from_text(f"lead #{number}") == {"id": number}
 
 
-def _reference_hash(row: dict[str, Any]) -> str:
-    def convert(value: Any) -> Any:
-        if isinstance(value, dt.date | dt.time):
-            return value.isoformat()
-        if isinstance(value, uuid.UUID | decimal.Decimal):
-            return str(value)
-        return value
-
-    text = json.dumps(
-        {k: convert(v) for k, v in row.items()},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 _values = st.one_of(
     st.none(),
     st.booleans(),
@@ -170,14 +151,14 @@ class TestRowHashProperty:
     def test_matches_reference(self, row: dict[str, Any]) -> None:
         """For any flat row of supported values, row_hash equals the reference digest."""
         row.pop("provenance", None)
-        assert row_hash(row) == _reference_hash(row)
+        assert row_hash(row) == reference_hash(row)
 
     @given(st.dictionaries(st.text(max_size=10), _values, max_size=12))
     def test_records_carry_the_reference_hash(self, row: dict[str, Any]) -> None:
         """build_records' fast path gives every record the reference digest of its row."""
         row.pop("provenance", None)
         (record,) = build_records([row], source="persistence.leads", retrieved_at=_NOW)
-        assert record.provenance.row_hash == _reference_hash(row)
+        assert record.provenance.row_hash == reference_hash(row)
         assert row_hash(record.model_extra or {}) == record.provenance.row_hash
 
 

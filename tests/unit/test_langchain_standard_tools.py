@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.tools import BaseTool
 from langchain_tests.integration_tests import ToolsIntegrationTests
@@ -26,49 +26,46 @@ def _agent() -> RAGAgent:
     return RAGAgent(create_read_only_facade(kind="memory", store=store), settings=RAGSettings())
 
 
-class _QueryLeads:
+class _Suite:
+    """What both standard suites ask of a tool, from two class attributes."""
+
+    tool_class: ClassVar[type[BaseTool]]
+    example: ClassVar[dict[str, Any]]
+
     @property
     def tool_constructor(self) -> BaseTool:
-        return QueryLeadsTool(agent=_agent())
+        if self.tool_class is DeliverDataTool:
+            return DeliverDataTool()  # bound to no agent: it reads nothing
+        return self.tool_class(agent=_agent())
 
     @property
     def tool_invoke_params_example(self) -> dict[str, Any]:
-        return {"query": "leads at acme", "limit": 5}
+        return dict(self.example)
 
 
-class _QueryTable:
-    @property
-    def tool_constructor(self) -> BaseTool:
-        return QueryTableTool(agent=_agent())
-
-    @property
-    def tool_invoke_params_example(self) -> dict[str, Any]:
-        return {
-            "table": "leads",
-            "filters": [{"column": "company_name", "op": "icontains", "value": "acme"}],
-            "order": "-id",
-            "limit": 5,
-        }
+class _QueryLeads(_Suite):
+    tool_class = QueryLeadsTool
+    example: ClassVar[dict[str, Any]] = {"query": "leads at acme", "limit": 5}
 
 
-class _RAGAgent:
-    @property
-    def tool_constructor(self) -> BaseTool:
-        return RAGAgentTool(agent=_agent())
+class _QueryTable(_Suite):
+    tool_class = QueryTableTool
+    example: ClassVar[dict[str, Any]] = {
+        "table": "leads",
+        "filters": [{"column": "company_name", "op": "icontains", "value": "acme"}],
+        "order": "-id",
+        "limit": 5,
+    }
 
-    @property
-    def tool_invoke_params_example(self) -> dict[str, Any]:
-        return {"query": "leads at globex", "limit": 5}
+
+class _RAGAgent(_Suite):
+    tool_class = RAGAgentTool
+    example: ClassVar[dict[str, Any]] = {"query": "leads at globex", "limit": 5}
 
 
-class _DeliverData:
-    @property
-    def tool_constructor(self) -> BaseTool:
-        return DeliverDataTool()
-
-    @property
-    def tool_invoke_params_example(self) -> dict[str, Any]:
-        return {"data": {"id": 1}, "destination": "crm"}
+class _DeliverData(_Suite):
+    tool_class = DeliverDataTool
+    example: ClassVar[dict[str, Any]] = {"data": {"id": 1}, "destination": "crm"}
 
 
 class TestQueryLeadsUnit(_QueryLeads, ToolsUnitTests):

@@ -1,9 +1,11 @@
-"""``RAGAgent.run``: the pipeline, every metadata field, the cache, the fallback seams."""
+"""``RAGAgent``: the pipeline of ``run``, ``read``, every metadata field, the cache, the seams."""
 
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
+import tracemalloc
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,8 +22,9 @@ from persistence import (
     PersistenceAgent,
     ReadOnlyPersistenceFacade,
     create_persistence_agent,
+    create_read_only_facade,
 )
-from persistence.query import Page, Query
+from persistence.query import Filter, Op, Order, Page, Query
 from rag_agent import (
     Envelope,
     FallbackRead,
@@ -34,6 +37,7 @@ from rag_agent import (
     envelope_json_schema,
     row_hash,
 )
+from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.ratelimit import RateLimiterUnavailableError
 
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
@@ -680,6 +684,321 @@ class TestFactory:
         """A read-write agent is refused: the RAG agent only ever reads."""
         with pytest.raises(TypeError):
             RAGAgent(create_persistence_agent(kind="memory", store=store))  # type: ignore[arg-type]
+
+
+class TestRead:
+    """``RAGAgent.read``: a plain filtered read through the same window, cache and envelope."""
+
+    @staticmethod
+    def _seed(writer: PersistenceAgent) -> None:
+        writer.batch(
+            "leads",
+            [
+                {"company_name": "Acme", "title": "CTO", "score": 9},
+                {"company_name": "Acme", "title": "CEO", "score": 4},
+                {"company_name": "Globex", "title": "CTO", "score": 7},
+            ],
+        )
+
+    def test_filters_columns_order(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """Filters are ANDed, columns project, order sorts; the filters are shown by column."""
+        self._seed(writer)
+        data = valid(
+            make_agent(backend).read(
+                "leads",
+                [Filter("title", Op.EQ, "CTO"), Filter("score", Op.GTE, 5)],
+                columns=["id", "score"],
+                order=[Order("score", descending=True)],
+                return_json=True,
+            )
+        )
+        fields = [{k: v for k, v in r.items() if k != "provenance"} for r in data["records"]]
+        assert fields == [{"id": 1, "score": 9}, {"id": 3, "score": 7}]
+        meta = data["metadata"]
+        assert meta["query_filters"] == {"title": {"eq": "CTO"}, "score": {"gte": 5}}
+        assert (meta["source"], meta["total_count"], meta["cache"]) == (
+            "persistence.leads",
+            2,
+            "miss",
+        )
+        assert (meta["limit"], meta["offset"]) == (50, 0)
+        assert data["records"][0]["provenance"]["retrieved_at"] == "2026-03-04T05:06:07Z"
+
+    def test_window_is_clamped_like_run(self, backend: CountingBackend) -> None:
+        """The limit defaults to RAG_DEFAULT_LIMIT and is clamped to RAG_MAX_LIMIT."""
+        agent = make_agent(backend, settings=RAGSettings(default_limit=7, max_limit=20))
+        assert agent.read("leads").metadata.limit == 7
+        assert agent.read("leads", limit=10_000, offset=3).metadata.limit == 20
+        assert [q.limit for q in backend.reads] == [7, 20]
+
+    def test_cache_key_includes_columns_and_order(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """A repeat is a hit; other columns, another order or another value type is a miss."""
+        self._seed(writer)
+        agent = make_agent(backend)
+        flt = [Filter("score", Op.GTE, 4)]
+        assert agent.read("leads", flt).metadata.cache == "miss"
+        assert agent.read("leads", flt).metadata.cache == "hit"
+        assert agent.read("leads", flt, columns=["id"]).metadata.cache == "miss"
+        assert agent.read("leads", flt, order=[Order("score", True)]).metadata.cache == "miss"
+        assert agent.read("leads", [Filter("score", Op.GTE, 4.0)]).metadata.cache == "miss"
+        assert len(backend.reads) == 4
+
+    def test_run_and_read_share_a_cached_page(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """run's query and the same read are one cache entry: one backend read for both."""
+        self._seed(writer)
+        agent = make_agent(backend)
+        ran = agent.run("leads at globex")
+        read = agent.read("leads", [Filter("company_name", Op.ICONTAINS, "globex")])
+        assert read.metadata.cache == "hit" and len(backend.reads) == 1
+        assert read.records == ran.records
+
+    def test_summary_when_truncated(
+        self, backend: CountingBackend, writer: PersistenceAgent
+    ) -> None:
+        """Above RAG_SUMMARY_THRESHOLD the envelope is truncated and summarised."""
+        self._seed(writer)
+        agent = make_agent(backend, settings=RAGSettings(summary_threshold=2, default_limit=2))
+        meta = agent.read("leads").metadata
+        assert meta.truncated is True and meta.summary is not None
+        assert meta.summary["sample_size"] == 2 and meta.summary["total_count"] == 3
+
+    @pytest.mark.parametrize(
+        ("kwargs", "error"),
+        [
+            ({"table": "secrets"}, "TableNotAllowedError"),
+            ({"table": "leads", "filters": Filter("id", Op.EQ, 1)}, "InvalidQueryError"),
+            ({"table": "leads", "filters": ["id = 1"]}, "InvalidQueryError"),
+            ({"table": "leads", "columns": "email"}, "InvalidQueryError"),
+            ({"table": "leads", "order": ["no such"]}, "InvalidQueryError"),
+            ({"table": "leads", "limit": 0}, "InvalidQueryError"),
+            ({"table": "leads", "include_raw": "yes"}, "InvalidQueryError"),
+            ({"table": "leads", "columns": ["password"]}, "ColumnNotAllowedError"),
+            (
+                {"table": "leads", "filters": [Filter("id", Op.EQ, 1), Filter("id", Op.EQ, 2)]},
+                "InvalidQueryError",
+            ),
+        ],
+    )
+    def test_never_raises(
+        self, backend: CountingBackend, kwargs: dict[str, Any], error: str
+    ) -> None:
+        """Refused or malformed reads are error envelopes with no records."""
+        data = valid(make_agent(backend).read(return_json=True, **kwargs))
+        assert data["records"] == []
+        assert data["metadata"]["error"]["type"] == error
+
+    def test_backend_failure(self, backend: CountingBackend) -> None:
+        """A failing backend is reported in metadata.error, with the effective window."""
+        backend.fail = True
+        envelope = make_agent(backend).read("leads", limit=5)
+        assert envelope.metadata.error is not None
+        assert envelope.metadata.error.type == "BackendUnavailableError"
+        assert (envelope.metadata.limit, envelope.records) == (5, [])
+
+    def test_error_envelope(self, backend: CountingBackend) -> None:
+        """error_envelope reports an error for a table, stamped by the agent's clock."""
+        envelope = make_agent(backend).error_envelope("leads", ValueError("bad input"))
+        assert envelope.metadata.source == "persistence.leads"
+        assert envelope.metadata.retrieved_at == NOW
+        assert envelope.metadata.error is not None
+        assert (envelope.metadata.error.type, envelope.metadata.error.message) == (
+            "ValueError",
+            "bad input",
+        )
+        assert make_agent(backend).error_envelope(None, "x").metadata.source == "persistence"
+
+
+class TestExplicitFilters:
+    """``run(filters=...)`` skips reading the text and every LLM step."""
+
+    @staticmethod
+    def _agent(calls: list[str]) -> RAGAgent:
+        store = MemoryStore()
+        create_persistence_agent(kind="memory", store=store).batch(
+            "leads",
+            [
+                {"email": "a@acme.io", "company_name": "Acme Inc."},
+                {"email": "b@globex.io", "company_name": "Globex"},
+            ],
+        )
+
+        def llm_filters(text: str) -> dict[str, object]:
+            calls.append("filters")
+            return {}
+
+        def fallback(request: FallbackRequest) -> FallbackResult:
+            calls.append("fallback")
+            return FallbackResult()
+
+        return RAGAgent(
+            create_read_only_facade("memory", store=store),
+            settings=RAGSettings(),
+            llm_filters=llm_filters,
+            fallback=fallback,
+        )
+
+    def test_explicit_filters_replace_the_text(self) -> None:
+        """The given filters are queried (and reformulated); the text is not parsed."""
+        calls: list[str] = []
+        envelope = self._agent(calls).run("leads at globex", filters={"company": "Acme Corp"})
+        assert envelope.metadata.fallback == "reformulation"
+        assert envelope.metadata.query_filters == {"company": "Acme"}
+        assert [r.model_extra["email"] for r in envelope.records] == ["a@acme.io"]  # type: ignore[index]
+        assert calls == []
+
+    def test_no_fallback_when_nothing_matches(self) -> None:
+        """Zero rows with explicit filters never reach the LLM fallback."""
+        calls: list[str] = []
+        envelope = self._agent(calls).run("", filters={"email": "nobody@x.io"})
+        assert envelope.metadata.total_count == 0
+        assert envelope.records == []
+        assert calls == []
+
+    def test_invalid_filters_are_an_error_envelope(self) -> None:
+        """A non-mapping is refused in the envelope; invalid values count as no filter."""
+        calls: list[str] = []
+        agent = self._agent(calls)
+        bad = agent.run("", filters=["company", "acme"])  # type: ignore[arg-type]
+        assert bad.metadata.error is not None
+        assert bad.metadata.error.type == "InvalidQueryError"
+        empty = agent.run("", filters={"id": "not a number"})
+        assert empty.metadata.error is None
+        assert empty.metadata.total_count == 0
+        assert calls == []
+
+
+class TestFallbackPage:
+    """Fallback records are paged by the effective ``offset`` that the metadata reports."""
+
+    def test_offset_applies_to_fallback_records(self) -> None:
+        """With five rows read, offset 2 and limit 2 give rows 3 and 4 of five."""
+        rows = [{"id": i, "company_name": f"C{i}"} for i in range(1, 6)]
+
+        def fallback(request: FallbackRequest) -> FallbackResult:
+            return FallbackResult(reads=[FallbackRead(table="leads", rows=rows)])
+
+        agent = RAGAgent(
+            create_read_only_facade("memory"), settings=RAGSettings(), fallback=fallback
+        )
+        envelope = agent.run("something vague", limit=2, offset=2)
+        assert envelope.metadata.fallback == "agent"
+        assert (envelope.metadata.limit, envelope.metadata.offset) == (2, 2)
+        assert envelope.metadata.total_count == 5
+        assert [r.provenance.row_id for r in envelope.records] == [3, 4]
+
+
+class TestLongTextReachesNoModel:
+    """The LLM steps see at most the prefix the rules read, never a megabyte of text."""
+
+    def test_llm_steps_receive_the_prefix_only(self) -> None:
+        """Filter extraction and the fallback get the first MAX_TEXT_LENGTH characters."""
+        seen: list[int] = []
+
+        def llm_filters(text: str) -> dict[str, object]:
+            seen.append(len(text))
+            return {}
+
+        def fallback(request: FallbackRequest) -> FallbackResult:
+            seen.append(len(request.text))
+            return FallbackResult()
+
+        agent = RAGAgent(
+            create_read_only_facade("memory"),
+            settings=RAGSettings(),
+            llm_filters=llm_filters,
+            fallback=fallback,
+        )
+        envelope = agent.run("y" * 1_000_000)
+        assert envelope.metadata.error is None
+        assert seen == [MAX_TEXT_LENGTH, MAX_TEXT_LENGTH]
+
+
+class TestLongTextIsNotRetained:
+    """The agent does not keep copies of long query texts after ``run`` returns."""
+
+    def test_memoised_rule_parse_keeps_only_the_parsed_prefix(self) -> None:
+        """Twenty distinct 200 kB texts leave well under one text's size of memory behind."""
+        agent = RAGAgent(create_read_only_facade("memory"), settings=RAGSettings())
+        size = 200_000
+        assert size > MAX_TEXT_LENGTH
+        agent.run("warm up the lru cache and logging")
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for i in range(20):
+                agent.run(f"lead #{i} " + "x" * size)
+            gc.collect()
+            retained = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert retained < size
+
+
+class TestCachedRecordsCannotBeAltered:
+    """A caller cannot change, through ``model_extra``, the records the cache hands out again."""
+
+    @staticmethod
+    def _agent() -> RAGAgent:
+        store = MemoryStore()
+        create_persistence_agent(kind="memory", store=store).write(
+            "leads", {"email": "a@x.io", "company_name": "Acme"}
+        )
+        return RAGAgent(create_read_only_facade("memory", store=store), settings=RAGSettings())
+
+    def test_record_fields_are_read_only(self) -> None:
+        """Item assignment, deletion and update of a record's fields raise TypeError."""
+        [record] = self._agent().run("leads at acme").records
+        fields = record.model_extra
+        assert fields is not None
+        for mutate in (
+            lambda: fields.__setitem__("email", "evil@x.io"),
+            lambda: fields.__delitem__("email"),
+            lambda: fields.update(email="evil@x.io"),
+            lambda: fields.pop("email"),
+            lambda: fields.setdefault("new", 1),
+            fields.clear,
+            fields.popitem,
+        ):
+            with pytest.raises(TypeError):
+                mutate()
+        assert fields["email"] == "a@x.io"
+
+    def test_cache_hit_is_unchanged_after_a_mutation_attempt(self) -> None:
+        """After a refused mutation the cache hit still carries the row as read, hash intact."""
+        agent = self._agent()
+        first = agent.run("leads at acme").records[0]
+        with pytest.raises(TypeError):
+            first.model_extra["email"] = "evil@x.io"  # type: ignore[index]
+        again = agent.run("leads at acme")
+        assert again.metadata.cache == "hit"
+        fields = again.records[0].model_extra
+        assert fields is not None and fields["email"] == "a@x.io"
+        assert row_hash(fields) == again.records[0].provenance.row_hash
+
+    def test_cached_summary_is_unchanged_after_a_caller_edits_its_copy(self) -> None:
+        """Editing one envelope's summary leaves the next cache hit's summary as computed."""
+        store = MemoryStore()
+        create_persistence_agent(kind="memory", store=store).batch(
+            "leads", [{"company_name": "Acme", "status": "new"} for _ in range(4)]
+        )
+        agent = RAGAgent(
+            create_read_only_facade("memory", store=store),
+            settings=RAGSettings(summary_threshold=2),
+        )
+        first = agent.run("leads at acme").metadata.summary
+        assert first is not None
+        first["columns"]["status"]["top"].clear()
+        again = agent.run("leads at acme")
+        assert again.metadata.cache == "hit"
+        assert again.metadata.summary is not None
+        assert again.metadata.summary["columns"]["status"]["top"] == [{"value": "new", "count": 4}]
 
 
 @pytest.fixture(autouse=True)

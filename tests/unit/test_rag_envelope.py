@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import decimal
 import hashlib
 import json
+import pickle
 import uuid
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import jsonschema
 import pytest
@@ -31,7 +34,7 @@ NOW = dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC)
 
 
 def reference_hash(row: dict[str, Any]) -> str:
-    """The design's definition, written out independently."""
+    """The design's definition, written out independently (lone surrogates pass through)."""
     fields = {k: v for k, v in row.items() if k != "provenance"}
 
     def convert(value: Any) -> Any:
@@ -43,7 +46,7 @@ def reference_hash(row: dict[str, Any]) -> str:
 
     canonical = {k: convert(v) for k, v in fields.items()}
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 ROW: dict[str, Any] = {
@@ -205,3 +208,44 @@ class TestEnvelopeModel:
         """A validated Provenance refuses a hash that is not 64 hex characters."""
         with pytest.raises(ValidationError):
             Provenance(source="persistence.leads", row_id=1, row_hash="x", retrieved_at=NOW)
+
+
+class TestOffsetsWithSeconds:
+    """Datetimes whose UTC offset is not a whole number of minutes keep their exact value."""
+
+    def test_second_resolution_offset_is_kept_and_hash_follows_design(self) -> None:
+        """A +00:19:32 offset (Amsterdam mean time) is not rounded, and row_hash agrees."""
+        value = dt.datetime(1850, 1, 1, tzinfo=ZoneInfo("Europe/Amsterdam"))
+        row = {"id": 1, "created_at": value}
+        [record] = build_records([row], source="persistence.leads", retrieved_at=NOW)
+        assert record.model_extra == {"id": 1, "created_at": "1850-01-01T00:00:00+00:19:32"}
+        assert record.provenance.row_hash == row_hash(row)
+
+    def test_fixed_offset_with_seconds(self) -> None:
+        """A fixed ``timezone`` offset of 30 seconds is written by isoformat, not rounded."""
+        value = dt.datetime(2024, 1, 1, tzinfo=dt.timezone(dt.timedelta(seconds=30)))
+        [record] = build_records([{"t": value}], source="persistence.leads", retrieved_at=NOW)
+        assert record.model_extra == {"t": value.isoformat()}
+        assert record.provenance.row_hash == row_hash({"t": value})
+
+
+class TestRecordCopies:
+    """Copies of a record (whose fields refuse changes) are plain, mutable records."""
+
+    def test_copies_serialise_and_compare_like_plain_records(self) -> None:
+        """Deep and shallow copies, pickling, JSON and equality work and give plain dicts."""
+        [record] = build_records(
+            [{"id": 1, "email": "a@x.io"}], source="persistence.leads", retrieved_at=NOW
+        )
+        validated = Record.model_validate(record.model_dump())
+        assert record == validated
+        for clone in (
+            record.model_copy(deep=True),
+            copy.deepcopy(record),
+            pickle.loads(pickle.dumps(record)),
+        ):
+            assert clone == record
+            assert type(clone.model_extra) is dict
+        assert type(record.model_copy(update={"email": "b@x.io"}).model_extra) is dict
+        assert json.loads(record.model_dump_json())["email"] == "a@x.io"
+        assert record.model_dump()["email"] == "a@x.io"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
+from pathlib import Path
 
 import rag_agent
 
@@ -38,3 +40,48 @@ class TestExports:
             value = getattr(rag_agent, name)
             if isinstance(value, type) or inspect.isfunction(value):
                 assert value.__doc__, name
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Each ``rag_agent`` module and the ``rag_agent`` modules it imports, anywhere in its code."""
+    root = Path(rag_agent.__file__).parent
+    modules: dict[str, Path] = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+        # A submodule's own package runs first anyway: that edge is not a cycle in the code.
+        graph[name] = {
+            t for t in targets if t in modules and t != name and not name.startswith(t + ".")
+        }
+    return graph
+
+
+class TestModuleGraph:
+    """The package's modules import each other without a cycle."""
+
+    def test_no_import_cycle(self) -> None:
+        """No module reaches itself through its imports (function-level imports included)."""
+        graph = _import_graph()
+        assert {"rag_agent.agent", "rag_agent.hooks", "rag_agent.fallback.runner"} <= set(graph)
+        done: set[str] = set()
+
+        def visit(module: str, path: tuple[str, ...]) -> None:
+            assert module not in path, "import cycle: " + " -> ".join((*path, module))
+            if module in done:
+                return
+            for imported in sorted(graph[module]):
+                visit(imported, (*path, module))
+            done.add(module)
+
+        for module in sorted(graph):
+            visit(module, ())

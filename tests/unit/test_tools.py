@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -14,6 +15,7 @@ from rag_agent import Envelope, RAGAgent, RAGSettings, build_tools, openai_tool_
 from rag_agent.tools import ToolInputError, coerce_tool_input
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
+NOW = dt.datetime(2026, 5, 6, 7, 8, 9, tzinfo=dt.UTC)
 LEADS = [
     {"id": 1, "email": "ana@acme.example", "company_name": "Acme Inc.", "title": "CTO", "score": 9},
     {"id": 2, "email": "bo@acme.example", "company_name": "Acme GmbH", "title": "CEO", "score": 4},
@@ -228,6 +230,24 @@ class TestQueryTable:
         assert envelope["metadata"]["truncated"] is True
         assert envelope["metadata"]["total_count"] == 30 and len(envelope["records"]) == 5
         assert envelope["metadata"]["summary"]["sample"] is True
+
+    def test_reads_through_the_agent(self, store: MemoryStore) -> None:
+        """query_table uses the agent's window, cache and clock: a repeat is a cache hit."""
+        create_persistence_agent(kind="memory", store=store).batch("leads", LEADS)
+        agent = RAGAgent(
+            create_read_only_facade(kind="memory", store=store),
+            settings=RAGSettings(max_limit=2),
+            now=lambda: NOW,
+        )
+        query_table = build_tools(agent)[1]
+        first = envelope_of(query_table.invoke({"table": "leads", "limit": 100}))
+        again = envelope_of(query_table.invoke({"table": "leads", "limit": 100}))
+        assert (first["metadata"]["cache"], again["metadata"]["cache"]) == ("miss", "hit")
+        assert first["metadata"]["limit"] == 2 and len(first["records"]) == 2
+        assert first["metadata"]["retrieved_at"] == "2026-05-06T07:08:09Z"
+        refused = envelope_of(query_table.invoke({"table": "leads", "limit": 0}))
+        assert refused["metadata"]["error"]["type"] == "ToolInputError"
+        assert refused["metadata"]["retrieved_at"] == "2026-05-06T07:08:09Z"
 
 
 class TestRAGAgentTool:

@@ -1,0 +1,311 @@
+"""The runner: one grounded fallback run, and the pipeline hook around it.
+
+:class:`AgentFallback` builds an agent graph (LangChain's ``create_agent``) over the run's own
+tools (:mod:`.tools`), waits for it on a worker thread within the overall timeout, and turns the
+model's final answer into :class:`FallbackOutcome`: the ledger entries of the rows it cited *and*
+read, the number of cited ids dropped because nothing read them, and counters. A model that
+raises, the step limit or the timeout give an outcome with ``error``, never an exception.
+:class:`PipelineFallback` adapts it to the pipeline's :class:`~rag_agent.hooks.FallbackRunner`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import datetime as dt
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.structured_output import ToolStrategy
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+
+from persistence import ReadOnlyPersistenceFacade, get_logger
+from rag_agent.assemble import utc_now
+from rag_agent.fallback.ledger import LedgerEntry, id_key
+from rag_agent.fallback.prompt import FinalAnswer, final_answer, request_message, system_prompt
+from rag_agent.fallback.tools import FallbackSession, FallbackStopped, FallbackTimeoutError
+from rag_agent.hooks import FallbackRead, FallbackRequest, FallbackResult
+from rag_agent.settings import RAGSettings
+
+__all__ = [
+    "DEFAULT_FALLBACK_TIMEOUT_SECONDS",
+    "AgentFallback",
+    "FallbackOutcome",
+    "PipelineFallback",
+    "create_fallback_runner",
+]
+
+#: Overall wall-clock budget of one fallback run.
+DEFAULT_FALLBACK_TIMEOUT_SECONDS = 60.0
+_MAX_ERROR_TEXT = 300
+
+_log = get_logger("rag_agent.fallback")
+
+Stopped = Literal["answer", "no_answer", "step_limit", "timeout", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackOutcome:
+    """What one fallback run produced. ``records`` are ledger entries only, never model text."""
+
+    records: tuple[LedgerEntry, ...] = ()
+    answer: str | None = None
+    error: str | None = None
+    error_type: str | None = None
+    #: Ids the final answer cited that no tool call read: dropped (the envelope's
+    #: ``metadata.fallback_dropped_ids``).
+    dropped_ids: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+    refused_tool_calls: int = 0
+    rows_read: int = 0
+    stopped: Stopped = "answer"
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def dropped_citations(self) -> int:
+        """Former name of :attr:`dropped_ids`, kept so existing callers keep working."""
+        return self.dropped_ids
+
+    def metadata(self) -> dict[str, Any]:
+        """The counters, as the ``rag.fallback.done`` event logs them (``fallback_*`` keys)."""
+        return {
+            "fallback_model_calls": self.model_calls,
+            "fallback_tool_calls": self.tool_calls,
+            "fallback_refused_tool_calls": self.refused_tool_calls,
+            "fallback_rows_read": self.rows_read,
+            "fallback_dropped_ids": self.dropped_ids,
+            "fallback_stopped": self.stopped,
+        }
+
+
+class _Budget(AgentMiddleware):
+    """Counts model calls against the step limit and checks the deadline before each call."""
+
+    def __init__(self, session: FallbackSession) -> None:
+        super().__init__()
+        self._session = session
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        self._session.start_model_call()
+        return handler(request)
+
+
+class AgentFallback:
+    """Runs the grounded tool-calling agent over a read-only facade.
+
+    Thread-safe: every :meth:`run` builds its own tools, ledger and agent graph, so concurrent
+    runs share nothing but the facade and the model (both thread-safe). Limiting how often it
+    runs is the caller's job (the pipeline's sliding-window limiter).
+    """
+
+    def __init__(
+        self,
+        facade: ReadOnlyPersistenceFacade,
+        llm: BaseChatModel,
+        *,
+        max_steps: int = 6,
+        timeout_seconds: float = DEFAULT_FALLBACK_TIMEOUT_SECONDS,
+        debug: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], dt.datetime] | None = None,
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, not {max_steps}")
+        if timeout_seconds <= 0:
+            raise ValueError(f"timeout_seconds must be positive, not {timeout_seconds}")
+        self._facade = facade
+        self._llm = llm
+        self.max_steps = max_steps
+        self.timeout_seconds = timeout_seconds
+        self.debug = debug
+        self._clock = clock
+        self._now = now or utc_now
+
+    def run(
+        self,
+        text: str,
+        *,
+        table: str = "leads",
+        tried_filters: Mapping[str, Any] | None = None,
+        max_steps: int | None = None,
+    ) -> FallbackOutcome:
+        """Let the model look for rows answering ``text``; never raises.
+
+        ``table`` is the table the caller asked about (the default for citations without one);
+        ``tried_filters`` are the filters the deterministic steps already tried, as a hint;
+        ``max_steps`` overrides the step limit for this run.
+        """
+        steps = self.max_steps if max_steps is None else max(1, max_steps)
+        session = FallbackSession(
+            self._facade,
+            max_steps=steps,
+            deadline=self._clock() + self.timeout_seconds,
+            clock=self._clock,
+            now=self._now,
+        )
+        _log.info("rag.fallback.start", table=table, max_steps=steps)
+        context = contextvars.copy_context()
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rag-fallback")
+        try:
+            future = pool.submit(context.run, self._invoke, session, text, table, tried_filters)
+            output = future.result(timeout=self.timeout_seconds)
+        except concurrent.futures.TimeoutError:
+            session.cancelled.set()  # the worker stops at its next model or tool call
+            return self._failed(session, FallbackTimeoutError("agent fallback timed out"))
+        except Exception as exc:  # a failing model or graph ends the run, never the caller
+            return self._failed(session, exc)
+        finally:
+            pool.shutdown(wait=False)
+        return self._result(session, output, table)
+
+    def _invoke(
+        self, session: FallbackSession, text: str, table: str, tried: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        graph = create_agent(
+            self._llm,
+            session.tools(),
+            system_prompt=system_prompt(session.max_steps),
+            middleware=[_Budget(session)],
+            response_format=ToolStrategy(FinalAnswer),
+        )
+        message = HumanMessage(request_message(text, table, tried))
+        result: dict[str, Any] = graph.invoke({"messages": [message]})
+        return result
+
+    def _result(
+        self, session: FallbackSession, output: Mapping[str, Any], table: str
+    ) -> FallbackOutcome:
+        answer = final_answer(output)
+        records: list[LedgerEntry] = []
+        seen: set[tuple[str, str]] = set()
+        dropped_ids = 0
+        for cited in answer.rows if answer else ():
+            cited_table = cited.table or table
+            key = (cited_table, id_key(cited.id))
+            if key in seen:
+                continue
+            seen.add(key)
+            entry = session.ledger.lookup(cited_table, cited.id)
+            if entry is None:
+                dropped_ids += 1
+            else:
+                records.append(entry)
+        result = FallbackOutcome(
+            records=tuple(records),
+            answer=answer.answer if answer else None,
+            dropped_ids=dropped_ids,
+            stopped="answer" if answer else "no_answer",
+            **_counters(session),
+        )
+        _log.info("rag.fallback.done", records=len(records), **result.metadata())
+        return result
+
+    def _failed(self, session: FallbackSession, error: Exception) -> FallbackOutcome:
+        reason: Literal["step_limit", "timeout", "error"]
+        if isinstance(error, FallbackStopped):
+            reason, message = error.reason, str(error)
+        else:
+            reason, message = "error", f"agent fallback failed: {_describe(error)}"
+        if self.debug:
+            _log.error(
+                "rag.fallback.error",
+                error=message,
+                stopped=reason,
+                chain=_chain(error),
+                exc_info=error,
+            )
+        else:
+            _log.warning("rag.fallback.error", error=message, stopped=reason)
+        return FallbackOutcome(
+            error=message,
+            error_type=type(error).__name__,
+            exception=error,
+            stopped=reason,
+            **_counters(session),
+        )
+
+
+class _Counters(TypedDict):
+    model_calls: int
+    tool_calls: int
+    refused_tool_calls: int
+    rows_read: int
+
+
+def _counters(session: FallbackSession) -> _Counters:
+    return {
+        "model_calls": session.model_calls,
+        "tool_calls": session.tool_calls,
+        "refused_tool_calls": session.refused,
+        "rows_read": session.rows_read,
+    }
+
+
+def _describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 1] + "…"
+
+
+def _chain(exc: BaseException) -> list[str]:
+    chain: list[str] = []
+    current: BaseException | None = exc
+    while current is not None and len(chain) < 20:
+        chain.append(f"{type(current).__name__}: {current}")
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+class PipelineFallback:
+    """The pipeline's step-5 hook: runs an :class:`AgentFallback` for a ``FallbackRequest``.
+
+    Built by :func:`create_fallback_runner`, which ``RAGAgent`` calls when it has an LLM.
+    It hands back only the rows the final answer cited *and* the tools read (one
+    ``FallbackRead`` per row, with that read's time), the number of cited ids dropped, and the
+    error that stopped the run. Thread-safe, like ``AgentFallback``.
+    """
+
+    def __init__(self, fallback: AgentFallback) -> None:
+        self.fallback = fallback
+
+    def __call__(self, request: FallbackRequest) -> FallbackResult:
+        """Run the agent for ``request`` within its step budget; never raises."""
+        outcome = self.fallback.run(
+            request.text,
+            table=request.table,
+            tried_filters=request.filters or None,
+            max_steps=request.max_steps,
+        )
+        reads = [
+            FallbackRead(table=entry.table, rows=[entry.row], retrieved_at=entry.retrieved_at)
+            for entry in outcome.records
+        ]
+        error: BaseException | str | None = outcome.exception or outcome.error
+        return FallbackResult(reads=reads, error=error, dropped_ids=outcome.dropped_ids)
+
+
+def create_fallback_runner(
+    facade: ReadOnlyPersistenceFacade,
+    llm: BaseChatModel,
+    *,
+    settings: RAGSettings | None = None,
+    timeout_seconds: float = DEFAULT_FALLBACK_TIMEOUT_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> PipelineFallback:
+    """The fallback hook for ``RAGAgent``: ``RAG_FALLBACK_MAX_STEPS`` and ``RAG_DEBUG`` apply."""
+    settings = settings if settings is not None else RAGSettings.from_env()
+    return PipelineFallback(
+        AgentFallback(
+            facade,
+            llm,
+            max_steps=settings.fallback_max_steps,
+            timeout_seconds=timeout_seconds,
+            debug=settings.debug,
+            clock=clock,
+        )
+    )

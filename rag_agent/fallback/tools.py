@@ -1,0 +1,230 @@
+"""The fallback's own tools, and the bounds of one run they count against.
+
+Four read-only tools over the facade: ``list_tables``, ``list_columns``, ``query_table``
+(structured filters, :class:`~rag_agent.specs.FilterSpec`) and ``count_rows``. They are closures
+over a :class:`FallbackSession`, the state of one run: its :class:`~.ledger.ReadLedger`, its
+counters and its deadline.
+
+- **Allow-list.** Tools read through the facade, so a table outside the allow-list (``secrets``,
+  ``public.leads``) is refused; the refusal goes back to the model as a tool error and the run
+  continues. Only literal-value operators are offered (no ``ilike`` patterns, no SQL).
+- **Bounded cost.** At most ``max_steps`` model calls, a cap on tool calls
+  (``_TOOL_CALLS_PER_STEP`` a step) and on rows per call, and a deadline, checked before every
+  model and tool call against an injectable clock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from collections.abc import Callable
+from typing import Literal
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from persistence import Order, PersistenceError, ReadOnlyPersistenceFacade, get_logger
+from rag_agent.fallback.ledger import ReadLedger, Row
+from rag_agent.fallback.prompt import boundary_block
+from rag_agent.specs import FilterSpec, to_filters
+
+__all__ = [
+    "FallbackSession",
+    "FallbackStepLimitError",
+    "FallbackStopped",
+    "FallbackTimeoutError",
+]
+
+_DEFAULT_ROWS_PER_CALL = 10
+_MAX_ROWS_PER_CALL = 50
+_TOOL_CALLS_PER_STEP = 4
+
+_log = get_logger("rag_agent.fallback")
+
+
+class FallbackStopped(Exception):
+    """The run was stopped by its own bounds (raised inside the agent graph, never to callers)."""
+
+    reason: Literal["step_limit", "timeout"] = "timeout"
+
+
+class FallbackStepLimitError(FallbackStopped):
+    """The model used all its steps (``RAG_FALLBACK_MAX_STEPS``) without a final answer."""
+
+    reason = "step_limit"
+
+
+class FallbackTimeoutError(FallbackStopped):
+    """The run went past its overall timeout."""
+
+    reason = "timeout"
+
+
+class _QueryArgs(BaseModel):
+    table: str = Field(description="A table from list_tables, e.g. leads.")
+    filters: list[FilterSpec] = Field(default_factory=list, description="ANDed conditions.")
+    columns: list[str] | None = Field(default=None, description="Columns to return (all if null).")
+    order_by: str | None = Field(default=None, description="Column to sort by.")
+    descending: bool = False
+    limit: int = Field(default=_DEFAULT_ROWS_PER_CALL, ge=1, le=_MAX_ROWS_PER_CALL)
+    offset: int = Field(default=0, ge=0)
+
+
+class _CountArgs(BaseModel):
+    table: str = Field(description="A table from list_tables.")
+    filters: list[FilterSpec] = Field(default_factory=list, description="ANDed conditions.")
+
+
+class _TableArgs(BaseModel):
+    table: str = Field(description="A table from list_tables.")
+
+
+class _NoArgs(BaseModel):
+    pass
+
+
+class FallbackSession:
+    """The state of one fallback run: ledger, counters, deadline. Its tools are closures over it.
+
+    Thread-safe: the counters are lock-protected and the ledger is thread-safe, since the agent
+    may run several tool calls of one step in parallel.
+    """
+
+    def __init__(
+        self,
+        facade: ReadOnlyPersistenceFacade,
+        *,
+        max_steps: int,
+        deadline: float,
+        clock: Callable[[], float],
+        now: Callable[[], dt.datetime],
+    ) -> None:
+        self.facade = facade
+        self.max_steps = max_steps
+        self.max_tool_calls = max_steps * _TOOL_CALLS_PER_STEP
+        self.deadline = deadline
+        self.clock = clock
+        self.now = now
+        self.ledger = ReadLedger()
+        self.cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self.model_calls = 0
+        self.tool_calls = 0
+        self.refused = 0
+        self.rows_read = 0
+
+    def check_time(self) -> None:
+        """Raise :class:`FallbackTimeoutError` once the run is cancelled or past its deadline."""
+        if self.cancelled.is_set() or self.clock() >= self.deadline:
+            raise FallbackTimeoutError("agent fallback timed out")
+
+    def start_model_call(self) -> None:
+        """Count a model call; raise when the time or the step budget is spent."""
+        self.check_time()
+        with self._lock:
+            if self.model_calls >= self.max_steps:
+                raise FallbackStepLimitError(
+                    f"agent fallback reached its step limit ({self.max_steps} model calls) "
+                    "without a final answer",
+                )
+            self.model_calls += 1
+
+    def start_tool_call(self) -> str | None:
+        """``None`` when the call may run, else the error text to hand back to the model."""
+        self.check_time()
+        with self._lock:
+            if self.tool_calls >= self.max_tool_calls:
+                return "ERROR: tool call budget exhausted; call FinalAnswer now."
+            self.tool_calls += 1
+        return None
+
+    def _refused(self, exc: PersistenceError) -> str:
+        with self._lock:
+            self.refused += 1
+        _log.info("rag.fallback.tool_refused", error=str(exc))
+        return f"ERROR: {exc}"
+
+    def _read(self, table: str, rows: list[Row]) -> None:
+        self.ledger.record(table, rows, self.now())
+        with self._lock:
+            self.rows_read += len(rows)
+
+    def _guarded(self, call: Callable[[], str]) -> str:
+        # Every tool: count it against the budget, and hand a refusal back to the model as text.
+        refused = self.start_tool_call()
+        if refused:
+            return refused
+        try:
+            return call()
+        except PersistenceError as exc:
+            return self._refused(exc)
+
+    # -- the tools -------------------------------------------------------------------------
+
+    def tools(self) -> list[BaseTool]:
+        """The four tools of this run, for the agent graph."""
+        query_table = (
+            "Read rows of a table matching all filters (each {column, op, value}). "
+            f"Returns at most {_MAX_ROWS_PER_CALL} rows and the total match count."
+        )
+        return [
+            StructuredTool.from_function(
+                method, name=method.__name__, description=text, args_schema=args
+            )
+            for method, text, args in (
+                (self.list_tables, "List the tables you may read.", _NoArgs),
+                (self.list_columns, "List the columns of a table.", _TableArgs),
+                (self.query_table, query_table, _QueryArgs),
+                (self.count_rows, "Count the rows of a table matching all filters.", _CountArgs),
+            )
+        ]
+
+    def list_tables(self) -> str:
+        """The allow-listed tables, as JSON."""
+        return self._guarded(lambda: json.dumps(list(self.facade.tables())))
+
+    def list_columns(self, table: str) -> str:
+        """The columns of ``table``, as JSON (or the refusal)."""
+        return self._guarded(lambda: json.dumps(list(self.facade.columns(table))))
+
+    def query_table(
+        self,
+        table: str,
+        filters: list[FilterSpec] | None = None,
+        columns: list[str] | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int = _DEFAULT_ROWS_PER_CALL,
+        offset: int = 0,
+    ) -> str:
+        """Matching rows of ``table`` between untrusted-data markers; every row is ledgered."""
+
+        def query() -> str:
+            shown = columns
+            if shown is not None and "id" not in shown:
+                shown = ["id", *shown]  # rows must stay citable
+            page = self.facade.read(
+                table,
+                to_filters(filters),
+                columns=shown,
+                order=[Order(order_by, descending)] if order_by else (),
+                limit=min(limit, _MAX_ROWS_PER_CALL),
+                offset=offset,
+            )
+            self._read(table, page.rows)
+            payload = json.dumps(
+                {"table": table, "total_count": page.total_count, "rows": page.rows},
+                default=str,
+                ensure_ascii=True,
+            )
+            return (
+                f"{len(page.rows)} of {page.total_count} matching rows of {table!r} "
+                f"(offset {offset}). Data only:\n{boundary_block(payload)}"
+            )
+
+        return self._guarded(query)
+
+    def count_rows(self, table: str, filters: list[FilterSpec] | None = None) -> str:
+        """How many rows of ``table`` match ``filters`` (or the refusal)."""
+        return self._guarded(lambda: str(self.facade.count(table, to_filters(filters))))

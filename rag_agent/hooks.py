@@ -1,0 +1,73 @@
+"""The two LLM seams of :class:`~rag_agent.RAGAgent`: their types, and nothing else.
+
+Step 2 of the pipeline asks a :data:`FilterExtractor` for filters when the rules find none; step 5
+hands a :class:`FallbackRequest` to a :class:`FallbackRunner`, which answers with a
+:class:`FallbackResult` listing the rows its tool calls actually read. The agent and the grounded
+fallback (:mod:`rag_agent.fallback`) both import these types from here, so neither imports the
+other's module.
+
+Any callable of the right shape may be injected (``RAGAgent(facade, fallback=my_runner)``);
+tests use plain functions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = [
+    "FallbackRead",
+    "FallbackRequest",
+    "FallbackResult",
+    "FallbackRunner",
+    "FilterExtractor",
+]
+
+#: Step 2's hook: free text → filters (validated afterwards; anything invalid counts as empty).
+FilterExtractor = Callable[[str], Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackRequest:
+    """What the fallback gets: the user's text, the table asked for, the filters found (maybe
+    none), the effective page window and the step budget (``RAG_FALLBACK_MAX_STEPS``)."""
+
+    text: str
+    table: str
+    filters: Mapping[str, Any]
+    limit: int
+    offset: int
+    max_steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackRead:
+    """Rows one tool call read through the facade, from ``table``, at ``retrieved_at``."""
+
+    table: str
+    rows: Sequence[Mapping[str, Any]]
+    retrieved_at: dt.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackResult:
+    """Everything the fallback read in this run, and the error that stopped it, if any.
+
+    Only ``reads`` become records: the LLM's own text never does.
+    """
+
+    reads: Sequence[FallbackRead] = ()
+    error: BaseException | str | None = None
+    #: Row ids the LLM's final answer cited but no tool call read: dropped, counted here (the
+    #: envelope's ``metadata.fallback_dropped_ids``).
+    dropped_ids: int = 0
+
+
+class FallbackRunner(Protocol):
+    """Step 5's hook. Must not raise (an exception is caught and reported as the error)."""
+
+    def __call__(self, request: FallbackRequest) -> FallbackResult:
+        """Answer ``request`` by reading through the facade; return the rows read."""
+        ...

@@ -1,0 +1,399 @@
+"""The steps of one :class:`~rag_agent.RAGAgent` call, over the agent's parts.
+
+:meth:`Pipeline.run` is the pipeline of ``RAGAgent.run``: input checks and the page window
+(clamped here, once), filters from rules or the extraction hook, the cached read, reformulations,
+the rate-limited fallback, and the envelope (:func:`~rag_agent.assemble.assemble`, through
+:meth:`Pipeline.finish` alone). :meth:`Pipeline.read` is the cached read alone, for
+``RAGAgent.read``. Both return an envelope for bad input or a failing backend; an unexpected
+exception is left to the agent, which turns it into an error envelope too.
+
+Thread-safety: a ``Pipeline`` holds no state of its own beyond the agent's parts (facade, cache,
+limiter, hooks), all thread-safe; each call keeps its state in its own ``Outcome``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from persistence import (
+    Filter,
+    InvalidQueryError,
+    Order,
+    Query,
+    ReadOnlyPersistenceFacade,
+)
+from rag_agent.assemble import (
+    MAX_ERROR_MESSAGE,
+    Outcome,
+    PageResult,
+    assemble,
+    error_info,
+    fallback_page,
+    page_result,
+    shown_filters,
+    source_of,
+)
+from rag_agent.cache import QueryCache
+from rag_agent.envelope import Envelope, ReformulationAttempt
+from rag_agent.filters import (
+    MAX_TEXT_LENGTH,
+    filters_to_query,
+    normalize_filters,
+    parse_filters_from_text,
+)
+from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner, FilterExtractor
+from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
+from rag_agent.reformulation import reformulations
+from rag_agent.settings import RAGSettings
+
+__all__ = ["Pipeline"]
+
+_Window = tuple[int, int]
+#: ``(limit, offset, include_raw)`` as the caller gave them, checked by ``Pipeline._admit``.
+_Page = tuple[int | None, int | None, bool]
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_rules(text: str) -> tuple[tuple[str, Any], ...]:
+    # The parser is pure, so a repeated question (the cache-hit path) skips it; tuples keep the
+    # memoised value immutable.
+    return tuple(parse_filters_from_text(text).items())
+
+
+@functools.lru_cache(maxsize=1024)
+def _planned(table: str, filters: tuple[tuple[str, Any], ...], window: _Window) -> Query:
+    # Canonical filters hold only ints and strings, so equal arguments mean the same query; a
+    # repeated question (the cache-hit path) skips building it again.
+    return Query(table, filters_to_query(dict(filters)), limit=window[0], offset=window[1])
+
+
+def _typed(value: Any) -> Any:
+    # 1, 1.0 and True are equal and hash alike, but a backend may tell them apart.
+    if isinstance(value, tuple):
+        return tuple(map(_typed, value))
+    return (type(value), value)
+
+
+def _cache_key(query: Query, include_raw: bool) -> tuple[Any, ...]:
+    filters = tuple((f.column, f.op, _typed(f.value)) for f in query.filters)
+    window = (query.limit, query.offset)
+    return (query.table, filters, query.columns, query.order, window, include_raw)
+
+
+def _sequence(value: object, what: str) -> tuple[Any, ...]:
+    # tuple("email") would split a name into letters: say what was expected instead.
+    if isinstance(value, str | bytes | Mapping | Filter | Order) or not isinstance(value, Iterable):
+        raise InvalidQueryError(
+            f"{what} must be a sequence, not {type(value).__name__}", field=what
+        )
+    return tuple(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """The agent's parts, and the steps of a call over them."""
+
+    facade: ReadOnlyPersistenceFacade
+    settings: RAGSettings
+    cache: QueryCache
+    limiter: RateLimiter
+    llm_filters: FilterExtractor | None
+    fallback: FallbackRunner | None
+    now: Callable[[], dt.datetime]
+
+    def run(
+        self, log: Any, text: str, table: str, explicit: Mapping[str, Any] | None, page: _Page
+    ) -> Envelope:
+        """Steps 1 to 6 for ``RAGAgent.run``; arguments are checked here, not trusted.
+
+        ``page`` is ``(limit, offset, include_raw)`` as the caller gave them.
+        """
+        outcome = Outcome(source_of(table))
+        try:
+            if not isinstance(text, str):
+                raise InvalidQueryError(
+                    f"text must be a str, not {type(text).__name__}", field="text"
+                )
+            if explicit is not None and not isinstance(explicit, Mapping):
+                raise InvalidQueryError(
+                    f"filters must be a mapping, not {type(explicit).__name__}", field="filters"
+                )
+            checked_table, window, include_raw = self._admit(table, page, "run")
+        except Exception as exc:
+            return self._refuse(log, outcome, exc)
+
+        # Only the prefix is ever read: no question needs more, and the LLM steps would otherwise
+        # pay for (and be steered by) an arbitrarily long text.
+        text = text[:MAX_TEXT_LENGTH]
+        try:
+            if explicit is None:
+                filters = self._filters(log, text)
+            else:
+                filters = normalize_filters(explicit)
+                log.debug("rag.filters", via="explicit", filters=filters)
+            if filters:
+                self._retrieve(log, outcome, checked_table, filters, window, include_raw)
+            if outcome.total_count == 0 and outcome.error is None and explicit is None:
+                self._fall_back(log, outcome, text, checked_table, filters, window)
+        except Exception as exc:
+            self.log_error(log, "rag.error", exc, step="query", table=checked_table)
+            outcome.fail(exc)
+        return self._done(log, "rag.run", outcome, checked_table, window)
+
+    def read(
+        self,
+        log: Any,
+        table: str,
+        filters: Iterable[Filter],
+        columns: Sequence[str] | None,
+        order: Iterable[Order | str],
+        page: _Page,
+    ) -> Envelope:
+        """Step 3 alone, for ``RAGAgent.read``; arguments are checked here, not trusted."""
+        outcome = Outcome(source_of(table))
+        try:
+            checked_table, window, include_raw = self._admit(table, page, "read")
+            query = Query(
+                checked_table,
+                filters=_sequence(filters, "filters"),
+                columns=None if columns is None else _sequence(columns, "columns"),
+                order=_sequence(order, "order"),
+                limit=window[0],
+                offset=window[1],
+            )
+            outcome.filters = shown_filters(query.filters)
+        except Exception as exc:
+            return self._refuse(log, outcome, exc)
+        try:
+            result, hit = self._query(log, query, include_raw, outcome.filters)
+            outcome.take(result, shared=self.cache.enabled)
+            outcome.cache = "hit" if hit else "miss"
+        except Exception as exc:
+            self.log_error(log, "rag.error", exc, step="query", table=checked_table)
+            outcome.fail(exc)
+        return self._done(log, "rag.read", outcome, checked_table, window)
+
+    def _admit(self, table: object, page: _Page, operation: str) -> tuple[str, _Window, bool]:
+        # The checks run and read share: the page window (defaulted and clamped here alone),
+        # include_raw, and the table against the allow-list.
+        limit, offset, include_raw = page
+        window = self._window(limit, offset)
+        if type(include_raw) is not bool:
+            raise InvalidQueryError("include_raw must be a bool", field="include_raw")
+        return self.facade.policy.check_read(table, operation), window, include_raw
+
+    def _window(self, limit: object, offset: object) -> _Window:
+        settings = self.settings
+        if limit is None:
+            eff_limit = settings.default_limit
+        elif type(limit) is int and limit >= 1:
+            eff_limit = min(limit, settings.max_limit)
+        else:
+            raise InvalidQueryError(f"limit must be a positive int, not {limit!r}", field="limit")
+        if offset is None:
+            eff_offset = 0
+        elif type(offset) is int and offset >= 0:
+            eff_offset = offset
+        else:
+            raise InvalidQueryError(
+                f"offset must be a non-negative int, not {offset!r}", field="offset"
+            )
+        return eff_limit, eff_offset
+
+    def _filters(self, log: Any, text: str) -> dict[str, Any]:
+        filters = dict(_parse_rules(text))
+        if filters or self.llm_filters is None:
+            log.debug("rag.filters", via="rules", filters=filters)
+            return filters
+        try:
+            filters = normalize_filters(self.llm_filters(text))
+        except Exception as exc:  # an LLM failure only means "no filters"
+            self.log_error(log, "rag.filters.llm_error", exc, step="filters")
+            filters = {}
+        log.debug("rag.filters", via="llm", filters=filters)
+        return filters
+
+    def _retrieve(
+        self,
+        log: Any,
+        outcome: Outcome,
+        table: str,
+        filters: dict[str, Any],
+        window: _Window,
+        include_raw: bool,
+    ) -> None:
+        def query(filters: dict[str, Any]) -> tuple[PageResult, bool]:
+            planned = _planned(table, tuple(filters.items()), window)
+            return self._query(log, planned, include_raw, filters)
+
+        result, all_hits = query(filters)
+        used = filters
+        if result.total_count == 0:
+            relaxed_steps = reformulations(filters)
+            for reason, relaxed in itertools.islice(
+                relaxed_steps, self.settings.reformulation_max_attempts
+            ):
+                attempt, hit = query(relaxed)
+                all_hits = all_hits and hit
+                outcome.attempts.append(
+                    ReformulationAttempt(
+                        reason=reason,  # type: ignore[arg-type]
+                        filters=dict(relaxed),
+                        result_count=attempt.total_count,
+                    )
+                )
+                log.debug(
+                    "rag.reformulation",
+                    reason=reason,
+                    filters=relaxed,
+                    result_count=attempt.total_count,
+                )
+                if attempt.total_count:
+                    result, used = attempt, relaxed
+                    outcome.fallback = "reformulation"
+                    break
+        outcome.filters = dict(used)
+        outcome.take(result, shared=self.cache.enabled)
+        outcome.cache = "hit" if all_hits else "miss"
+
+    def _query(
+        self, log: Any, query: Query, include_raw: bool, shown: Mapping[str, Any]
+    ) -> tuple[PageResult, bool]:
+        """The page of ``query`` as records, from the cache if it holds it (and whether it did).
+
+        ``shown`` is how the filters are logged.
+        """
+        key = _cache_key(query, include_raw)
+        cached: PageResult | None = self.cache.get(key)
+        if cached is not None:
+            log.debug("rag.query", table=query.table, filters=shown, cache="hit")
+            return cached, True
+        page = self.facade.read(
+            query.table,
+            query.filters,
+            columns=query.columns,
+            order=query.order,
+            limit=query.limit,
+            offset=query.offset,
+        )
+        result = page_result(
+            page.rows,
+            page.total_count,
+            table=query.table,
+            retrieved_at=self.now(),
+            include_raw=include_raw,
+            summary_threshold=self.settings.summary_threshold,
+        )
+        self.cache.put(key, result)
+        log.debug(
+            "rag.query",
+            table=query.table,
+            filters=shown,
+            cache="miss",
+            total_count=page.total_count,
+            returned=len(result.records),
+        )
+        return result, False
+
+    def _fall_back(
+        self,
+        log: Any,
+        outcome: Outcome,
+        text: str,
+        table: str,
+        filters: dict[str, Any],
+        window: _Window,
+    ) -> None:
+        if filters and outcome.filters is None:
+            outcome.filters = dict(filters)
+        if self.fallback is None:
+            outcome.fallback = "disabled"
+            log.debug("rag.fallback", status="disabled", reason="no LLM fallback configured")
+            return
+        try:
+            allowed = self.limiter.try_acquire()
+        except RateLimiterUnavailableError as exc:
+            outcome.fallback = "suppressed"
+            outcome.error = error_info(exc)
+            self.log_error(log, "rag.fallback", exc, step="fallback", status="suppressed")
+            return
+        if not allowed:
+            outcome.fallback = "suppressed"
+            log.debug("rag.fallback", status="suppressed", reason="rate limit reached")
+            return
+        limit, offset = window
+        request = FallbackRequest(
+            text=text,
+            table=table,
+            filters=dict(filters),
+            limit=limit,
+            offset=offset,
+            max_steps=self.settings.fallback_max_steps,
+        )
+        try:
+            result = self.fallback(request)
+        except Exception as exc:  # a broken hook must not break run()
+            result = FallbackResult(error=exc)
+        page = fallback_page(
+            result,
+            limit=limit,
+            offset=offset,
+            now=self.now,
+            summary_threshold=self.settings.summary_threshold,
+        )
+        outcome.source = "agent"
+        outcome.fallback = "agent"
+        outcome.take(page, shared=False)
+        outcome.cache = None
+        outcome.dropped_ids = max(0, int(result.dropped_ids))
+        if result.error is not None:
+            outcome.error = error_info(result.error)
+            if isinstance(result.error, BaseException):
+                self.log_error(log, "rag.fallback", result.error, step="fallback", status="error")
+        log.debug("rag.fallback", status="agent", records=page.total_count)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def error_envelope(self, table: object, error: BaseException | str) -> Envelope:
+        """An envelope with no records reporting ``error`` for a request about ``table``."""
+        return self.finish(Outcome(source_of(table), error=error_info(error)))
+
+    def finish(self, outcome: Outcome, window: _Window | None = None) -> Envelope:
+        """The envelope of ``outcome``: the one place an agent's envelopes are built."""
+        limit, offset = window if window is not None else (None, None)
+        return assemble(outcome, limit=limit, offset=offset, now=self.now)
+
+    def _refuse(self, log: Any, outcome: Outcome, exc: Exception) -> Envelope:
+        self.log_error(log, "rag.error", exc, step="input")
+        outcome.fail(exc)
+        return self.finish(outcome)
+
+    def _done(
+        self, log: Any, event: str, outcome: Outcome, table: str, window: _Window
+    ) -> Envelope:
+        envelope = self.finish(outcome, window)
+        log.debug(
+            event,
+            table=table,
+            total_count=outcome.total_count,
+            records=len(outcome.records),
+            cache=outcome.cache,
+            fallback=outcome.fallback,
+            error=None if outcome.error is None else outcome.error.type,
+        )
+        return envelope
+
+    def log_error(self, log: Any, event: str, exc: BaseException, **context: Any) -> None:
+        """Log ``exc`` at warning level; with ``RAG_DEBUG`` its traceback too."""
+        log.warning(
+            event,
+            error_type=type(exc).__name__,
+            error=str(exc)[:MAX_ERROR_MESSAGE],
+            exc_info=exc if self.settings.debug else None,
+            **context,
+        )

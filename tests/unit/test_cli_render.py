@@ -1,0 +1,63 @@
+"""The CLI's rendering: row text cannot reach the terminal as control sequences."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+
+from rag_agent.cli.render import emit, error_of
+from rag_agent.envelope import build_records
+
+NOW = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+HOSTILE_TEXT = "Acme\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m\u202eevil\u2066\x7f"
+_TERMINAL_CONTROLS = ("\x1b", "\x07", "\x9b", "\x7f", "\u202e", "\u2066")
+
+
+class TestTerminalOutputIsInert:
+    """Row text cannot send control sequences or bidi overrides to the user's terminal."""
+
+    @staticmethod
+    def _envelope() -> dict[str, object]:
+        [record] = build_records(
+            [{"id": 1, "company_name": HOSTILE_TEXT, "email": "a@x.io"}],
+            source="persistence.leads",
+            retrieved_at=NOW,
+        )
+        metadata = {
+            "source": "persistence.leads",
+            "query_filters": {"company": HOSTILE_TEXT},
+            "retrieved_at": NOW.isoformat(),
+            "total_count": 1,
+            "error": {"type": "BackendError", "message": HOSTILE_TEXT},
+        }
+        return {"metadata": metadata, "records": [record.model_dump(mode="json")]}
+
+    def test_text_rendering_has_no_control_characters(self) -> None:
+        """The table, filters and error line show no escape, bell, C1, DEL or bidi control."""
+        out = io.StringIO()
+        emit(self._envelope(), False, out)
+        text = out.getvalue()
+        assert "Acme" in text and "evil" in text
+        for control in _TERMINAL_CONTROLS:
+            assert control not in text
+        assert error_of(self._envelope()) is not None
+        for control in _TERMINAL_CONTROLS:
+            assert control not in (error_of(self._envelope()) or "")
+
+    def test_json_output_escapes_them_and_keeps_the_value(self) -> None:
+        """JSON output carries the controls as \\u escapes: same data, inert on a terminal."""
+        out = io.StringIO()
+        envelope = self._envelope()
+        emit(envelope, True, out)
+        text = out.getvalue()
+        for control in _TERMINAL_CONTROLS:
+            assert control not in text
+        assert json.loads(text) == envelope
+        assert "zoë" in _json_line({"name": "zoë"})
+
+
+def _json_line(value: object) -> str:
+    out = io.StringIO()
+    emit(value, True, out)  # type: ignore[arg-type]
+    return out.getvalue()
