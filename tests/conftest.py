@@ -69,6 +69,52 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
 
 
+#: The harness's own variables (read at import time above and below), kept for every test.
+_HARNESS_VARIABLES = frozenset(
+    {"RAG_TEST_POSTGRES_DSN", "RAG_TEST_REDIS_URL", "SUPABASE_TEST_URL", "SUPABASE_TEST_KEY"}
+)
+_LIBRARY_PREFIXES = ("RAG_", "SUPABASE_", "OPENAI_")
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the library's variables from the shell (a stray ``RAG_MAX_LIMIT=abc`` or an
+    ``OPENAI_API_KEY`` would change what it tests); a test sets what it needs itself."""
+    for name in list(os.environ):
+        if name.upper().startswith(_LIBRARY_PREFIXES) and name not in _HARNESS_VARIABLES:
+            monkeypatch.delenv(name)
+
+
+# --- markers: each test says which local service it needs -------------------------------------
+
+#: fixture -> the marker of the service it needs (fixtures using these inherit the marker).
+_SERVICE_FIXTURES = {"postgres_db": "postgres", "redis_url": "redis"}
+_SERVICE_MARKERS = ("postgres", "redis", "supabase_live")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with the service it needs, so ``-m memory`` needs none and
+    ``-m "not postgres"`` needs no PostgreSQL.
+
+    A test needs a service when it uses the service's fixture, directly or through other fixtures,
+    or when it is a parametrised case whose parameter names the backend (``"postgres"``) and so
+    reaches the fixture at run time. A test that needs none is marked ``memory``.
+    """
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in _SERVICE_FIXTURES.items():
+            if fixture in fixtures:
+                item.add_marker(marker)
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        named = {value for value in params if isinstance(value, str)}
+        for marker in ("postgres", "redis"):
+            if marker in named:
+                item.add_marker(marker)
+        if not any(item.get_closest_marker(name) for name in _SERVICE_MARKERS):
+            item.add_marker("memory")
+
+
 @pytest.fixture
 def store() -> Iterator[MemoryStore]:
     """A fresh, private memory store."""

@@ -15,18 +15,9 @@ from rag_agent import (
     RedisSlidingWindowLimiter,
     create_limiter,
 )
+from tests.support.clocks import FakeClock
 
 pytestmark = pytest.mark.redis
-
-
-class FakeClock:
-    """Seconds moved by hand, shared by several limiters."""
-
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class TestRedisSlidingWindowLimiter:
@@ -34,7 +25,7 @@ class TestRedisSlidingWindowLimiter:
 
     def test_window_slides_on_moved_clock(self, redis_url: str, redis_key_prefix: str) -> None:
         """Acquisitions age out one by one, exactly ``window`` seconds after they happened."""
-        clock = FakeClock()
+        clock = FakeClock(1_700_000_000.0)
         limiter = RedisSlidingWindowLimiter(
             redis_url, 2, 60, key=redis_key_prefix + "w", clock=clock
         )
@@ -53,7 +44,7 @@ class TestRedisSlidingWindowLimiter:
 
     def test_budget_is_shared(self, redis_url: str, redis_key_prefix: str) -> None:
         """Two limiters on the same key draw from one budget."""
-        clock = FakeClock()
+        clock = FakeClock(1_700_000_000.0)
         key = redis_key_prefix + "shared"
         first = RedisSlidingWindowLimiter(redis_url, 3, 60, key=key, clock=clock)
         second = RedisSlidingWindowLimiter(redis_url, 3, 60, key=key, clock=clock)
@@ -112,7 +103,7 @@ class TestSharedFallbackBudget:
 
     def test_two_agents_one_budget(self, redis_url: str, redis_key_prefix: str) -> None:
         """The third fallback across both agents is suppressed until the window moves."""
-        clock = FakeClock()
+        clock = FakeClock(1_700_000_000.0)
         key = redis_key_prefix + "agents"
         one_fallback, two_fallback = CountingFallback(), CountingFallback()
         one = _agent(redis_url, key, clock, one_fallback)

@@ -5,16 +5,7 @@ from __future__ import annotations
 import threading
 
 from rag_agent.cache import QueryCache
-
-
-class FakeClock:
-    """A clock tests move by hand."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clocks import FakeClock
 
 
 class TestQueryCache:

@@ -13,16 +13,7 @@ from rag_agent.ratelimit import (
     RedisSlidingWindowLimiter,
     create_limiter,
 )
-
-
-class FakeClock:
-    """A clock tests move by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clocks import FakeClock
 
 
 class TestMemorySlidingWindowLimiter:
@@ -30,13 +21,13 @@ class TestMemorySlidingWindowLimiter:
 
     def test_allows_up_to_limit(self) -> None:
         """``limit`` acquisitions pass, the next is refused."""
-        limiter = MemorySlidingWindowLimiter(3, clock=FakeClock())
+        limiter = MemorySlidingWindowLimiter(3, clock=FakeClock(1000.0))
         assert [limiter.try_acquire() for _ in range(4)] == [True, True, True, False]
         assert limiter.used() == 3
 
     def test_window_slides(self) -> None:
         """Budget returns one unit at a time as each acquisition ages out (not all at once)."""
-        clock = FakeClock()
+        clock = FakeClock(1000.0)
         limiter = MemorySlidingWindowLimiter(2, 60, clock=clock)
         assert limiter.try_acquire()  # t=1000
         clock.now = 1030
@@ -52,7 +43,7 @@ class TestMemorySlidingWindowLimiter:
 
     def test_no_burst_at_a_fixed_window_boundary(self) -> None:
         """Unlike a fixed window, 2 x limit never pass within one window span."""
-        clock = FakeClock()
+        clock = FakeClock(1000.0)
         clock.now = 59.0
         limiter = MemorySlidingWindowLimiter(5, 60, clock=clock)
         passed = sum(limiter.try_acquire() for _ in range(5))
@@ -62,7 +53,7 @@ class TestMemorySlidingWindowLimiter:
 
     def test_refused_attempts_do_not_consume(self) -> None:
         """A refused acquisition takes nothing from the budget."""
-        clock = FakeClock()
+        clock = FakeClock(1000.0)
         limiter = MemorySlidingWindowLimiter(1, 60, clock=clock)
         assert limiter.try_acquire()
         for _ in range(10):
@@ -72,11 +63,11 @@ class TestMemorySlidingWindowLimiter:
 
     def test_zero_limit_refuses_everything(self) -> None:
         """A limit of 0 disables the fallback."""
-        assert not MemorySlidingWindowLimiter(0, clock=FakeClock()).try_acquire()
+        assert not MemorySlidingWindowLimiter(0, clock=FakeClock(1000.0)).try_acquire()
 
     def test_thread_safety(self) -> None:
         """Concurrent acquisitions never exceed the limit."""
-        limiter = MemorySlidingWindowLimiter(50, clock=FakeClock())
+        limiter = MemorySlidingWindowLimiter(50, clock=FakeClock(1000.0))
         results: list[bool] = []
         lock = threading.Lock()
 
