@@ -8,7 +8,6 @@ normally. ``ask`` gets the cases a shell can pass: NUL-free text, undecodable by
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -16,9 +15,10 @@ from typing import Any
 import pytest
 
 import rag_agent.cli.connect as cli_connect
-from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, main
+from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR
 from tests.conftest import corpus_lines
 from tests.faults.worlds import BACKENDS, World, envelope_problems, open_world, seed_leads
+from tests.support.cli import run
 
 SESSION_COMMANDS = {"next", "history", "reset", "help", "exit", "quit"}
 OWN_LINES = [
@@ -62,12 +62,6 @@ def world(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
         yield world
 
 
-def run(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(argv, stdin=io.StringIO(stdin), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
-
-
 class TestHostileCLI:
     def test_chat_session_over_the_whole_corpus(self, world: World) -> None:
         """Every corpus line is one request in one chat session: one checked envelope each."""
@@ -76,7 +70,7 @@ class TestHostileCLI:
             for line in [*corpus_lines(), *OWN_LINES]
             if line.strip().lower() not in SESSION_COMMANDS and line.strip()
         ]
-        code, out, _ = run(["chat", "--json", "--backend", "memory"], "\n".join(lines) + "\n")
+        code, out, _ = run("chat", "--json", "--backend", "memory", stdin="\n".join(lines) + "\n")
         assert code == EXIT_OK
         envelopes = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         assert len(envelopes) == len(lines)
@@ -86,7 +80,7 @@ class TestHostileCLI:
     def test_ask_with_hostile_arguments(self, world: World) -> None:
         """ask answers undecodable, huge and hostile text with an envelope or a typed error."""
         for text in ASK_CASES:
-            code, out, err = run(["ask", text, "--json", "--backend", "memory"])
+            code, out, err = run("ask", text, "--json", "--backend", "memory")
             assert code in (EXIT_OK, EXIT_QUERY_ERROR), err
             envelope = json.loads(out)
             assert envelope_problems(envelope, world) == [], text[:40]
@@ -94,6 +88,6 @@ class TestHostileCLI:
     @pytest.mark.parametrize("table", ["LEADS", "public.leads", "leads;--", "secrets", "lеads"])
     def test_ask_with_hostile_tables(self, world: World, table: str) -> None:
         """--table outside the allow-list is a query error naming TableNotAllowedError."""
-        code, out, _ = run(["ask", "leads at acme", "--json", "--table", table])
+        code, out, _ = run("ask", "leads at acme", "--json", "--table", table)
         assert code == EXIT_QUERY_ERROR
         assert json.loads(out)["metadata"]["error"]["type"] == "TableNotAllowedError"

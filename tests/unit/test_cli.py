@@ -11,36 +11,13 @@ from typing import Any
 import pytest
 
 from rag_agent import cli
-from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, format_envelope, format_grid, main
+from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, format_envelope, format_grid
 from rag_agent.cli.connect import backend_options
 from rag_agent.sample import SAMPLE_TABLES, sample_rows
 from rag_agent.settings import RAGSettings
 from tests.conftest import require_service
+from tests.support.cli import run
 from tests.support.postgrest import fake_key
-
-
-class Terminal(io.StringIO):
-    """A text stream that says it is a terminal, so the CLI renders tables."""
-
-    def isatty(self) -> bool:
-        return True
-
-
-def run(
-    *argv: str, stdin: str = "", tty: bool = False, env: dict[str, str] | None = None
-) -> tuple[int, str, str]:
-    """Run the CLI in-process; return (exit code, stdout, stderr)."""
-    out: io.StringIO = Terminal() if tty else io.StringIO()
-    err = io.StringIO()
-    code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture(autouse=True)
-def _quiet_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Backend and debug variables of the developer's shell must not change these tests."""
-    for name in ("RAG_DEBUG", "RAG_POSTGRES_DSN", "SUPABASE_URL", "SUPABASE_KEY"):
-        monkeypatch.delenv(name, raising=False)
 
 
 class TestParsing:

@@ -14,44 +14,11 @@ import jsonschema
 import pytest
 
 from rag_agent import envelope_json_schema, row_hash
-from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, main
+from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE
+from tests.support.cli import Terminal, run
 
 ACME_LEADS = 196  # leads of the six "Acme …" companies in the sample data
 GLOBEX_LEADS = 320
-
-
-class Terminal(io.StringIO):
-    """A text stream that says it is a terminal."""
-
-    def isatty(self) -> bool:
-        return True
-
-
-def run(*argv: str, stdin: io.StringIO | None = None, tty: bool = False) -> tuple[int, str, str]:
-    """Run the CLI in-process; return (exit code, stdout, stderr)."""
-    out: io.StringIO = Terminal() if tty else io.StringIO()
-    err = io.StringIO()
-    code = main(list(argv), stdin=stdin or io.StringIO(""), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-_ENVIRONMENT = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "RAG_DEBUG",
-    "RAG_POSTGRES_DSN",
-    "SUPABASE_URL",
-    "SUPABASE_KEY",
-    "RAG_DEFAULT_LIMIT",
-    "RAG_CACHE_DISABLED",
-)
-
-
-@pytest.fixture(autouse=True)
-def _no_llm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No LLM and no backend settings from the developer's shell: the rules path only."""
-    for name in _ENVIRONMENT:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="module")
