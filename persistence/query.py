@@ -63,7 +63,9 @@ class Op(enum.StrEnum):
     """Filter operators, with SQL semantics on every backend.
 
     ``ICONTAINS`` takes literal text (the backend escapes it); ``ILIKE`` takes a pattern in which
-    ``%`` and ``_`` are wildcards and ``\\`` escapes. NULL never matches a comparison.
+    ``%`` and ``_`` are wildcards and ``\\`` escapes; ``IEQ`` is case-insensitive equality with
+    literal text (PostgreSQL ``lower(col) = lower(value)``, which a ``lower(col)`` index serves).
+    NULL never matches a comparison.
     """
 
     EQ = "eq"
@@ -76,6 +78,7 @@ class Op(enum.StrEnum):
     IS_NULL = "is_null"
     ICONTAINS = "icontains"
     ILIKE = "ilike"
+    IEQ = "ieq"
 
 
 def _check_scalar(value: object, column: str) -> Scalar:
@@ -158,7 +161,7 @@ class Filter:
                     field="value",
                 )
             return tuple(_check_scalar(v, self.column) for v in values)
-        if op in (Op.ICONTAINS, Op.ILIKE) and not isinstance(value, str):
+        if op in (Op.ICONTAINS, Op.ILIKE, Op.IEQ) and not isinstance(value, str):
             raise InvalidQueryError(
                 f"{op.value} on {self.column!r} takes text, not {type(value).__name__}",
                 field="value",

@@ -1,4 +1,14 @@
-"""Conditions and sort keys as tools offered to a model take them: ``FilterSpec``, ``OrderSpec``.
+"""What a request asks for, whoever understood it: conditions, and the spec tools take.
+
+* :class:`Condition` is one understood condition (``column op value``) with its ``source``:
+  ``"rules"`` (the rule parser), ``"llm"`` (schema-constrained extraction) or ``"tool"`` (a tool
+  call's structured arguments). :class:`Understanding` is everything one piece of free text asked
+  for: the table it names, its conditions, whether it asks only for a count, and the parts of the
+  request that were recognised but cannot be applied (:class:`Ignored`). The pipeline checks every
+  condition against the facade (column allowed and known, operator supported, value coercible to
+  the column's type) by the same code whatever its source.
+* :class:`FilterSpec` and :class:`OrderSpec` are conditions and sort keys as tools offered to a
+  model take them.
 
 Both the LangChain tools (:mod:`rag_agent.tools`) and the grounded fallback's own tools
 (:mod:`rag_agent.fallback`) accept filters in this shape and turn them into persistence
@@ -11,14 +21,32 @@ Filter(column='company_name', op=<Op.ICONTAINS: 'icontains'>, value='acme')
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from persistence import Filter, Op, Order
 
-__all__ = ["LLM_OPERATORS", "FilterSpec", "OrderSpec", "to_filters"]
+__all__ = [
+    "LLM_OPERATORS",
+    "SOURCES",
+    "ColumnInfo",
+    "Condition",
+    "ExtractionRequest",
+    "FilterSpec",
+    "Ignored",
+    "OrderSpec",
+    "Source",
+    "Understanding",
+    "to_filters",
+]
+
+#: Who understood a condition.
+Source = Literal["rules", "llm", "tool"]
+SOURCES: tuple[Source, ...] = ("rules", "llm", "tool")
 
 #: Operators a model may use: literal values only (``ilike`` would let it write patterns).
 LLM_OPERATORS: tuple[str, ...] = tuple(op.value for op in Op if op is not Op.ILIKE)
@@ -31,7 +59,7 @@ class FilterSpec(BaseModel):
 
     column: str = Field(description="Column name, e.g. company_name.")
     op: Literal[LLM_OPERATORS] = Field(  # type: ignore[valid-type]
-        default="eq", description="eq neq gt gte lt lte in is_null icontains"
+        default="eq", description="eq ieq neq gt gte lt lte in is_null icontains"
     )
     value: str | int | float | bool | list[str | int | float | bool] | None = Field(
         default=None, description="A literal value (a list for 'in', true/false for 'is_null')."
@@ -59,3 +87,71 @@ class OrderSpec(BaseModel):
 def to_filters(specs: Iterable[FilterSpec] | None) -> list[Filter]:
     """The persistence filters of ``specs`` (none for ``None``), in order."""
     return [spec.to_filter() for spec in specs or ()]
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One understood condition, ``column op value``, and who understood it.
+
+    Values are plain Python (``str``, ``int``, aware ``datetime`` …); the facade coerces them to
+    the column's type. ``Condition("email", Op.IEQ, "ana@x.io")``.
+    """
+
+    column: str
+    op: Op
+    value: Any
+    source: Source = "rules"
+
+    def to_filter(self) -> Filter:
+        """This condition as a persistence ``Filter`` (validated there)."""
+        value = tuple(self.value) if isinstance(self.value, list) else self.value
+        return Filter(self.column, Op(self.op), value)
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """A part of the request that was recognised but not applied, and why.
+
+    ``Ignored("the logistics company", "no column of leads holds an industry")``.
+    """
+
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Understanding:
+    """Everything one piece of free text asks for.
+
+    ``table`` is the table the text names (``"campaigns of client 7"`` → ``"campaigns"``), or
+    ``None`` when it names none. ``weak`` is true when the rules matched only on weak evidence (a
+    lone capitalised word taken for a company, say): with an LLM configured, the LLM then decides.
+    """
+
+    table: str | None = None
+    conditions: tuple[Condition, ...] = ()
+    count_only: bool = False
+    ignored: tuple[Ignored, ...] = ()
+    weak: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnInfo:
+    """A column as an extractor may use it: its name, its kind (a ``ColumnKind`` value such as
+    ``"text"``, ``"uuid"``, ``"timestamptz"``) and the operators allowed on it."""
+
+    name: str
+    kind: str
+    operators: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionRequest:
+    """What the LLM extraction step gets: the text, the table, the table's allowed columns (with
+    kinds and operators), the readable tables, and the current time for relative dates."""
+
+    text: str
+    table: str
+    columns: tuple[ColumnInfo, ...]
+    tables: tuple[str, ...]
+    now: dt.datetime

@@ -285,7 +285,8 @@ class MemoryBackend:
 
     name = "memory"
     #: Every operator.
-    capabilities = Capabilities()
+    # IEQ is declared once this backend implements it.
+    capabilities = Capabilities(frozenset(Op) - {Op.IEQ})
 
     def __init__(self, store: MemoryStore | None = None) -> None:
         self._store = store if store is not None else default_store()

@@ -109,7 +109,8 @@ class SupabaseBackend:
 
     name = "supabase"
     #: Every operator; any page size (capped answers are refilled here, where Content-Range is).
-    capabilities = Capabilities()
+    # IEQ is declared once this backend implements it.
+    capabilities = Capabilities(frozenset(Op) - {Op.IEQ})
 
     def __init__(
         self,

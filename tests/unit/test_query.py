@@ -16,7 +16,7 @@ class TestOp:
         """Every operator is constructible from its wire value."""
         assert Op("icontains") is Op.ICONTAINS
         assert [op.value for op in Op] == [
-            "eq", "neq", "gt", "gte", "lt", "lte", "in", "is_null", "icontains", "ilike",
+            "eq", "neq", "gt", "gte", "lt", "lte", "in", "is_null", "icontains", "ilike", "ieq",
         ]  # fmt: skip
 
     def test_unknown_value_is_a_value_error(self) -> None:
