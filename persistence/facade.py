@@ -24,6 +24,7 @@ from persistence.errors import (
 )
 from persistence.policy import AccessPolicy
 from persistence.query import Filter, Order, Page, Query
+from persistence.types import ColumnType, column_type
 
 __all__ = ["PersistenceAgent", "ReadOnlyPersistenceFacade"]
 
@@ -64,6 +65,17 @@ class _Reader(Closing):
         known = self.__backend.columns(table) or frozenset()
         allowed = self.__policy.allowed_columns(table)
         return tuple(sorted(known if allowed is None else known & allowed))
+
+    def column_types(self, table: str) -> Mapping[str, ColumnType]:
+        """The allowed, known columns of ``table`` and their types (empty when unknown)."""
+        return {name: column_type("text") for name in self.columns(table)}
+
+    def check_filters(self, table: str, filters: Iterable[Filter]) -> tuple[Filter, ...]:
+        """``filters`` as a read of ``table`` would apply them; raises what the read would."""
+        table = self.__policy.check_read(table, "read")
+        query = Query(table, filters=_filters(filters))
+        self._check_query(query, "read")
+        return query.filters
 
     def read(
         self,

@@ -2,9 +2,12 @@
 
 The pipeline of :meth:`RAGAgent.run`:
 
-1. rules: :func:`~rag_agent.filters.parse_filters_from_text`;
-2. nothing found and an LLM configured: the **filter-extraction hook** (``llm_filters``);
-3. a paginated, cached read through the read-only facade;
+1. rules: :func:`~rag_agent.filters.understand` (conditions, the table named, count or rows);
+2. nothing found (or only weak evidence) and an LLM configured: the **extraction hook**
+   (``extractor``, or a legacy ``llm_filters``), metered by the agent's limiter;
+   then every condition, whatever its source, goes through the facade's own checks: applied
+   with its value coerced to the column's type, or reported in ``metadata.ignored``;
+3. a paginated, cached read (or a count) through the read-only facade;
 4. zero rows: deterministic reformulations (:mod:`rag_agent.reformulation`);
 5. still zero, or no filter at all: the **fallback hook** (``fallback``), if configured and the
    sliding-window limiter allows it;
@@ -13,12 +16,14 @@ The pipeline of :meth:`RAGAgent.run`:
 :meth:`RAGAgent.read` is step 3 alone for a plain filtered read of any allow-listed table (what
 the ``query_table`` tool does): the same window clamping, cache, records, summary and envelope.
 
-The two LLM steps are seams (:mod:`rag_agent.hooks`). ``llm_filters`` is any
-``Callable[[str], Mapping]``; its answer is validated by
-:func:`~rag_agent.filters.normalize_filters`, so anything invalid counts as empty. ``fallback`` is
-any :class:`~rag_agent.hooks.FallbackRunner`: it gets a ``FallbackRequest`` and returns a
-``FallbackResult`` listing the rows its tool calls actually read. With ``llm=`` and no explicit
-hooks, the agent builds them with :func:`~rag_agent.llm_filters.parse_filters_with_llm` and
+The two LLM steps are seams (:mod:`rag_agent.hooks`). ``extractor`` is any
+``Callable[[ExtractionRequest], Understanding]`` (:mod:`rag_agent.specs`); ``llm_filters``, the
+older seam, any ``Callable[[str], Mapping]`` of the keys ``id``, ``email``, ``company``,
+``client_id``, validated by :func:`~rag_agent.filters.normalize_filters`. Either way anything
+invalid counts as empty. ``fallback`` is any :class:`~rag_agent.hooks.FallbackRunner`: it gets a
+``FallbackRequest`` and returns a ``FallbackResult`` listing the rows its tool calls actually
+read. With ``llm=`` and no explicit hooks, the agent builds them with
+:func:`~rag_agent.llm_filters.parse_filters_with_llm` and
 :func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no explicit hook) a step
 is disabled.
 
@@ -38,13 +43,17 @@ from typing import Any, Literal, TypedDict, Unpack, overload
 from persistence import Closing, Filter, Order, ReadOnlyPersistenceFacade, get_logger
 from rag_agent.assemble import utc_now
 from rag_agent.cache import QueryCache
+from rag_agent.conditions import legacy_conditions
 from rag_agent.envelope import Envelope
 from rag_agent.fallback import create_fallback_runner
+from rag_agent.filters import normalize_filters
 from rag_agent.hooks import FallbackRunner, FilterExtractor
 from rag_agent.llm_filters import parse_filters_with_llm
 from rag_agent.pipeline import Pipeline
 from rag_agent.ratelimit import RateLimiter, create_limiter
 from rag_agent.settings import RAGSettings
+from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
+from rag_agent.understanding import ConditionExtractor
 
 __all__ = ["RAGAgent"]
 
@@ -58,8 +67,9 @@ class _PageOptions(TypedDict, total=False):
 
 
 class _RunOptions(_PageOptions, total=False):
-    table: str
-    filters: Mapping[str, Any] | None
+    table: str | None
+    filters: Mapping[str, Any] | Sequence[Condition] | None
+    count_only: bool | None
 
 
 class _ReadOptions(_PageOptions, total=False):
@@ -87,6 +97,7 @@ class RAGAgent(Closing):
         settings: RAGSettings | None = None,
         llm: Any = None,
         llm_filters: FilterExtractor | None = None,
+        extractor: ConditionExtractor | None = None,
         fallback: FallbackRunner | None = None,
         limiter: RateLimiter | None = None,
         cache: QueryCache | None = None,
@@ -101,11 +112,6 @@ class RAGAgent(Closing):
             )
         settings = settings if settings is not None else RAGSettings.from_env()
         self.llm = llm
-        if llm is not None and llm_filters is None:
-
-            def llm_filters(text: str) -> Mapping[str, Any]:
-                return parse_filters_with_llm(text, llm)
-
         if llm is not None and fallback is None:
             fallback = create_fallback_runner(facade, llm, settings=settings)
         if limiter is None:
@@ -113,6 +119,13 @@ class RAGAgent(Closing):
                 settings.rate_limit_storage,
                 settings.max_fallbacks_per_min,
                 clock=None if clock is time.monotonic else clock,
+            )
+        if extractor is None and llm_filters is not None:
+            extractor = _hook_extractor(llm_filters, budget=None)  # the caller's own code
+        elif extractor is None and llm is not None:
+            # The agent's own model calls count against the LLM budget, the fallback's too.
+            extractor = _hook_extractor(
+                lambda text: parse_filters_with_llm(text, llm), budget=limiter.try_acquire
             )
         # ``is None``, not ``or``: an empty QueryCache is falsy (it has ``__len__``).
         if cache is None:
@@ -122,7 +135,7 @@ class RAGAgent(Closing):
                 enabled=not settings.cache_disabled,
                 timer=clock,
             )
-        self._pipeline = Pipeline(facade, settings, cache, limiter, llm_filters, fallback, now)
+        self._pipeline = Pipeline(facade, settings, cache, limiter, extractor, fallback, now)
 
     @property
     def settings(self) -> RAGSettings:
@@ -160,27 +173,32 @@ class RAGAgent(Closing):
         self,
         text: str,
         *,
-        table: str = "leads",
+        table: str | None = None,
         limit: int | None = None,
         offset: int | None = None,
         include_raw: bool = False,
-        filters: Mapping[str, Any] | None = None,
+        filters: Mapping[str, Any] | Sequence[Condition] | None = None,
+        count_only: bool | None = None,
         return_json: bool = False,
     ) -> Envelope | dict[str, Any]:
-        """Answer ``text`` from ``table``: an ``Envelope`` (a JSON-ready dict with
-        ``return_json=True``).
+        """Answer ``text``: an ``Envelope`` (a JSON-ready dict with ``return_json=True``).
 
-        ``limit`` defaults to ``RAG_DEFAULT_LIMIT`` and is clamped to ``RAG_MAX_LIMIT``;
-        ``offset`` defaults to 0. ``filters`` (keys ``id``, ``email``, ``company``,
-        ``client_id``) are used instead of reading ``text``: validated like the rules' output,
-        then queried, paginated, cached and reformulated as usual, with no LLM step. Never raises
-        for bad input or a failing backend: the envelope's ``metadata.error`` says what went
-        wrong.
+        ``table`` defaults to the table the text names ("campaigns of client 7"), else
+        ``leads``. ``limit`` defaults to ``RAG_DEFAULT_LIMIT`` and is clamped to
+        ``RAG_MAX_LIMIT``; ``offset`` defaults to 0. ``filters`` — the keys ``id``, ``email``,
+        ``company``, ``client_id``, or a sequence of :class:`~rag_agent.specs.Condition` — are
+        applied with what the rules read in ``text`` (the given ones win), with no LLM step.
+        ``count_only=True`` answers the number of matches only (``records`` empty); by default
+        the text decides ("how many …"). ``metadata.filters`` lists every applied condition and
+        its source, ``metadata.ignored`` what was understood but not applied. Never raises for
+        bad input or a failing backend: the envelope's ``metadata.error`` says what went wrong.
         """
         return self._answer(
             table,
             return_json,
-            lambda log: self._pipeline.run(log, text, table, filters, (limit, offset, include_raw)),
+            lambda log: self._pipeline.run(
+                log, text, table, filters, (limit, offset, include_raw), count_only
+            ),
         )
 
     @overload
@@ -265,3 +283,18 @@ class RAGAgent(Closing):
             f"RAGAgent(facade={self.facade!r}, llm={type(self.llm).__name__ if self.llm else None}"
             f", fallback={'on' if self._pipeline.fallback else 'disabled'})"
         )
+
+
+def _hook_extractor(
+    extract: FilterExtractor, budget: Callable[[], bool] | None
+) -> ConditionExtractor:
+    """An ``llm_filters`` hook (text → the four legacy keys) as an extractor; with a
+    ``budget``, no budget means no call."""
+
+    def extractor(request: ExtractionRequest) -> Understanding:
+        if budget is not None and not budget():
+            return Understanding(ignored=(Ignored(request.text, "LLM budget exhausted"),))
+        filters = normalize_filters(extract(request.text))
+        return Understanding(conditions=legacy_conditions(filters, "llm"))
+
+    return extractor

@@ -20,8 +20,11 @@ from typing import Any, Literal
 
 from persistence import Filter, InvalidQueryError, is_identifier
 from rag_agent.envelope import (
+    AppliedFilter,
     Envelope,
     ErrorInfo,
+    FallbackReadInfo,
+    IgnoredPart,
     Metadata,
     Record,
     ReformulationAttempt,
@@ -184,6 +187,10 @@ class Outcome:
     attempts: list[ReformulationAttempt] = field(default_factory=list)
     dropped_ids: int | None = None
     error: ErrorInfo | None = None
+    applied: list[AppliedFilter] = field(default_factory=list)
+    ignored: list[IgnoredPart] = field(default_factory=list)
+    count_only: bool = False
+    fallback_reads: list[FallbackReadInfo] = field(default_factory=list)
 
     def take(self, page: PageResult, *, shared: bool) -> None:
         """Use ``page``'s records; copies of what a caller could change if ``shared``.
@@ -213,15 +220,29 @@ def assemble(
     offset: int | None,
     now: Callable[[], dt.datetime] = utc_now,
 ) -> Envelope:
-    """The envelope of ``outcome``; ``limit``/``offset`` are the effective window (if known)."""
+    """The envelope of ``outcome``; ``limit``/``offset`` are the effective window (if known).
+
+    ``has_more``/``next_offset`` (and ``truncated``, which says the same to older readers) are
+    set when the window is known and no error ended the run.
+    """
+    paging: dict[str, Any] = {}
+    if limit is not None and outcome.error is None and not outcome.count_only:
+        end = (offset or 0) + len(outcome.records)
+        more = end < outcome.total_count
+        paging = {"has_more": more, "next_offset": end if more else None}
+        paging["truncated"] = True if more else None
     optional: dict[str, Any] = {
         "error": outcome.error,
         "fallback": outcome.fallback,
         "cache": outcome.cache,
+        "filters": outcome.applied or None,
+        "ignored": outcome.ignored or None,
+        "count_only": True if outcome.count_only else None,
         "reformulation_attempts": outcome.attempts or None,
         "fallback_dropped_ids": outcome.dropped_ids,
-        "truncated": True if outcome.summary is not None else None,
+        "fallback_reads": outcome.fallback_reads or None,
         "summary": outcome.summary,
+        **paging,
     }
     metadata = Metadata(
         source=outcome.source,

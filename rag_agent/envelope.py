@@ -35,8 +35,11 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "AppliedFilter",
     "Envelope",
     "ErrorInfo",
+    "FallbackReadInfo",
+    "IgnoredPart",
     "Metadata",
     "Provenance",
     "Record",
@@ -111,6 +114,32 @@ class ReformulationAttempt(_Frozen):
     result_count: int = Field(ge=0)
 
 
+class AppliedFilter(_Frozen):
+    """One condition the query applied, with the value as the column's type read it."""
+
+    column: str
+    op: Literal["eq", "ieq", "neq", "gt", "gte", "lt", "lte", "in", "is_null", "icontains", "ilike"]
+    value: Any = Field(description="The value after coercion to the column's type.")
+    source: Literal["rules", "llm", "tool"] = Field(
+        description="Who understood it: the rule parser, the LLM extraction, or a tool's arguments."
+    )
+
+
+class IgnoredPart(_Frozen):
+    """A part of the request that was understood but not applied, and why."""
+
+    text: str = Field(description="The words (or condition) not applied.")
+    reason: str = Field(description="Why it was not applied.")
+
+
+class FallbackReadInfo(_Frozen):
+    """One read the agent fallback made: the table, its filters and how many rows came back."""
+
+    table: str
+    filters: dict[str, Any] = Field(description="The read's filters as {column: {op: value}}.")
+    rows: int = Field(ge=0, description="Rows that read returned.")
+
+
 class Provenance(_Frozen):
     """Where a record came from, when, and the hash that lets anyone verify it."""
 
@@ -165,22 +194,48 @@ class Metadata(_Frozen):
 
     source: str = Field(description="'persistence.<table>', or 'agent' for fallback records.")
     query_filters: dict[str, Any] | None = Field(
-        description="The filters of the query that produced the records (null when none)."
+        description=(
+            "The filters of the query that produced the records (null when none): the keys id, "
+            "email, company, client_id as before, and {column: {op: value}} for other conditions."
+        )
     )
     retrieved_at: dt.datetime = Field(description="When the records were read (UTC).")
     total_count: int = Field(ge=0, description="Rows matching the filters, not the page length.")
     error: ErrorInfo | None = None
     fallback: Fallback | None = None
-    truncated: bool | None = None
-    summary: dict[str, Any] | None = None
+    truncated: bool | None = Field(
+        default=None, description="True when more rows match than the records hold."
+    )
+    has_more: bool | None = Field(
+        default=None, description="Whether rows after this page match (false on the last page)."
+    )
+    next_offset: int | None = Field(
+        default=None, ge=0, description="The offset of the next page, when has_more is true."
+    )
+    count_only: bool | None = Field(
+        default=None, description="True when only the number of matches was asked for."
+    )
+    summary: dict[str, Any] | None = Field(
+        default=None,
+        description="Per-column statistics of the returned page, when many rows match.",
+    )
     cache: Literal["hit", "miss"] | None = None
     limit: int | None = Field(default=None, ge=1, description="Effective limit after clamping.")
     offset: int | None = Field(default=None, ge=0)
+    filters: list[AppliedFilter] | None = Field(
+        default=None, description="Each condition the query applied, and who understood it."
+    )
+    ignored: list[IgnoredPart] | None = Field(
+        default=None, description="Parts of the request that were not applied, and why."
+    )
     reformulation_attempts: list[ReformulationAttempt] | None = None
     fallback_dropped_ids: int | None = Field(
         default=None,
         ge=0,
         description="Row ids the agent fallback cited without having read them (dropped).",
+    )
+    fallback_reads: list[FallbackReadInfo] | None = Field(
+        default=None, description="The reads the agent fallback made, in order."
     )
 
 

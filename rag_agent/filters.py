@@ -15,6 +15,7 @@ wildcard is escaped for the email's case-insensitive equality): never SQL, never
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import uuid
 from collections.abc import Mapping
@@ -22,6 +23,8 @@ from typing import Any
 
 from persistence import escape_like
 from persistence.query import Filter, Op
+from rag_agent.conditions import legacy_conditions
+from rag_agent.specs import Understanding
 
 __all__ = [
     "FILTER_KEYS",
@@ -29,6 +32,7 @@ __all__ = [
     "filters_to_query",
     "normalize_filters",
     "parse_filters_from_text",
+    "understand",
 ]
 
 #: The filters the agent understands, in canonical order.
@@ -283,3 +287,8 @@ def filters_to_query(filters: Mapping[str, Any]) -> tuple[Filter, ...]:
         else:
             out.append(Filter(key, Op.EQ, value))
     return tuple(out)
+
+
+def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Understanding:
+    """What ``text`` asks for, as conditions the rules understood (``source="rules"``)."""
+    return Understanding(conditions=legacy_conditions(parse_filters_from_text(text), "rules"))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 __all__ = [
+    "FallbackCall",
     "FallbackRead",
     "FallbackRequest",
     "FallbackResult",
@@ -52,6 +53,16 @@ class FallbackRead:
 
 
 @dataclass(frozen=True, slots=True)
+class FallbackCall:
+    """One read the fallback's tools made: the table, its filters as ``{column: {op: value}}``
+    and how many rows it returned (the envelope's ``metadata.fallback_reads``)."""
+
+    table: str
+    filters: Mapping[str, Any]
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
 class FallbackResult:
     """Everything the fallback read in this run, and the error that stopped it, if any.
 
@@ -63,6 +74,8 @@ class FallbackResult:
     #: Row ids the LLM's final answer cited but no tool call read: dropped, counted here (the
     #: envelope's ``metadata.fallback_dropped_ids``).
     dropped_ids: int = 0
+    #: Every read the tools made, in order, whether or not the answer cited its rows.
+    calls: Sequence[FallbackCall] = ()
 
 
 class FallbackRunner(Protocol):

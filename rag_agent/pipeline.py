@@ -39,37 +39,59 @@ from rag_agent.assemble import (
     source_of,
 )
 from rag_agent.cache import QueryCache
-from rag_agent.envelope import Envelope, ReformulationAttempt
-from rag_agent.filters import (
-    MAX_TEXT_LENGTH,
-    filters_to_query,
-    normalize_filters,
-    parse_filters_from_text,
+from rag_agent.conditions import query_filters_view
+from rag_agent.envelope import (
+    AppliedFilter,
+    Envelope,
+    FallbackReadInfo,
+    IgnoredPart,
+    ReformulationAttempt,
 )
-from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner, FilterExtractor
+from rag_agent.filters import MAX_TEXT_LENGTH
+from rag_agent.hooks import FallbackCall, FallbackRequest, FallbackResult, FallbackRunner
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
-from rag_agent.reformulation import reformulations
+from rag_agent.reformulation import relaxations
 from rag_agent.settings import RAGSettings
+from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
+from rag_agent.understanding import (
+    DEFAULT_TABLE,
+    ConditionExtractor,
+    apply_conditions,
+    column_infos,
+    explicit_conditions,
+    understand_request,
+)
 
 __all__ = ["Pipeline"]
 
 _Window = tuple[int, int]
-#: ``(limit, offset, include_raw)`` as the caller gave them, checked by ``Pipeline._admit``.
+#: ``(limit, offset, include_raw)`` as the caller gave them, checked by ``Pipeline._page``.
 _Page = tuple[int | None, int | None, bool]
 
 
 @functools.lru_cache(maxsize=1024)
-def _parse_rules(text: str) -> tuple[tuple[str, Any], ...]:
-    # The parser is pure, so a repeated question (the cache-hit path) skips it; tuples keep the
-    # memoised value immutable.
-    return tuple(parse_filters_from_text(text).items())
+def _planned(table: str, conditions: tuple[Condition, ...], window: _Window) -> Query:
+    # Applied conditions hold coerced, hashable values, so equal arguments mean the same query;
+    # a repeated question (the cache-hit path) skips building it again.
+    filters = tuple(c.to_filter() for c in conditions)
+    return Query(table, filters, limit=window[0], offset=window[1])
 
 
-@functools.lru_cache(maxsize=1024)
-def _planned(table: str, filters: tuple[tuple[str, Any], ...], window: _Window) -> Query:
-    # Canonical filters hold only ints and strings, so equal arguments mean the same query; a
-    # repeated question (the cache-hit path) skips building it again.
-    return Query(table, filters_to_query(dict(filters)), limit=window[0], offset=window[1])
+def _shown(conditions: Iterable[Condition]) -> list[AppliedFilter]:
+    return [
+        AppliedFilter.model_validate(
+            {"column": c.column, "op": c.op.value, "value": _listed(c.value), "source": c.source}
+        )
+        for c in conditions
+    ]
+
+
+def _listed(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _ignored(parts: Iterable[Ignored]) -> list[IgnoredPart]:
+    return [IgnoredPart(text=p.text, reason=p.reason) for p in parts]
 
 
 def _typed(value: Any) -> Any:
@@ -102,48 +124,96 @@ class Pipeline:
     settings: RAGSettings
     cache: QueryCache
     limiter: RateLimiter
-    llm_filters: FilterExtractor | None
+    extractor: ConditionExtractor | None
     fallback: FallbackRunner | None
     now: Callable[[], dt.datetime]
 
     def run(
-        self, log: Any, text: str, table: str, explicit: Mapping[str, Any] | None, page: _Page
+        self,
+        log: Any,
+        text: str,
+        table: str | None,
+        explicit: object,
+        page: _Page,
+        count_only: bool | None = None,
     ) -> Envelope:
         """Steps 1 to 6 for ``RAGAgent.run``; arguments are checked here, not trusted.
 
-        ``page`` is ``(limit, offset, include_raw)`` as the caller gave them.
+        ``table`` ``None`` means the table the text names, else ``leads``; ``explicit`` is
+        ``None`` or the caller's conditions; ``page`` is ``(limit, offset, include_raw)`` as the
+        caller gave them.
         """
-        outcome = Outcome(source_of(table))
+        outcome = Outcome(source_of(table if table is not None else DEFAULT_TABLE))
         try:
             if not isinstance(text, str):
                 raise InvalidQueryError(
                     f"text must be a str, not {type(text).__name__}", field="text"
                 )
-            if explicit is not None and not isinstance(explicit, Mapping):
-                raise InvalidQueryError(
-                    f"filters must be a mapping, not {type(explicit).__name__}", field="filters"
-                )
-            checked_table, window, include_raw = self._admit(table, page, "run")
+            if count_only is not None and type(count_only) is not bool:
+                raise InvalidQueryError("count_only must be a bool", field="count_only")
+            given = None if explicit is None else explicit_conditions(explicit)
+            window, include_raw = self._page(page)
+            if table is not None:
+                table = self.facade.policy.check_read(table, "run")
         except Exception as exc:
             return self._refuse(log, outcome, exc)
 
         # Only the prefix is ever read: no question needs more, and the LLM steps would otherwise
         # pay for (and be steered by) an arbitrarily long text.
         text = text[:MAX_TEXT_LENGTH]
+        checked_table = table or DEFAULT_TABLE
         try:
-            if explicit is None:
-                filters = self._filters(log, text)
-            else:
-                filters = normalize_filters(explicit)
-                log.debug("rag.filters", via="explicit", filters=filters)
-            if filters:
-                self._retrieve(log, outcome, checked_table, filters, window, include_raw)
-            if outcome.total_count == 0 and outcome.error is None and explicit is None:
-                self._fall_back(log, outcome, text, checked_table, filters, window)
+            request, _ = understand_request(
+                text,
+                table=table,
+                explicit=given,
+                count_only=count_only,
+                now=self.now(),
+                extract=None if self.extractor is None else functools.partial(self._extract, log),
+            )
+            outcome.source = source_of(request.table)
+            checked_table = self.facade.policy.check_read(request.table, "run")
+            applied, refused = apply_conditions(self.facade, checked_table, request.conditions)
+            outcome.ignored = _ignored(request.ignored + refused)
+            outcome.count_only = request.count_only
+            log.debug(
+                "rag.filters",
+                table=checked_table,
+                filters=query_filters_view(applied),
+                sources=sorted({c.source for c in applied}),
+                ignored=len(outcome.ignored),
+            )
+            if applied and request.count_only:
+                self._count(log, outcome, checked_table, applied)
+            elif applied:
+                self._retrieve(log, outcome, checked_table, applied, window, include_raw)
+            counted = bool(applied) and request.count_only  # zero is a count's answer
+            if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
+                self._fall_back(log, outcome, text, checked_table, applied, window)
         except Exception as exc:
             self.log_error(log, "rag.error", exc, step="query", table=checked_table)
             outcome.fail(exc)
         return self._done(log, "rag.run", outcome, checked_table, window)
+
+    def _extract(self, log: Any, text: str, table: str) -> Understanding:
+        # The extractor meters and caches its own model calls; it is told the table's allowed
+        # columns, their kinds and operators, so its answer is constrained by the schema.
+        assert self.extractor is not None
+        try:
+            request = ExtractionRequest(
+                text=text,
+                table=table,
+                columns=column_infos(self.facade, table),
+                tables=self.facade.tables(),
+                now=self.now(),
+            )
+            found = self.extractor(request)
+            if not isinstance(found, Understanding):
+                raise TypeError(f"the extractor returned {type(found).__name__}")
+        except Exception as exc:  # an LLM failure only means "nothing understood"
+            self.log_error(log, "rag.filters.llm_error", exc, step="filters")
+            return Understanding()
+        return found
 
     def read(
         self,
@@ -157,16 +227,22 @@ class Pipeline:
         """Step 3 alone, for ``RAGAgent.read``; arguments are checked here, not trusted."""
         outcome = Outcome(source_of(table))
         try:
-            checked_table, window, include_raw = self._admit(table, page, "read")
+            window, include_raw = self._page(page)
+            checked_table = self.facade.policy.check_read(table, "read")
+            given = Query(checked_table, filters=_sequence(filters, "filters")).filters
+            shown_filters(given)  # refuses two filters with the same column and operator
             query = Query(
                 checked_table,
-                filters=_sequence(filters, "filters"),
+                filters=self.facade.check_filters(checked_table, given),
                 columns=None if columns is None else _sequence(columns, "columns"),
                 order=_sequence(order, "order"),
                 limit=window[0],
                 offset=window[1],
             )
             outcome.filters = shown_filters(query.filters)
+            outcome.applied = _shown(
+                Condition(f.column, f.op, f.value, "tool") for f in query.filters
+            )
         except Exception as exc:
             return self._refuse(log, outcome, exc)
         try:
@@ -178,14 +254,14 @@ class Pipeline:
             outcome.fail(exc)
         return self._done(log, "rag.read", outcome, checked_table, window)
 
-    def _admit(self, table: object, page: _Page, operation: str) -> tuple[str, _Window, bool]:
-        # The checks run and read share: the page window (defaulted and clamped here alone),
-        # include_raw, and the table against the allow-list.
+    def _page(self, page: _Page) -> tuple[_Window, bool]:
+        # The checks run and read share: the page window (defaulted and clamped here alone) and
+        # include_raw.
         limit, offset, include_raw = page
         window = self._window(limit, offset)
         if type(include_raw) is not bool:
             raise InvalidQueryError("include_raw must be a bool", field="include_raw")
-        return self.facade.policy.check_read(table, operation), window, include_raw
+        return window, include_raw
 
     def _window(self, limit: object, offset: object) -> _Window:
         settings = self.settings
@@ -205,61 +281,68 @@ class Pipeline:
             )
         return eff_limit, eff_offset
 
-    def _filters(self, log: Any, text: str) -> dict[str, Any]:
-        filters = dict(_parse_rules(text))
-        if filters or self.llm_filters is None:
-            log.debug("rag.filters", via="rules", filters=filters)
-            return filters
-        try:
-            filters = normalize_filters(self.llm_filters(text))
-        except Exception as exc:  # an LLM failure only means "no filters"
-            self.log_error(log, "rag.filters.llm_error", exc, step="filters")
-            filters = {}
-        log.debug("rag.filters", via="llm", filters=filters)
-        return filters
-
     def _retrieve(
         self,
         log: Any,
         outcome: Outcome,
         table: str,
-        filters: dict[str, Any],
+        conditions: tuple[Condition, ...],
         window: _Window,
         include_raw: bool,
     ) -> None:
-        def query(filters: dict[str, Any]) -> tuple[PageResult, bool]:
-            planned = _planned(table, tuple(filters.items()), window)
-            return self._query(log, planned, include_raw, filters)
+        def query(conditions: tuple[Condition, ...]) -> tuple[PageResult, bool]:
+            planned = _planned(table, conditions, window)
+            return self._query(log, planned, include_raw, query_filters_view(conditions))
 
-        result, all_hits = query(filters)
-        used = filters
+        result, all_hits = query(conditions)
+        used = conditions
         if result.total_count == 0:
-            relaxed_steps = reformulations(filters)
+            relaxed_steps = relaxations(conditions)
             for reason, relaxed in itertools.islice(
                 relaxed_steps, self.settings.reformulation_max_attempts
             ):
                 attempt, hit = query(relaxed)
                 all_hits = all_hits and hit
+                shown = query_filters_view(relaxed)
                 outcome.attempts.append(
                     ReformulationAttempt(
                         reason=reason,  # type: ignore[arg-type]
-                        filters=dict(relaxed),
+                        filters=shown,
                         result_count=attempt.total_count,
                     )
                 )
                 log.debug(
                     "rag.reformulation",
                     reason=reason,
-                    filters=relaxed,
+                    filters=shown,
                     result_count=attempt.total_count,
                 )
                 if attempt.total_count:
                     result, used = attempt, relaxed
                     outcome.fallback = "reformulation"
                     break
-        outcome.filters = dict(used)
+        self._applied(outcome, used)
         outcome.take(result, shared=self.cache.enabled)
         outcome.cache = "hit" if all_hits else "miss"
+
+    def _count(
+        self, log: Any, outcome: Outcome, table: str, conditions: tuple[Condition, ...]
+    ) -> None:
+        filters = tuple(c.to_filter() for c in conditions)
+        key = ("count", table, tuple((f.column, f.op, _typed(f.value)) for f in filters))
+        cached: tuple[int, dt.datetime] | None = self.cache.get(key)
+        outcome.cache = "miss" if cached is None else "hit"
+        if cached is None:
+            cached = (self.facade.count(table, filters), self.now())
+            self.cache.put(key, cached)
+        self._applied(outcome, conditions)
+        outcome.total_count, outcome.retrieved_at = cached
+        log.debug("rag.count", table=table, filters=outcome.filters, total_count=cached[0])
+
+    @staticmethod
+    def _applied(outcome: Outcome, conditions: tuple[Condition, ...]) -> None:
+        outcome.filters = query_filters_view(conditions)
+        outcome.applied = _shown(conditions)
 
     def _query(
         self, log: Any, query: Query, include_raw: bool, shown: Mapping[str, Any]
@@ -306,11 +389,12 @@ class Pipeline:
         outcome: Outcome,
         text: str,
         table: str,
-        filters: dict[str, Any],
+        conditions: tuple[Condition, ...],
         window: _Window,
     ) -> None:
-        if filters and outcome.filters is None:
-            outcome.filters = dict(filters)
+        filters = query_filters_view(conditions)
+        if conditions and outcome.filters is None:
+            self._applied(outcome, conditions)
         if self.fallback is None:
             outcome.fallback = "disabled"
             log.debug("rag.fallback", status="disabled", reason="no LLM fallback configured")
@@ -330,7 +414,7 @@ class Pipeline:
         request = FallbackRequest(
             text=text,
             table=table,
-            filters=dict(filters),
+            filters=filters,
             limit=limit,
             offset=offset,
             max_steps=self.settings.fallback_max_steps,
@@ -351,6 +435,11 @@ class Pipeline:
         outcome.take(page, shared=False)
         outcome.cache = None
         outcome.dropped_ids = max(0, int(result.dropped_ids))
+        outcome.fallback_reads = [
+            FallbackReadInfo(table=call.table, filters=dict(call.filters), rows=call.rows)
+            for call in result.calls
+            if isinstance(call, FallbackCall)
+        ]
         if result.error is not None:
             outcome.error = error_info(result.error)
             if isinstance(result.error, BaseException):

@@ -10,15 +10,23 @@ A step that would leave no filter at all is skipped: an unfiltered table is neve
 
 >>> [reason for reason, _ in reformulations({"email": "a@x.io", "company": "Acme Inc."})]
 ['drop_email', 'shorten_company_suffix']
+
+:func:`relaxations` does the same over the pipeline's conditions: the email is the ``email``
+column's conditions, the company the ``icontains`` condition on ``company_name``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["REFORMULATION_ORDER", "reformulations", "shorten_company_suffix"]
+from persistence import Op
+from rag_agent.conditions import legacy_conditions, query_filters_view
+from rag_agent.specs import Condition
+
+__all__ = ["REFORMULATION_ORDER", "reformulations", "relaxations", "shorten_company_suffix"]
 
 #: The reformulations, in the order they are tried.
 REFORMULATION_ORDER = ("drop_email", "shorten_company_suffix", "drop_company")
@@ -45,20 +53,37 @@ def shorten_company_suffix(company: str) -> str | None:
 
 
 def reformulations(filters: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(reason, relaxed_filters)`` in :data:`REFORMULATION_ORDER`, each relaxing the last.
+    """Yield ``(reason, relaxed_filters)`` for legacy filters (keys ``id``, ``email``,
+    ``company``, ``client_id``), in :data:`REFORMULATION_ORDER`, each relaxing the last.
 
     Never yields an empty filter set. The caller bounds the number of attempts.
     """
-    current = dict(filters)
-    if "email" in current and len(current) > 1:
-        current = {k: v for k, v in current.items() if k != "email"}
-        yield "drop_email", dict(current)
-    company = current.get("company")
-    if isinstance(company, str):
-        shortened = shorten_company_suffix(company)
+    for reason, relaxed in relaxations(legacy_conditions(filters, "rules")):
+        yield reason, query_filters_view(relaxed)
+
+
+def _is_company(condition: Condition) -> bool:
+    return condition.column == "company_name" and condition.op is Op.ICONTAINS
+
+
+def relaxations(
+    conditions: tuple[Condition, ...],
+) -> Iterator[tuple[str, tuple[Condition, ...]]]:
+    """Yield ``(reason, relaxed_conditions)`` in :data:`REFORMULATION_ORDER`, each relaxing the
+    last; never one that leaves no condition."""
+    current = conditions
+    without_email = tuple(c for c in current if c.column != "email")
+    if without_email and len(without_email) < len(current):
+        current = without_email
+        yield "drop_email", current
+    company = next((c for c in current if _is_company(c)), None)
+    if company is not None and isinstance(company.value, str):
+        shortened = shorten_company_suffix(company.value)
         if shortened is not None:
-            current = {**current, "company": shortened}
-            yield "shorten_company_suffix", dict(current)
-    if "company" in current and len(current) > 1:
-        current = {k: v for k, v in current.items() if k != "company"}
-        yield "drop_company", dict(current)
+            company_now = dataclasses.replace(company, value=shortened)
+            current = tuple(company_now if c is company else c for c in current)
+            company = company_now
+            yield "shorten_company_suffix", current
+    if company is not None and len(current) > 1:
+        current = tuple(c for c in current if c is not company)
+        yield "drop_company", current

@@ -80,8 +80,12 @@ def format_envelope(envelope: Mapping[str, Any], *, max_rows: int | None = None)
         if meta.get(key):
             status.append(f"{key}: {meta[key]}")
     if meta.get("query_filters"):
-        status.append("filters: " + json.dumps(meta["query_filters"], ensure_ascii=False))
+        status.append(
+            "filters: " + json.dumps(meta["query_filters"], ensure_ascii=False, default=str)
+        )
     lines = [" · ".join(status)]
+    for part in meta.get("ignored") or ():
+        lines.append(f"  not applied: {part.get('text')} ({part.get('reason')})")
     for attempt in meta.get("reformulation_attempts") or ():
         lines.append(
             f"  reformulation {attempt.get('reason')}: "
@@ -97,9 +101,11 @@ def format_envelope(envelope: Mapping[str, Any], *, max_rows: int | None = None)
         lines.append(format_grid(headers, [[r.get(h) for h in headers] for r in shown]))
         if len(shown) < len(records):
             lines.append(f"… {len(records) - len(shown)} more rows on this page")
-    if meta.get("truncated"):
-        lines.append(f"truncated: {total} matches; summary of the returned page:")
+    if meta.get("summary"):
+        lines.append(f"{total} matches; summary of the returned page:")
         lines.append(_format_summary(meta.get("summary")))
+    if meta.get("has_more"):
+        lines.append(f"more rows: --offset {meta.get('next_offset')}")
     return "\n".join(lines)
 
 

@@ -29,7 +29,7 @@ from rag_agent.assemble import utc_now
 from rag_agent.fallback.ledger import LedgerEntry, id_key
 from rag_agent.fallback.prompt import FinalAnswer, final_answer, request_message, system_prompt
 from rag_agent.fallback.tools import FallbackSession, FallbackStopped, FallbackTimeoutError
-from rag_agent.hooks import FallbackRead, FallbackRequest, FallbackResult
+from rag_agent.hooks import FallbackCall, FallbackRead, FallbackRequest, FallbackResult
 from rag_agent.settings import RAGSettings
 
 __all__ = [
@@ -64,6 +64,8 @@ class FallbackOutcome:
     tool_calls: int = 0
     refused_tool_calls: int = 0
     rows_read: int = 0
+    #: Every read the tools made (table, filters, rows returned), in order.
+    calls: tuple[FallbackCall, ...] = ()
     stopped: Stopped = "answer"
     exception: BaseException | None = field(default=None, repr=False, compare=False)
 
@@ -236,6 +238,7 @@ class _Counters(TypedDict):
     tool_calls: int
     refused_tool_calls: int
     rows_read: int
+    calls: tuple[FallbackCall, ...]
 
 
 def _counters(session: FallbackSession) -> _Counters:
@@ -244,6 +247,7 @@ def _counters(session: FallbackSession) -> _Counters:
         "tool_calls": session.tool_calls,
         "refused_tool_calls": session.refused,
         "rows_read": session.rows_read,
+        "calls": tuple(session.calls),
     }
 
 
@@ -286,7 +290,9 @@ class PipelineFallback:
             for entry in outcome.records
         ]
         error: BaseException | str | None = outcome.exception or outcome.error
-        return FallbackResult(reads=reads, error=error, dropped_ids=outcome.dropped_ids)
+        return FallbackResult(
+            reads=reads, error=error, dropped_ids=outcome.dropped_ids, calls=outcome.calls
+        )
 
 
 def create_fallback_runner(

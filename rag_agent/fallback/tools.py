@@ -24,9 +24,10 @@ from typing import Literal
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from persistence import Order, PersistenceError, ReadOnlyPersistenceFacade, get_logger
+from persistence import Filter, Order, PersistenceError, ReadOnlyPersistenceFacade, get_logger
 from rag_agent.fallback.ledger import ReadLedger, Row
 from rag_agent.fallback.prompt import boundary_block
+from rag_agent.hooks import FallbackCall
 from rag_agent.specs import FilterSpec, to_filters
 
 __all__ = [
@@ -113,6 +114,7 @@ class FallbackSession:
         self.tool_calls = 0
         self.refused = 0
         self.rows_read = 0
+        self.calls: list[FallbackCall] = []
 
     def check_time(self) -> None:
         """Raise :class:`FallbackTimeoutError` once the run is cancelled or past its deadline."""
@@ -145,10 +147,15 @@ class FallbackSession:
         _log.info("rag.fallback.tool_refused", error=str(exc))
         return f"ERROR: {exc}"
 
-    def _read(self, table: str, rows: list[Row]) -> None:
+    def _read(self, table: str, filters: list[Filter], rows: list[Row]) -> None:
         self.ledger.record(table, rows, self.now())
+        shown: dict[str, dict[str, object]] = {}
+        for flt in filters:
+            value = list(flt.value) if isinstance(flt.value, tuple) else flt.value
+            shown.setdefault(flt.column, {})[flt.op.value] = value
         with self._lock:
             self.rows_read += len(rows)
+            self.calls.append(FallbackCall(table, shown, len(rows)))
 
     def _guarded(self, call: Callable[[], str]) -> str:
         # Every tool: count it against the budget, and hand a refusal back to the model as text.
@@ -204,15 +211,16 @@ class FallbackSession:
             shown = columns
             if shown is not None and "id" not in shown:
                 shown = ["id", *shown]  # rows must stay citable
+            wanted = to_filters(filters)
             page = self.facade.read(
                 table,
-                to_filters(filters),
+                wanted,
                 columns=shown,
                 order=[Order(order_by, descending)] if order_by else (),
                 limit=min(limit, _MAX_ROWS_PER_CALL),
                 offset=offset,
             )
-            self._read(table, page.rows)
+            self._read(table, wanted, page.rows)
             payload = json.dumps(
                 {"table": table, "total_count": page.total_count, "rows": page.rows},
                 default=str,

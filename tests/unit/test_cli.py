@@ -238,7 +238,7 @@ class TestRendering:
         header = text.splitlines()[2].split()
         assert header == ["id", "email", "zeta"]
         assert "provenance" not in text
-        assert "truncated: 300 matches" in text
+        assert "300 matches; summary of the returned page" in text
         assert "  status  3 distinct, 0 null" in text
 
 

@@ -63,8 +63,9 @@ class TestAsk:
         lines = out.splitlines()
         assert lines[0].startswith(f"persistence.leads · {ACME_LEADS} matches · rows 1-3")
         assert lines[1].split()[:4] == ["id", "first_name", "last_name", "email"]
-        assert len(lines) == 2 + 1 + 3
+        assert len(lines) == 2 + 1 + 3 + 1
         assert "{" not in lines[2]
+        assert lines[-1] == "more rows: --offset 3"
 
     def test_reformulation(self, validator: jsonschema.Draft202012Validator) -> None:
         """No "Acme Corp" exists, so the suffix is dropped and every Acme lead matches."""
@@ -230,7 +231,7 @@ class TestDemo:
             "reformulation shorten_company_suffix",
             "== Pagination: page 2",
             "rows 6-10",
-            f"truncated: {GLOBEX_LEADS} matches",
+            f"{GLOBEX_LEADS} matches; summary of the returned page",
             "fallback: disabled",
         ):
             assert text in out, text

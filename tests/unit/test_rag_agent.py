@@ -113,14 +113,19 @@ class TestMetadata:
     """Each metadata field means what the design says."""
 
     def test_a_plain_hit(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
-        """source, query_filters, retrieved_at, total_count, cache, limit and offset."""
+        """source, query_filters, filters, retrieved_at, total_count, has_more, cache, limit and
+        offset."""
         writer.write("leads", {"email": "a@acme.io", "company_name": "Acme"})
         data = valid(make_agent(backend).run("leads at acme", return_json=True))
         assert data["metadata"] == {
             "source": "persistence.leads",
             "query_filters": {"company": "acme"},
+            "filters": [
+                {"column": "company_name", "op": "icontains", "value": "acme", "source": "rules"}
+            ],
             "retrieved_at": "2026-03-04T05:06:07Z",
             "total_count": 1,
+            "has_more": False,
             "cache": "miss",
             "limit": 50,
             "offset": 0,
@@ -411,9 +416,14 @@ class TestFailures:
         assert data["metadata"]["total_count"] == 1
 
     def test_unknown_column_for_table(self, backend: CountingBackend) -> None:
-        """A filter on a column the table lacks is reported, not raised."""
+        """A condition on a column the table lacks is reported as ignored; nothing is read."""
         data = valid(make_agent(backend).run("leads at acme", table="clients", return_json=True))
-        assert data["metadata"]["error"]["type"] == "ColumnNotAllowedError"
+        meta = data["metadata"]
+        assert "error" not in meta and "filters" not in meta
+        [ignored] = meta["ignored"]
+        assert ignored["text"] == "company_name icontains 'acme'"
+        assert "has no column 'company_name'" in ignored["reason"]
+        assert data["records"] == [] and backend.reads == []
 
 
 class FakeFallback:

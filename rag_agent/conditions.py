@@ -1,0 +1,59 @@
+"""Conditions in the shapes callers see: the ``query_filters`` view and the legacy filter keys.
+
+The pipeline works on :class:`~rag_agent.specs.Condition` values. Envelopes have always shown a
+run's filters as ``query_filters``, a mapping with the keys ``id``, ``email``, ``company`` and
+``client_id``; those keys keep their meaning, and any other condition is shown as
+``{column: {op: value}}``:
+
+>>> from persistence import Op
+>>> query_filters_view([Condition("company_name", Op.ICONTAINS, "Acme"),
+...                     Condition("score", Op.GT, 80)])
+{'company': 'Acme', 'score': {'gt': 80}}
+
+:func:`legacy_conditions` goes the other way, for callers (tools, ``RAGAgent.run(filters=...)``)
+that pass the four keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from persistence import Op
+from rag_agent.specs import Condition, Source
+
+__all__ = ["LEGACY_KEYS", "legacy_conditions", "query_filters_view"]
+
+#: The four keys ``query_filters`` has always had, with the condition each stands for.
+LEGACY_KEYS: Mapping[str, tuple[str, Op]] = {
+    "id": ("id", Op.EQ),
+    "email": ("email", Op.IEQ),
+    "company": ("company_name", Op.ICONTAINS),
+    "client_id": ("client_id", Op.EQ),
+}
+_KEY_OF = {condition: key for key, condition in LEGACY_KEYS.items()}
+
+
+def legacy_conditions(filters: Mapping[str, Any], source: Source) -> tuple[Condition, ...]:
+    """The conditions of canonical legacy filters (as ``normalize_filters`` returns them)."""
+    return tuple(
+        Condition(column, op, filters[key], source)
+        for key, (column, op) in LEGACY_KEYS.items()
+        if key in filters
+    )
+
+
+def query_filters_view(conditions: Iterable[Condition]) -> dict[str, Any]:
+    """``query_filters`` of ``conditions``: the legacy keys where they apply, else
+    ``{column: {op: value}}`` (a list for ``in``)."""
+    view: dict[str, Any] = {}
+    for condition in conditions:
+        key = _KEY_OF.get((condition.column, Op(condition.op)))
+        value = list(condition.value) if isinstance(condition.value, tuple) else condition.value
+        if key is not None and key not in view:
+            view[key] = value
+            continue
+        shown = view.setdefault(condition.column, {})
+        if isinstance(shown, dict):
+            shown[Op(condition.op).value] = value
+    return view

@@ -1,0 +1,173 @@
+"""Steps 1 and 2 of a run: what the request asks for, and which of it the facade can apply.
+
+:func:`understand_request` turns free text (and a tool's explicit conditions) into a
+:class:`Request`: the rules first, then, when they find nothing or only weak evidence and an
+extractor is configured, the schema-constrained LLM extraction. :func:`apply_conditions` then puts
+every condition, whatever its source, through the facade's own checks (table and column allowed,
+column known, operator supported, value coercible to the column's type): a condition that passes
+is applied with its coerced value; one that fails is *ignored*, with the reason, so neither a person
+nor a calling model is misled about what the answer is an answer to.
+
+Thread-safety: pure functions over the facade and the extractor, both thread-safe.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from persistence import InvalidQueryError, Op, PersistenceError, ReadOnlyPersistenceFacade
+from rag_agent.conditions import legacy_conditions
+from rag_agent.filters import normalize_filters, understand
+from rag_agent.specs import (
+    ColumnInfo,
+    Condition,
+    ExtractionRequest,
+    Ignored,
+    Understanding,
+)
+
+__all__ = [
+    "DEFAULT_TABLE",
+    "ConditionExtractor",
+    "Request",
+    "apply_conditions",
+    "column_infos",
+    "explicit_conditions",
+    "understand_request",
+]
+
+#: The table a request is about when neither the caller nor the text names one.
+DEFAULT_TABLE = "leads"
+
+#: Step 2's hook: an extraction request → what the model understood (``source="llm"``).
+ConditionExtractor = Callable[[ExtractionRequest], Understanding]
+
+_ORDERED = ("eq", "neq", "gt", "gte", "lt", "lte", "in", "is_null")
+_TEXT = ("eq", "ieq", "neq", "in", "icontains", "is_null")
+_EQUALITY = ("eq", "neq", "in", "is_null")
+#: The operators offered on a column of each kind (``ColumnKind`` values).
+OPERATORS_BY_KIND: Mapping[str, tuple[str, ...]] = {
+    "text": _TEXT,
+    "uuid": _EQUALITY,
+    "boolean": ("eq", "neq", "is_null"),
+    "json": ("is_null",),
+    "other": _EQUALITY,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What one run asks for, once understood: the table, the conditions, count or rows, and the
+    parts of the request not applied so far."""
+
+    table: str
+    conditions: tuple[Condition, ...]
+    count_only: bool = False
+    ignored: tuple[Ignored, ...] = field(default=())
+
+
+def explicit_conditions(filters: object) -> tuple[Condition, ...]:
+    """A caller's explicit filters as conditions: the legacy keys (``id``, ``email``,
+    ``company``, ``client_id``) of a mapping, or a sequence of :class:`Condition`."""
+    if isinstance(filters, Mapping):
+        return legacy_conditions(normalize_filters(filters), "tool")
+    if isinstance(filters, Sequence) and not isinstance(filters, str | bytes):
+        conditions = tuple(filters)
+        if all(isinstance(c, Condition) for c in conditions):
+            return conditions
+    raise InvalidQueryError(
+        "filters must be a mapping of id/email/company/client_id or a sequence of Condition, "
+        f"not {type(filters).__name__}",
+        field="filters",
+    )
+
+
+def understand_request(
+    text: str,
+    *,
+    table: str | None,
+    explicit: tuple[Condition, ...] | None,
+    count_only: bool | None,
+    now: dt.datetime,
+    extract: Callable[[str, str], Understanding] | None,
+) -> tuple[Request, Understanding | None]:
+    """The request in ``text`` (and ``explicit`` conditions, which win over the text's).
+
+    ``extract(text, table)`` runs the LLM step when the rules find nothing, or only weak
+    evidence, and no explicit conditions were given; what it found replaces the rules' answer
+    when it found any condition. Also returns what the rules understood (``None`` for no text).
+    """
+    rules = understand(text, table=table, now=now) if text.strip() else None
+    found = rules if rules is not None else Understanding()
+    if explicit is not None:
+        given = {(c.column, c.op) for c in explicit}
+        kept = tuple(c for c in found.conditions if (c.column, c.op) not in given)
+        found = Understanding(found.table, kept + explicit, found.count_only, found.ignored)
+    elif extract is not None and text.strip() and (not found.conditions or found.weak):
+        asked = extract(text, table or found.table or DEFAULT_TABLE)
+        if asked.conditions:
+            found = Understanding(
+                asked.table or found.table, asked.conditions, asked.count_only, asked.ignored
+            )
+        else:
+            found = Understanding(
+                found.table,
+                found.conditions,
+                found.count_only,
+                found.ignored + asked.ignored,
+                found.weak,
+            )
+    request = Request(
+        table=table or found.table or DEFAULT_TABLE,
+        conditions=found.conditions,
+        count_only=found.count_only if count_only is None else count_only,
+        ignored=found.ignored,
+    )
+    return request, rules
+
+
+def apply_conditions(
+    facade: ReadOnlyPersistenceFacade, table: str, conditions: Sequence[Condition]
+) -> tuple[tuple[Condition, ...], tuple[Ignored, ...]]:
+    """Split ``conditions`` into those the facade applies (values coerced to the columns'
+    types) and those it cannot, each with the facade's reason.
+
+    A second condition with the same column and operator is ignored: the query could apply
+    both, but the answer could not show which one a reader meant.
+    """
+    applied: list[Condition] = []
+    ignored: list[Ignored] = []
+    seen: set[tuple[str, Op]] = set()
+    for condition in conditions:
+        try:
+            op = Op(condition.op)
+            if (condition.column, op) in seen:
+                raise InvalidQueryError(
+                    f"a second {op.value!r} condition on {condition.column!r}", field="filters"
+                )
+            [checked] = facade.check_filters(table, [condition.to_filter()])
+        except (PersistenceError, ValueError) as exc:
+            ignored.append(Ignored(describe(condition), str(exc)))
+            continue
+        seen.add((condition.column, op))
+        applied.append(Condition(checked.column, checked.op, checked.value, condition.source))
+    return tuple(applied), tuple(ignored)
+
+
+def describe(condition: Condition) -> str:
+    """A condition as a short phrase: ``"score gt 80"``."""
+    op = condition.op.value if isinstance(condition.op, Op) else str(condition.op)
+    return f"{condition.column} {op} {condition.value!r}"
+
+
+def column_infos(facade: ReadOnlyPersistenceFacade, table: str) -> tuple[ColumnInfo, ...]:
+    """The allowed columns of ``table`` with their kinds and the operators offered on each."""
+    supported = {op.value for op in Op if facade.capabilities.supports(op)}
+    infos = []
+    for name, ctype in sorted(facade.column_types(table).items()):
+        kind = ctype.kind.value
+        operators = OPERATORS_BY_KIND.get(kind, _ORDERED)
+        infos.append(ColumnInfo(name, kind, tuple(op for op in operators if op in supported)))
+    return tuple(infos)
