@@ -75,6 +75,7 @@ class _RunOptions(_PageOptions, total=False):
 class _ReadOptions(_PageOptions, total=False):
     columns: Sequence[str] | None
     order: Iterable[Order | str]
+    count_only: bool
 
 
 class RAGAgent(Closing):
@@ -231,6 +232,7 @@ class RAGAgent(Closing):
         limit: int | None = None,
         offset: int | None = None,
         include_raw: bool = False,
+        count_only: bool = False,
         return_json: bool = False,
     ) -> Envelope | dict[str, Any]:
         """One page of ``table`` matching all ``filters``, as an envelope (no text, no LLM).
@@ -238,8 +240,10 @@ class RAGAgent(Closing):
         ``filters`` are persistence ``Filter`` objects (ANDed; at most one per column and
         operator), ``columns`` project, ``order`` sorts (``Order`` objects or column names).
         The window is clamped and the page cached as in :meth:`run`; ``metadata.query_filters``
-        shows the filters as ``{column: {op: value}}``. Never raises: the envelope's
-        ``metadata.error`` says what went wrong::
+        shows the filters as ``{column: {op: value}}``; ``count_only=True`` answers only the
+        number of matches (``records`` empty). Values are read as their columns' types (a
+        date string on a ``timestamptz`` column, a uuid string on a ``uuid`` one). Never raises:
+        the envelope's ``metadata.error`` says what went wrong::
 
             rag.read("leads", [Filter("score", Op.GTE, 8)], order=[Order("score", True)], limit=10)
         """
@@ -247,7 +251,7 @@ class RAGAgent(Closing):
             table,
             return_json,
             lambda log: self._pipeline.read(
-                log, table, filters, columns, order, (limit, offset, include_raw)
+                log, table, filters, columns, order, (limit, offset, include_raw), count_only
             ),
         )
 

@@ -176,6 +176,12 @@ class Pipeline:
             applied, refused = apply_conditions(self.facade, checked_table, request.conditions)
             outcome.ignored = _ignored(request.ignored + refused)
             outcome.count_only = request.count_only
+            if given is not None and not applied:
+                raise InvalidQueryError(
+                    "no filter could be applied (see metadata.ignored); "
+                    "an unfiltered table is never returned",
+                    field="filters",
+                )
             log.debug(
                 "rag.filters",
                 table=checked_table,
@@ -184,6 +190,7 @@ class Pipeline:
                 ignored=len(outcome.ignored),
             )
             if applied and request.count_only:
+                self._applied(outcome, applied)
                 self._count(log, outcome, checked_table, applied)
             elif applied:
                 self._retrieve(log, outcome, checked_table, applied, window, include_raw)
@@ -223,6 +230,7 @@ class Pipeline:
         columns: Sequence[str] | None,
         order: Iterable[Order | str],
         page: _Page,
+        count_only: bool = False,
     ) -> Envelope:
         """Step 3 alone, for ``RAGAgent.read``; arguments are checked here, not trusted."""
         outcome = Outcome(source_of(table))
@@ -239,16 +247,21 @@ class Pipeline:
                 limit=window[0],
                 offset=window[1],
             )
+            if type(count_only) is not bool:
+                raise InvalidQueryError("count_only must be a bool", field="count_only")
+            conditions = tuple(Condition(f.column, f.op, f.value, "tool") for f in query.filters)
             outcome.filters = shown_filters(query.filters)
-            outcome.applied = _shown(
-                Condition(f.column, f.op, f.value, "tool") for f in query.filters
-            )
+            outcome.applied = _shown(conditions)
+            outcome.count_only = count_only
         except Exception as exc:
             return self._refuse(log, outcome, exc)
         try:
-            result, hit = self._query(log, query, include_raw, outcome.filters)
-            outcome.take(result, shared=self.cache.enabled)
-            outcome.cache = "hit" if hit else "miss"
+            if count_only:
+                self._count(log, outcome, checked_table, conditions)
+            else:
+                result, hit = self._query(log, query, include_raw, outcome.filters)
+                outcome.take(result, shared=self.cache.enabled)
+                outcome.cache = "hit" if hit else "miss"
         except Exception as exc:
             self.log_error(log, "rag.error", exc, step="query", table=checked_table)
             outcome.fail(exc)
@@ -335,7 +348,6 @@ class Pipeline:
         if cached is None:
             cached = (self.facade.count(table, filters), self.now())
             self.cache.put(key, cached)
-        self._applied(outcome, conditions)
         outcome.total_count, outcome.retrieved_at = cached
         log.debug("rag.count", table=table, filters=outcome.filters, total_count=cached[0])
 

@@ -17,9 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from persistence import Order
+from persistence import Op, Order
+from rag_agent.conditions import legacy_conditions
 from rag_agent.filters import FILTER_KEYS, normalize_filters
-from rag_agent.specs import FilterSpec, OrderSpec
+from rag_agent.specs import Condition, FilterSpec, OrderSpec
 
 __all__ = [
     "MAX_DEPTH",
@@ -28,6 +29,7 @@ __all__ = [
     "QueryLeadsInput",
     "QueryTableInput",
     "RAGAgentInput",
+    "RangeSpec",
     "TooDeep",
     "ToolInputError",
     "bounded",
@@ -190,8 +192,51 @@ class QueryLeadsInput(_Args):
     company: str | None = Field(default=None, description="Company name (substring match).")
     id: int | str | None = Field(default=None, description="The lead's id.")
     client_id: int | str | None = Field(default=None, description="The client account's id.")
+    status: str | None = Field(default=None, description="Lead status, e.g. 'qualified'.")
+    title: str | None = Field(default=None, description="Job title (substring), e.g. 'CTO'.")
+    score_min: int | None = Field(default=None, description="Lowest score (inclusive).")
+    score_max: int | None = Field(default=None, description="Highest score (inclusive).")
+    created_after: str | None = Field(
+        default=None, description="Created at or after this ISO 8601 date/time (UTC if no zone)."
+    )
+    created_before: str | None = Field(
+        default=None, description="Created before this ISO 8601 date/time (UTC if no zone)."
+    )
+    count_only: bool = Field(default=False, description="Only count the matches.")
     limit: int | None = Field(default=None, ge=1, description="Page size (clamped).")
     offset: int | None = Field(default=None, ge=0, description="Rows to skip.")
+
+    def conditions(self) -> tuple[Condition, ...]:
+        """The explicit fields as conditions (``source="tool"``), legacy keys first."""
+        legacy = checked_filters({key: getattr(self, key) for key in FILTER_KEYS})
+        extra = (
+            ("status", Op.EQ, self.status),
+            ("title", Op.ICONTAINS, self.title),
+            ("score", Op.GTE, self.score_min),
+            ("score", Op.LTE, self.score_max),
+            ("created_at", Op.GTE, self.created_after),
+            ("created_at", Op.LT, self.created_before),
+        )
+        return legacy_conditions(legacy, "tool") + tuple(
+            Condition(column, op, value, "tool") for column, op, value in extra if value is not None
+        )
+
+
+class RangeSpec(BaseModel):
+    """Bounds on one column (dates as ISO 8601 text, numbers as numbers); any subset."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    column: str = Field(description="Column name, e.g. created_at or score.")
+    gte: _Scalar | None = Field(default=None, description="At least (inclusive).")
+    gt: _Scalar | None = Field(default=None, description="More than.")
+    lte: _Scalar | None = Field(default=None, description="At most (inclusive).")
+    lt: _Scalar | None = Field(default=None, description="Less than (a range's usual end).")
+
+    def specs(self) -> list[FilterSpec]:
+        """The bounds as filter specs."""
+        bounds = (("gte", self.gte), ("gt", self.gt), ("lte", self.lte), ("lt", self.lt))
+        return [FilterSpec(column=self.column, op=op, value=v) for op, v in bounds if v is not None]
 
 
 class QueryTableInput(_Args):
@@ -206,14 +251,21 @@ class QueryTableInput(_Args):
     order: list[str | OrderSpec] | str | None = Field(
         default=None, description="Sort keys: 'column', '-column' (descending) or objects."
     )
+    ranges: list[RangeSpec] | None = Field(
+        default=None,
+        description="Ranges, e.g. {column: created_at, gte: '2025-03-01', lt: '2025-04-01'}.",
+    )
+    count_only: bool = Field(default=False, description="Only count the matches.")
     limit: int | None = Field(default=None, ge=1, description="Page size (clamped).")
     offset: int = Field(default=0, ge=0, description="Rows to skip.")
 
     def filter_specs(self) -> list[FilterSpec]:
-        """The filters as specs: a ``{column: value}`` mapping means ``eq`` on each column."""
+        """The filters and ranges as specs: a ``{column: value}`` mapping means ``eq``."""
         if isinstance(self.filters, dict):
-            return [FilterSpec(column=c, op="eq", value=v) for c, v in self.filters.items()]
-        return self.filters or []
+            specs = [FilterSpec(column=c, op="eq", value=v) for c, v in self.filters.items()]
+        else:
+            specs = list(self.filters or [])
+        return specs + [spec for bounds in self.ranges or () for spec in bounds.specs()]
 
 
 class RAGAgentInput(_Args):

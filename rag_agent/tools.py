@@ -39,9 +39,9 @@ from pydantic import BaseModel, ValidationError
 from persistence import is_identifier
 from rag_agent.agent import RAGAgent
 from rag_agent.assemble import error_envelope
+from rag_agent.conditions import legacy_conditions
 from rag_agent.envelope import Envelope
-from rag_agent.filters import FILTER_KEYS, parse_filters_from_text
-from rag_agent.specs import LLM_OPERATORS, to_filters
+from rag_agent.specs import LLM_OPERATORS, Condition, FilterSpec, to_filters
 from rag_agent.tool_input import (
     MAX_DEPTH,
     DeliverDataInput,
@@ -142,12 +142,21 @@ class _FreeTextTool(_EnvelopeTool):
     #: What to say when the input names no filter (an unfiltered table is never returned).
     missing_filters: str = ""
 
-    def _run_filters(
-        self, filters: dict[str, Any], table: str, limit: int | None, offset: int | None
+    def _run_conditions(
+        self,
+        text: str,
+        conditions: tuple[Condition, ...],
+        table: str | None,
+        page: tuple[int | None, int | None],
+        count_only: bool | None = None,
     ) -> Envelope:
-        if not filters:
+        # The rules read ``text``; the given conditions are added and win on conflicts.
+        if not conditions and not text.strip():
             raise ToolInputError(self.missing_filters)
-        return self._agent.run("", table=table, limit=limit, offset=offset, filters=filters)
+        limit, offset = page
+        return self._agent.run(
+            text, table=table, limit=limit, offset=offset, filters=conditions, count_only=count_only
+        )
 
 
 class QueryLeadsTool(_FreeTextTool):
@@ -156,20 +165,26 @@ class QueryLeadsTool(_FreeTextTool):
     name: str = "query_leads"
     description: str = _prose(
         """Look up leads (CRM contacts) deterministically. Give free text in 'query' and/or
-        explicit filters: email (exact), company (substring), id, client_id; plus limit and offset
-        for paging. Returns a JSON envelope: metadata (total_count, filters, reformulations) and
-        records, each with provenance."""
+        explicit filters: email (exact, case-insensitive), company (substring), id, client_id,
+        status, title (substring), score_min/score_max, created_after/created_before (ISO 8601);
+        count_only to count; limit and offset for paging. Returns a JSON envelope: metadata
+        (total_count, the applied filters and their source, what was ignored, has_more and
+        next_offset) and records, each with provenance."""
     )
     args_schema: type[BaseModel] = QueryLeadsInput
     missing_filters: str = (
-        "query_leads needs at least one filter: id, email, company or client_id "
-        "(explicitly or in the query text); an unfiltered table is never returned"
+        "query_leads needs at least one filter (explicitly or in the query text); "
+        "an unfiltered table is never returned"
     )
 
     def _answer(self, args: QueryLeadsInput) -> Envelope:
-        filters = checked_filters({key: getattr(args, key) for key in FILTER_KEYS})
-        merged = {**parse_filters_from_text(args.query or ""), **filters}
-        return self._run_filters(merged, "leads", args.limit, args.offset)
+        return self._run_conditions(
+            args.query or "",
+            args.conditions(),
+            "leads",
+            (args.limit, args.offset),
+            count_only=args.count_only or None,
+        )
 
 
 class QueryTableTool(_EnvelopeTool):
@@ -178,9 +193,12 @@ class QueryTableTool(_EnvelopeTool):
     name: str = "query_table"
     description: str = _prose(
         f"""Read rows of an allow-listed table with structured filters: a list of
-        {{column, op, value}} (op: {", ".join(LLM_OPERATORS)}) or a {{column: value}} mapping.
-        Optional columns, order ('col' or '-col'), limit, offset. Returns a JSON envelope with
-        total_count and records with provenance."""
+        {{column, op, value}} (op: {", ".join(LLM_OPERATORS)}; ieq is case-insensitive
+        equality) or a {{column: value}} mapping, and ranges ({{column, gte, gt, lte, lt}};
+        dates as ISO 8601). Values are read as the column's type (uuid, integer, numeric,
+        boolean, date, timestamp). Optional columns, order ('col' or '-col'), limit, offset,
+        count_only. Returns a JSON envelope with total_count, has_more, next_offset and records
+        with provenance."""
     )
     args_schema: type[BaseModel] = QueryTableInput
     table_label: str | None = None
@@ -193,6 +211,7 @@ class QueryTableTool(_EnvelopeTool):
             order=orders(args.order),
             limit=args.limit,
             offset=args.offset,
+            count_only=args.count_only,
         )
 
 
@@ -207,7 +226,9 @@ class RAGAgentTool(_FreeTextTool):
         a new offset). Returns a JSON envelope with provenance."""
     )
     args_schema: type[BaseModel] = RAGAgentInput
-    missing_filters: str = "rag_agent needs free text in 'query' or a 'metadata' with query_filters"
+    missing_filters: str = (
+        "rag_agent needs free text in 'query' or a 'metadata' with filters or query_filters"
+    )
 
     def _answer(self, args: RAGAgentInput) -> Envelope:
         metadata = args.metadata or {}
@@ -216,9 +237,10 @@ class RAGAgentTool(_FreeTextTool):
         table = _table_of(metadata) or args.table
         if args.query and args.query.strip():
             return self._agent.run(args.query, table=table, limit=limit, offset=offset)
-        query_filters = metadata.get("query_filters")
-        filters = checked_filters(query_filters if isinstance(query_filters, Mapping) else {})
-        return self._run_filters(filters, table, limit, offset)
+        count_only = metadata.get("count_only") is True or None
+        return self._run_conditions(
+            "", _metadata_conditions(metadata), table, (limit, offset), count_only
+        )
 
 
 class DeliverDataTool(_BoundedInput):
@@ -245,6 +267,18 @@ def _table_of(metadata: Mapping[str, Any]) -> str | None:
     if isinstance(source, str) and source.startswith("persistence."):
         return source.removeprefix("persistence.")
     return None
+
+
+def _metadata_conditions(metadata: Mapping[str, Any]) -> tuple[Condition, ...]:
+    # A previous envelope's applied filters (each {column, op, value}); older envelopes have
+    # only query_filters, whose four legacy keys are read as before.
+    applied = metadata.get("filters")
+    if isinstance(applied, list) and applied:
+        specs = [FilterSpec.model_validate(item) for item in applied]
+        return tuple(Condition(f.column, f.op, f.value, "tool") for f in to_filters(specs))
+    query_filters = metadata.get("query_filters")
+    legacy = checked_filters(query_filters if isinstance(query_filters, Mapping) else {})
+    return legacy_conditions(legacy, "tool")
 
 
 def _int_or_none(value: object) -> int | None:
