@@ -178,8 +178,8 @@ class Pipeline:
             outcome.count_only = request.count_only
             if given is not None and not applied:
                 raise InvalidQueryError(
-                    "no filter could be applied (see metadata.ignored); "
-                    "an unfiltered table is never returned",
+                    "at least one filter is needed and none could be applied "
+                    "(see metadata.ignored): an unfiltered table is never returned",
                     field="filters",
                 )
             log.debug(
