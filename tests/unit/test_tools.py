@@ -131,8 +131,56 @@ class TestQueryLeads:
         envelope = envelope_of(tools["query_leads"].invoke({"company": "acme", "limit": 10**6}))
         assert envelope["metadata"]["limit"] == RAGSettings().max_limit
 
+    def test_status_title_and_score_fields(self, tools: dict[str, Any]) -> None:
+        """title (substring) and score_min/score_max become tool conditions on their columns."""
+        envelope = envelope_of(
+            tools["query_leads"].invoke({"title": "cto", "score_min": 8, "score_max": 9})
+        )
+        assert [r["id"] for r in envelope["records"]] == [1]
+        assert envelope["metadata"]["filters"] == [
+            {"column": "title", "op": "icontains", "value": "cto", "source": "tool"},
+            {"column": "score", "op": "gte", "value": 8, "source": "tool"},
+            {"column": "score", "op": "lte", "value": 9, "source": "tool"},
+        ]
+
+    def test_count_only(self, tools: dict[str, Any]) -> None:
+        """count_only answers the number of matches and no records."""
+        envelope = envelope_of(tools["query_leads"].invoke({"title": "CTO", "count_only": True}))
+        assert envelope["metadata"]["total_count"] == 2 and envelope["records"] == []
+        assert envelope["metadata"]["count_only"] is True
+
+    def test_status_is_applied_as_given(self, tools: dict[str, Any]) -> None:
+        """status is applied as given: a status no lead has matches nothing, and says so."""
+        envelope = envelope_of(tools["query_leads"].invoke({"company": "acme", "status": "won"}))
+        assert envelope["records"] == [] and envelope["metadata"]["total_count"] == 0
+        assert {"column": "status", "op": "eq", "value": "won", "source": "tool"} in envelope[
+            "metadata"
+        ]["filters"]
+
 
 class TestQueryTable:
+    def test_ranges_and_count_only(self, tools: dict[str, Any]) -> None:
+        """ranges bound a column from both sides; count_only counts them."""
+        args = {"table": "leads", "ranges": [{"column": "score", "gte": 5, "lt": 9}]}
+        envelope = envelope_of(tools["query_table"].invoke(args))
+        assert [r["id"] for r in envelope["records"]] == [3]
+        assert envelope["metadata"]["query_filters"] == {"score": {"gte": 5, "lt": 9}}
+        counted = envelope_of(tools["query_table"].invoke({**args, "count_only": True}))
+        assert counted["metadata"]["total_count"] == 1 and counted["records"] == []
+
+    def test_ieq_is_case_insensitive_equality(self, tools: dict[str, Any]) -> None:
+        """ieq matches the whole value in any case, never a substring."""
+        for value, expected in (("ANA@ACME.EXAMPLE", [1]), ("ana@acme", [])):
+            envelope = envelope_of(
+                tools["query_table"].invoke(
+                    {
+                        "table": "leads",
+                        "filters": [{"column": "email", "op": "ieq", "value": value}],
+                    }
+                )
+            )
+            assert [r["id"] for r in envelope["records"]] == expected
+
     def test_filter_list(self, tools: dict[str, Any]) -> None:
         """A list of {column, op, value} is ANDed; the filters are echoed by column and op."""
         envelope = envelope_of(
@@ -281,6 +329,18 @@ class TestRAGAgentTool:
         assert envelope["metadata"]["fallback"] == "agent"
         assert envelope["metadata"]["fallback_dropped_ids"] == 1
         assert [r["id"] for r in envelope["records"]] == [1]
+
+    def test_partial_envelope_reruns_its_applied_filters(self, tools: dict[str, Any]) -> None:
+        """metadata.filters (any column and operator) is re-run as given, with the new offset."""
+        first = envelope_of(
+            tools["query_leads"].invoke({"company": "acme", "score_min": 1, "limit": 1})
+        )
+        second = envelope_of(
+            tools["rag_agent"].invoke({"metadata": {**first["metadata"], "offset": 1}})
+        )
+        assert [r["id"] for r in first["records"] + second["records"]] == [1, 2]
+        assert second["metadata"]["query_filters"] == {"company": "acme", "score": {"gte": 1}}
+        assert {f["source"] for f in second["metadata"]["filters"]} == {"tool"}
 
     @pytest.mark.parametrize("raw", [{}, {"metadata": {"query_filters": {"bogus": 1}}}, "   "])
     def test_nothing_to_run_is_an_error(self, tools: dict[str, Any], raw: Any) -> None:
