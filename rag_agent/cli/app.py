@@ -61,7 +61,12 @@ def _add_backend_options(parser: argparse.ArgumentParser, *, memory_default: boo
 
 
 def _add_query_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--table", default="leads", help="table to query (default: %(default)s)")
+    parser.add_argument(
+        "--table", help="table to query (default: the table the question names, else leads)"
+    )
+    parser.add_argument(
+        "--count", action="store_true", help="answer only how many rows match (no records)"
+    )
     parser.add_argument("--limit", type=_positive, help="page size (default: RAG_DEFAULT_LIMIT)")
     parser.add_argument("--offset", type=_non_negative, help="rows to skip (default: 0)")
     parser.add_argument(

@@ -121,6 +121,7 @@ def run_query(agent: Any, text: str, args: argparse.Namespace, **overrides: Any)
         "limit": args.limit,
         "offset": args.offset,
         "include_raw": args.include_raw,
+        "count_only": True if args.count else None,
     }
     options.update(overrides)
     envelope: Envelope = agent.run(text, return_json=True, **options)
