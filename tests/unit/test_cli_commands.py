@@ -67,6 +67,15 @@ class TestAsk:
         assert "{" not in lines[2]
         assert lines[-1] == "more rows: --offset 3"
 
+    def test_count(self, validator: jsonschema.Draft202012Validator) -> None:
+        """--count answers the number of matches with no records."""
+        code, out, _ = run("ask", "find leads at acme", "--count", "--json")
+        assert code == EXIT_OK
+        envelope = json.loads(out)
+        assert_valid(envelope, validator)
+        assert envelope["metadata"]["count_only"] is True and envelope["records"] == []
+        assert envelope["metadata"]["total_count"] == ACME_LEADS
+
     def test_reformulation(self, validator: jsonschema.Draft202012Validator) -> None:
         """No "Acme Corp" exists, so the suffix is dropped and every Acme lead matches."""
         code, out, _ = run("ask", "find leads at Acme Corp", "--json", "--limit", "5")
