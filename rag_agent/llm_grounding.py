@@ -13,7 +13,7 @@ model that ignored it) into an :class:`~rag_agent.specs.Understanding` whose con
 - its value is **grounded** in the user's text:
 
   * text: occurs in the text, case-insensitively, with whitespace collapsed and on word edges
-    (``"acme"`` is in "people at ACME." but not in "acmeology");
+    (``"acme"`` is in "people at ACME." but not in "acmeology"), and has a letter or digit;
   * numbers: occur in the text as a number, written in digits (``80``, ``80.5``, ``1,000``);
   * uuids: occur in the text as a uuid, in any of the spellings the coercion accepts;
   * booleans and ``is_null``: the text mentions the column (a word starting like one of the
@@ -93,10 +93,11 @@ def text_grounded(value: str, text: str) -> bool:
     """True when ``value`` occurs in ``text`` case-insensitively, on word edges.
 
     Whitespace is collapsed in both; an edge of ``value`` that is a word character must not
-    continue a word of ``text``. A blank ``value`` is never grounded.
+    continue a word of ``text``. A ``value`` without a letter or digit (blank, or punctuation
+    only: nothing a user names) is never grounded.
     """
     needle = _collapsed(value)
-    if not needle:
+    if not _WORD.search(needle):
         return False
     start = r"(?<!\w)" if _WORD.match(needle[0]) else ""
     end = r"(?!\w)" if _WORD.match(needle[-1]) else ""

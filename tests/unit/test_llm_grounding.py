@@ -21,7 +21,7 @@ from rag_agent.llm_grounding import (
 )
 from rag_agent.llm_schema import MAX_CONDITIONS, MAX_IGNORED, MAX_IN_VALUES, offered_columns
 from rag_agent.specs import Condition, Understanding
-from tests.support.extraction import NOW, answer, cond, extraction_request
+from tests.support.extraction import answer, cond, extraction_request
 
 CLIENT = uuid.UUID("6f1c2a9e-3b7d-4c1e-9a0b-5d8e7f6a1b2c")
 
@@ -59,10 +59,12 @@ class TestTextGrounded:
             ("cme", "leads at acme"),
             ("", "anything"),
             ("   ", "a   b"),
+            (",", "acme, globex"),
+            ("' --", "x' -- y"),
         ],
     )
     def test_not_grounded(self, value: str, text: str) -> None:
-        """Inventions, fragments of words and blanks are not grounded."""
+        """Inventions, fragments of words, blanks and bare punctuation are not grounded."""
         assert not text_grounded(value, text)
 
     @given(st.text(max_size=40), st.from_regex(r"[A-Za-z]{1,12}", fullmatch=True))
@@ -165,7 +167,9 @@ class TestUnderstandAnswer:
 
     def test_invented_company_is_rejected(self) -> None:
         """A company the user never wrote goes to ignored, not into the query."""
-        result = understood("who do we know in Berlin?", cond("company_name", "icontains", "Initech"))
+        result = understood(
+            "who do we know in Berlin?", cond("company_name", "icontains", "Initech")
+        )
         assert result.conditions == ()
         assert result.ignored[0].text == 'company_name icontains "Initech"'
         assert "did not write" in result.ignored[0].reason
@@ -304,10 +308,8 @@ class TestUnderstandAnswer:
             assert not understand_answer(raw, extraction_request("how many")).count_only
 
     def test_a_named_table_is_taken_when_the_text_names_it(self) -> None:
-        """'campaigns' in the text makes campaigns the table; conditions meant for leads move to ignored."""
-        result = understood(
-            "campaigns of client 7", cond("score", "eq", 7), table="campaigns"
-        )
+        """'campaigns' in the text names the table; conditions meant for leads are ignored."""
+        result = understood("campaigns of client 7", cond("score", "eq", 7), table="campaigns")
         assert result.table == "campaigns"
         assert result.conditions == ()
         assert "the request is about campaigns" in reasons(result)
@@ -364,7 +366,9 @@ _values = st.one_of(
 _conditions = st.fixed_dictionaries(
     {
         "column": st.one_of(st.sampled_from([*_names, "secret", "profile"]), st.text(max_size=8)),
-        "op": st.sampled_from(["eq", "ieq", "neq", "gt", "lt", "in", "is_null", "icontains", "ilike", "raw"]),
+        "op": st.sampled_from(
+            ["eq", "ieq", "neq", "gt", "lt", "in", "is_null", "icontains", "ilike", "raw"]
+        ),
         "value": st.one_of(_values, st.lists(_values, max_size=4)),
     }
 )
@@ -379,7 +383,7 @@ class TestUnderstandAnswerProperties:
     def test_only_offered_grounded_conditions_pass(
         self, text: str, conditions: list[dict[str, Any]], table: Any
     ) -> None:
-        """Whatever the answer, every condition kept is offered, allowed, llm-sourced and grounded."""
+        """Whatever the answer, every kept condition is offered, allowed, from llm, grounded."""
         request = extraction_request(text)
         result = understand_answer({"conditions": conditions, "table": table}, request)
         by_name = {column.name: column for column in _columns}

@@ -75,12 +75,13 @@ columns_strategy = st.lists(
         operators=st.lists(st.sampled_from(ALL_OPERATORS), max_size=6).map(tuple),
     ),
     max_size=8,
+    unique_by=lambda column: column.name,
 ).map(tuple)
 
 
 class TestExtractionSchema:
     def test_columns_and_operators_are_exactly_those_offered(self) -> None:
-        """Each column comes with its own operators minus ilike; json and operator-less columns are left out."""
+        """Each column has its own operators but ilike; json and operator-less ones are left out."""
         schema = extraction_schema(extraction_request("anything"))
         assert schema is not None
         expected = {
@@ -163,6 +164,11 @@ class TestExtractionSchema:
                 if op == "ilike" or column.kind == "json":
                     assert not any(c == column.name and o == op for c, o in allowed_pairs(schema))
 
+    def test_a_name_given_twice_is_offered_once(self) -> None:
+        """The first of two columns with one name wins."""
+        columns = (ColumnInfo("a", "text", ("eq",)), ColumnInfo("a", "integer", ("gt",)))
+        assert offered_columns(extraction_request("x", columns=columns)) == (columns[0],)
+
     def test_none_when_nothing_can_be_offered(self) -> None:
         """Only json or operator-less columns: no schema at all."""
         columns = (ColumnInfo("profile", "json", ("eq",)), ColumnInfo("x", "text", ("ilike",)))
@@ -183,7 +189,7 @@ class TestExtractionSchema:
 
 class TestExtractionMessages:
     def test_the_model_sees_now_columns_and_range_rules(self) -> None:
-        """The prompt gives the current UTC time, each column's kind and operators, and half-open ranges."""
+        """The prompt gives the UTC time, each column's kind and operators, half-open ranges."""
         system, human = extraction_messages(extraction_request("leads from last week"))
         assert human == "leads from last week"
         assert "2025-05-07T10:30:00Z" in system and "Wednesday" in system
