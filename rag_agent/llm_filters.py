@@ -32,7 +32,7 @@ import datetime as dt
 import json
 import re
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -329,7 +329,7 @@ class SchemaFilterExtractor:
         return read_json_object(message_text(raw)) if raw is not None else None
 
 
-def _utc_day(now: dt.datetime) -> Hashable:
+def _utc_day(now: dt.datetime) -> dt.date:
     # Relative dates ("today", "last week") change at midnight UTC: never serve yesterday's.
     return (now if now.tzinfo else now.replace(tzinfo=dt.UTC)).astimezone(dt.UTC).date()
 
