@@ -23,9 +23,9 @@ older seam, any ``Callable[[str], Mapping]`` of the keys ``id``, ``email``, ``co
 invalid counts as empty. ``fallback`` is any :class:`~rag_agent.hooks.FallbackRunner`: it gets a
 ``FallbackRequest`` and returns a ``FallbackResult`` listing the rows its tool calls actually
 read. With ``llm=`` and no explicit hooks, the agent builds them with
-:func:`~rag_agent.llm_filters.parse_filters_with_llm` and
-:func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no explicit hook) a step
-is disabled.
+:class:`~rag_agent.llm_filters.SchemaFilterExtractor` (metered by the agent's limiter, cached per
+question) and :func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no
+explicit hook) a step is disabled.
 
 This module is the public class and its wiring; the steps are :class:`rag_agent.pipeline.Pipeline`.
 
@@ -48,7 +48,7 @@ from rag_agent.envelope import Envelope
 from rag_agent.fallback import create_fallback_runner
 from rag_agent.filters import normalize_filters
 from rag_agent.hooks import FallbackRunner, FilterExtractor
-from rag_agent.llm_filters import parse_filters_with_llm
+from rag_agent.llm_filters import SchemaFilterExtractor
 from rag_agent.pipeline import Pipeline
 from rag_agent.ratelimit import RateLimiter, create_limiter
 from rag_agent.settings import RAGSettings
@@ -124,9 +124,14 @@ class RAGAgent(Closing):
         if extractor is None and llm_filters is not None:
             extractor = _hook_extractor(llm_filters, budget=None)  # the caller's own code
         elif extractor is None and llm is not None:
-            # The agent's own model calls count against the LLM budget, the fallback's too.
-            extractor = _hook_extractor(
-                lambda text: parse_filters_with_llm(text, llm), budget=limiter.try_acquire
+            # The agent's own model calls count against the LLM budget, the fallback's too, and
+            # a repeated question is answered from the extractor's cache at no cost.
+            extractor = SchemaFilterExtractor(
+                llm,
+                budget=limiter.try_acquire,
+                cache_maxsize=settings.cache_maxsize,
+                cache_ttl=settings.cache_ttl_seconds,
+                timer=clock,
             )
         # ``is None``, not ``or``: an empty QueryCache is falsy (it has ``__len__``).
         if cache is None:

@@ -871,15 +871,17 @@ class TestExplicitFilters:
         assert calls == []
 
     def test_invalid_filters_are_an_error_envelope(self) -> None:
-        """A non-mapping is refused in the envelope; invalid values count as no filter."""
+        """A non-mapping is refused in the envelope; so are filters of which none is valid (an
+        unfiltered table is never read instead)."""
         calls: list[str] = []
         agent = self._agent(calls)
         bad = agent.run("", filters=["company", "acme"])  # type: ignore[arg-type]
         assert bad.metadata.error is not None
         assert bad.metadata.error.type == "InvalidQueryError"
         empty = agent.run("", filters={"id": "not a number"})
-        assert empty.metadata.error is None
-        assert empty.metadata.total_count == 0
+        assert empty.metadata.error is not None
+        assert "at least one filter" in empty.metadata.error.message
+        assert empty.metadata.total_count == 0 and empty.records == []
         assert calls == []
 
 
