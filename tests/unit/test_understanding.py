@@ -12,6 +12,8 @@ import pytest
 
 from persistence import (
     AccessPolicy,
+    Filter,
+    InvalidQueryError,
     MemoryBackend,
     MemoryStore,
     Op,
@@ -23,14 +25,18 @@ from rag_agent import (
     FallbackRead,
     FallbackRequest,
     FallbackResult,
+    MemorySlidingWindowLimiter,
     RAGAgent,
     RAGSettings,
     envelope_json_schema,
 )
 from rag_agent.conditions import legacy_conditions, query_filters_view
 from rag_agent.hooks import FallbackCall
+from rag_agent.llm_schema import SCHEMA_NAME
 from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
 from rag_agent.understanding import apply_conditions, explicit_conditions, understand_request
+from tests.support.extraction import answer, cond
+from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls
 
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
 SCHEMA = envelope_json_schema()
@@ -107,8 +113,6 @@ class TestExplicitConditions:
     @pytest.mark.parametrize("bad", ["company=acme", 5, [("id", 1)]])
     def test_anything_else_is_refused(self, bad: object) -> None:
         """A string, a number or a list of non-conditions is an InvalidQueryError."""
-        from persistence import InvalidQueryError
-
         with pytest.raises(InvalidQueryError):
             explicit_conditions(bad)
 
@@ -292,8 +296,6 @@ class TestCountOnly:
 
     def test_read_count_only(self, facade: ReadOnlyPersistenceFacade) -> None:
         """RAGAgent.read(count_only=True) counts with the same filters a page would use."""
-        from persistence import Filter
-
         data = valid(
             agent(facade).read(
                 "leads", [Filter("score", Op.GT, 40)], count_only=True, return_json=True
@@ -359,3 +361,29 @@ class TestFallbackReads:
             {"table": "clients", "filters": {}, "rows": 0},
         ]
         assert [r["id"] for r in data["records"]] == [8]
+
+
+class TestExtractionIsMetered:
+    def test_a_zero_budget_makes_no_model_call_at_all(
+        self, facade: ReadOnlyPersistenceFacade
+    ) -> None:
+        """With RAG_MAX_FALLBACKS_PER_MIN=0, twenty questions the rules cannot read make no
+        model call: neither extraction nor fallback."""
+        model = ScriptedChatModel(script=[])
+        rag = agent(facade, llm=model, limiter=MemorySlidingWindowLimiter(0))
+        for i in range(20):
+            data = rag.run(f"the usual suspects number {i}", return_json=True)
+            assert data["metadata"]["fallback"] == "suppressed"
+        assert model.requests == []
+
+    def test_a_repeated_question_is_extracted_once(self, facade: ReadOnlyPersistenceFacade) -> None:
+        """The same question twice costs one extraction call and one unit of budget."""
+        found = answer(cond("company_name", "icontains", "Globex"))
+        model = ScriptedChatModel(script=[calls(call(SCHEMA_NAME, **found))])
+        limiter = MemorySlidingWindowLimiter(5)
+        rag = agent(facade, llm=model, limiter=limiter)
+        for _ in range(2):
+            data = rag.run("everyone over at that Globex place", return_json=True)
+            assert [r["id"] for r in data["records"]] == [8]
+            assert data["metadata"]["filters"][0]["source"] == "llm"
+        assert len(model.requests) == 1 and limiter.used() == 1
