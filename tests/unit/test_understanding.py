@@ -120,7 +120,8 @@ class TestExplicitConditions:
 class TestQueryFiltersView:
     def test_legacy_keys_and_other_conditions(self) -> None:
         """Legacy conditions keep their keys; others show as {column: {op: value}}."""
-        conditions = legacy_conditions({"id": 4, "email": "a@x.io"}, "rules") + (
+        conditions = (
+            *legacy_conditions({"id": 4, "email": "a@x.io"}, "rules"),
             Condition("score", Op.GT, 80),
             Condition("score", Op.LTE, 90),
             Condition("status", Op.IN, ("new", "qualified")),
