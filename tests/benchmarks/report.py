@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import cProfile
+import dataclasses
 import io
 import os
 import platform
@@ -103,9 +104,21 @@ def profile(func: Callable[[], object], *, calls: int, top: int = 18) -> str:
     return table.rstrip()
 
 
-def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+def profiled(target: Target, func: Callable[[], object], calls: int) -> Target:
+    """``target``, with a profile of ``calls`` calls of ``func`` attached when it is missed."""
+    if target.met:
+        return target
+    return dataclasses.replace(target, profile=profile(func, calls=calls))
+
+
+def _cell(value: object) -> str:
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """The lines of a Markdown table; a ``|`` or a line break in a cell cannot break it."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
     return lines
 
 
@@ -133,11 +146,11 @@ def render(
         "",
         "## Machine",
         "",
-        *_table(("", ""), env),
+        *markdown_table(("", ""), env),
         "",
         "## Targets",
         "",
-        *_table(
+        *markdown_table(
             ("Target", "Goal", "Measured", "Met"),
             [(t.name, t.goal, t.measured, t.verdict) for t in targets],
         ),
@@ -148,7 +161,7 @@ def render(
         if section.intro:
             lines += [section.intro, ""]
         if section.rows:
-            lines += [*_table(section.columns, section.rows), ""]
+            lines += [*markdown_table(section.columns, section.rows), ""]
         for note in section.notes:
             lines += [note, ""]
     missed = [t for t in targets if not t.met and t.profile]
