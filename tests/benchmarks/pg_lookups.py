@@ -148,6 +148,16 @@ def _envelope_check(total: int, field_name: str, value: str) -> Callable[[Any], 
     return check
 
 
+def _page_check(total: int, column: str, value: object) -> Callable[[Any], None]:
+    """A facade ``Page``: ``total`` matches and ``value`` is in its first row."""
+
+    def check(page: Any) -> None:
+        first = page.rows[0][column] if page.rows else None
+        _require(page.total_count == total and first == value, f"{page!r:.200}")
+
+    return check
+
+
 def _rows_check(value: str, column: int) -> Callable[[Any], None]:
     def check(rows: Any) -> None:
         _require(len(rows) == 1 and str(rows[0][column]) == value, f"got {rows!r:.200}")
@@ -195,13 +205,18 @@ def _peer(clients: Clients, *statements: tuple[bytes, Sequence[Any]]) -> Callabl
 
 
 def email_lookup(clients: Clients, sample: Sample) -> dict[str, Contender]:
-    """``RAGAgent.run`` of an email question against the two raw statements and the peer."""
-    agent, email = clients.agent, sample.email
+    """``RAGAgent.run`` of an email question and ``facade.read`` with ``Op.IEQ``, against the
+    two raw statements and the peer."""
+    facade, agent, email = clients.facade, clients.agent, sample.email
     exact = (b"SELECT * FROM leads WHERE email = %s LIMIT 50", (email,))
     lower = (b"SELECT * FROM leads WHERE lower(email) = lower(%s) LIMIT 50", (email,))
+    by_email = (Filter("email", Op.IEQ, email),)
     contenders = {
         FLOOR: Contender(_raw(clients, exact), _rows_check(email, _EMAIL)),
         RAW_LOWER: Contender(_raw(clients, lower), _rows_check(email, _EMAIL)),
+        "facade.read": Contender(
+            lambda: facade.read("leads", by_email, limit=PAGE), _page_check(1, "email", email)
+        ),
         "RAGAgent.run": Contender(
             lambda: agent.run(f"find the lead with email {email}", return_json=True),
             _envelope_check(1, "email", email),
@@ -211,11 +226,17 @@ def email_lookup(clients: Clients, sample: Sample) -> dict[str, Contender]:
 
 
 def uuid_lookup(clients: Clients, sample: Sample) -> dict[str, Contender]:
-    """``RAGAgent.run("show lead <uuid>")`` against raw ``id = $1`` and the peer."""
-    agent, lead_id = clients.agent, sample.lead_id
+    """``RAGAgent.run("show lead <uuid>")`` and ``facade.read`` with the id as text, against
+    raw ``id = $1`` and the peer."""
+    facade, agent, lead_id = clients.facade, clients.agent, sample.lead_id
     by_id = (b"SELECT * FROM leads WHERE id = %s LIMIT 50", (lead_id,))
+    # The id as text, as a tool or the rules hand it over: the column's type must accept it.
+    as_text = (Filter("id", Op.EQ, str(lead_id)),)
     contenders = {
         "raw psycopg, id = $1": Contender(_raw(clients, by_id), _rows_check(str(lead_id), 0)),
+        "facade.read": Contender(
+            lambda: facade.read("leads", as_text, limit=PAGE), _page_check(1, "id", lead_id)
+        ),
         "RAGAgent.run": Contender(
             lambda: agent.run(f"show lead {lead_id}", return_json=True),
             _envelope_check(1, "id", str(lead_id)),
@@ -247,14 +268,11 @@ def month_page(clients: Clients, sample: Sample) -> dict[str, Contender]:
             count == total and first == sample.month_first_email, f"count {count}, first {first!r}"
         )
 
-    def check_page(page: Any) -> None:
-        first = page.rows[0]["email"] if page.rows else None
-        _require(page.total_count == total and first == sample.month_first_email, f"{page!r:.200}")
-
     contenders = {
         "raw psycopg, count(*) + page": Contender(raw, check_raw),
         "facade.read": Contender(
-            lambda: facade.read("leads", _MONTH_FILTERS, order=order, limit=PAGE), check_page
+            lambda: facade.read("leads", _MONTH_FILTERS, order=order, limit=PAGE),
+            _page_check(total, "email", sample.month_first_email),
         ),
         "RAGAgent.read": Contender(
             lambda: agent.read("leads", _MONTH_FILTERS, order=order, limit=PAGE, return_json=True),
