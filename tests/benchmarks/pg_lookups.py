@@ -465,7 +465,9 @@ def _notes(sample: Sample) -> list[str]:
         "`lower(email) = lower('…')`. With the btree only, no index serves a case-insensitive "
         "match, so the baseline is the exact-case floor `email = $1`; with the `lower(email)` "
         'index the baseline is `lower(email) = lower($1)`. Uuid: `run("show lead <uuid>")` '
-        "against `id = $1`. Month: December 2025, `created_at >= $1 AND created_at < $2`, "
+        "against `id = $1`. *facade.read* is the same lookup without the question: `email ieq "
+        "<address>`, and `id eq '<uuid>'` with the id as text. Month: December 2025, "
+        "`created_at >= $1 AND created_at < $2`, "
         f"{sample.month_count:,} leads; the page is ordered by `created_at`, the facade's by "
         "`created_at, id`. The raw page and count are two statements; the facade's read is one.",
         "A contender reported as *error* answered wrongly or failed on its first call and was "
