@@ -195,9 +195,8 @@ def scratch_database(
 
     ``table`` declares ``leads`` (default: the reference schema, bigint ids); every variant gets
     a plain btree index on ``email``. ``indexes`` are extra ``CREATE INDEX`` statements run after
-    loading. The admin DSN comes from
-    ``RAG_TEST_POSTGRES_DSN`` (default: postgres on 127.0.0.1) and must be a superuser's, since
-    ``CREATE EXTENSION pg_trgm`` needs one.
+    loading. The admin DSN comes from ``RAG_TEST_POSTGRES_DSN`` (default: postgres on 127.0.0.1)
+    and must be a superuser's, since ``CREATE EXTENSION pg_trgm`` needs one.
     """
     from persistence.schema import TABLE_DDL
 

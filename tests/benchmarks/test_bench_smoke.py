@@ -17,16 +17,9 @@ import structlog
 from tests.benchmarks import run
 from tests.benchmarks.common import ADMIN_DSN, postgres_available, quiet_logging
 from tests.benchmarks.datagen import lead_tuples
+from tests.benchmarks.lookup_scenarios import FLOOR, PEER, RAW_LOWER, Contender, WrongAnswer
 from tests.benchmarks.peer import peer_installed
-from tests.benchmarks.pg_lookups import (
-    FLOOR,
-    PEER,
-    RAW_LOWER,
-    Contender,
-    WrongAnswer,
-    measure,
-    time_outcome,
-)
+from tests.benchmarks.pg_lookups import measure, time_outcome
 from tests.benchmarks.report import profile
 from tests.conftest import require_service
 
