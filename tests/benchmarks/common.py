@@ -54,6 +54,11 @@ class Stats:
         return _quantile(self.samples, 0.75)
 
     @property
+    def p95(self) -> float:
+        """The 95th percentile: per call only when every sample is a single call."""
+        return _quantile(self.samples, 0.95)
+
+    @property
     def spread(self) -> float:
         """Interquartile range relative to the median (0.05 = the middle half within 5 %)."""
         return (self.p75 - self.p25) / self.median if self.median else 0.0
@@ -63,6 +68,7 @@ class Stats:
             "median_s": self.median,
             "p25_s": self.p25,
             "p75_s": self.p75,
+            "p95_s": self.p95,
             "spread": self.spread,
             "n": len(self.samples),
         }
@@ -92,11 +98,13 @@ def compare(
     rounds: int,
     number: int = 1,
     warmup: int = 3,
+    block: int = 1,
 ) -> dict[str, Stats]:
     """Time every contender ``rounds`` times, interleaved; a sample is the mean of ``number`` calls.
 
-    Interleaving by blocks, not by single calls in a fixed order, keeps background work one
-    contender leaves behind (a pool returning a connection) from landing on the next one's clock.
+    Each turn takes ``block`` samples of one contender in a row. Interleaving by blocks, not by
+    single calls in a fixed order, keeps background work one contender leaves behind (a pool
+    returning a connection) from landing on the next one's clock.
     """
     for func in contenders.values():
         for _ in range(warmup):
@@ -106,7 +114,8 @@ def compare(
     for index in range(rounds):
         # Alternate the order each round so neither contender always runs first.
         for name in names if index % 2 == 0 else reversed(names):
-            samples[name].append(per_call(contenders[name], number=number))
+            for _ in range(block):
+                samples[name].append(per_call(contenders[name], number=number))
     return {name: Stats(tuple(values)) for name, values in samples.items()}
 
 
@@ -150,26 +159,44 @@ class ScratchDatabase:
     rows: int
 
 
-def copy_leads(conn: psycopg.Connection[Any], rows: int, *, seed: int) -> None:
-    """COPY ``rows`` generated leads (explicit ids) into ``leads`` and move its sequence on."""
+@dataclass(frozen=True)
+class LeadsTable:
+    """How a scratch database declares ``leads`` and fills it.
+
+    ``explicit_ids``: COPY the generated ids 1..n (and move the identity on), else leave ``id``
+    to the column's default (``gen_random_uuid()`` on a uuid-keyed table).
+    """
+
+    ddl: str
+    explicit_ids: bool = True
+
+
+def copy_leads(
+    conn: psycopg.Connection[Any], rows: int, *, seed: int, explicit_ids: bool = True
+) -> None:
+    """COPY ``rows`` generated leads into ``leads``; with ``explicit_ids``, ids 1..n and the
+    sequence moved on, else every column but ``id``."""
+    first = 0 if explicit_ids else 1
     statement = sql.SQL("COPY leads ({}) FROM STDIN").format(
-        sql.SQL(", ").join(sql.Identifier(c) for c in LEAD_COLUMNS)
+        sql.SQL(", ").join(sql.Identifier(c) for c in LEAD_COLUMNS[first:])
     )
     with conn.cursor() as cursor, cursor.copy(statement) as copy:
         for row in lead_tuples(rows, seed=seed):
-            copy.write_row(row)
-    conn.execute(b"SELECT setval(pg_get_serial_sequence('leads', 'id'), %s)", (max(rows, 1),))
+            copy.write_row(row[first:])
+    if explicit_ids:
+        conn.execute(b"SELECT setval(pg_get_serial_sequence('leads', 'id'), %s)", (max(rows, 1),))
 
 
 @contextmanager
 def scratch_database(
-    rows: int, *, seed: int = 7, indexes: Iterable[str] = ()
+    rows: int, *, seed: int = 7, indexes: Iterable[str] = (), table: LeadsTable | None = None
 ) -> Iterator[ScratchDatabase]:
     """Create ``rag_bench_<random>`` with ``rows`` leads and a SELECT-only role; drop both after.
 
-    ``indexes`` are extra ``CREATE INDEX`` statements run after loading. The admin DSN comes from
-    ``RAG_TEST_POSTGRES_DSN`` (default: postgres on 127.0.0.1) and must be a superuser's, since
-    ``CREATE EXTENSION pg_trgm`` needs one.
+    ``table`` declares ``leads`` (default: the reference schema, bigint ids); every variant gets
+    a plain btree index on ``email``. ``indexes`` are extra ``CREATE INDEX`` statements run after
+    loading. The admin DSN comes from ``RAG_TEST_POSTGRES_DSN`` (default: postgres on 127.0.0.1)
+    and must be a superuser's, since ``CREATE EXTENSION pg_trgm`` needs one.
     """
     from persistence.schema import TABLE_DDL
 
@@ -185,8 +212,9 @@ def scratch_database(
     admin_dsn = make_conninfo(ADMIN_DSN, dbname=name)
     try:
         with psycopg.connect(admin_dsn, autocommit=True) as conn:
-            conn.execute(TABLE_DDL["leads"].encode())
-            copy_leads(conn, rows, seed=seed)
+            leads = table or LeadsTable(TABLE_DDL["leads"])
+            conn.execute(leads.ddl.encode())
+            copy_leads(conn, rows, seed=seed, explicit_ids=leads.explicit_ids)
             conn.execute(b"CREATE INDEX leads_email_idx ON leads (email)")
             for statement in indexes:
                 conn.execute(statement.encode())

@@ -16,6 +16,19 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 
+def peer_installed() -> bool:
+    """True when the ``bench`` extra (LangChain's SQL tool and SQLAlchemy) is importable."""
+    with warnings.catch_warnings():
+        # langchain-community announces its own sunset on import; that is news, not an error.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            import langchain_community  # noqa: F401
+            import sqlalchemy  # noqa: F401
+        except ImportError:
+            return False
+    return True
+
+
 def _sqlalchemy_url(dsn: str) -> Any:
     from sqlalchemy.engine import URL
 

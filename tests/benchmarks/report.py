@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import cProfile
+import dataclasses
 import io
 import os
 import platform
@@ -103,9 +104,21 @@ def profile(func: Callable[[], object], *, calls: int, top: int = 18) -> str:
     return table.rstrip()
 
 
-def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+def profiled(target: Target, func: Callable[[], object], calls: int) -> Target:
+    """``target``, with a profile of ``calls`` calls of ``func`` attached when it is missed."""
+    if target.met:
+        return target
+    return dataclasses.replace(target, profile=profile(func, calls=calls))
+
+
+def _cell(value: object) -> str:
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """The lines of a Markdown table; a ``|`` or a line break in a cell cannot break it."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
     return lines
 
 
@@ -133,11 +146,11 @@ def render(
         "",
         "## Machine",
         "",
-        *_table(("", ""), env),
+        *markdown_table(("", ""), env),
         "",
         "## Targets",
         "",
-        *_table(
+        *markdown_table(
             ("Target", "Goal", "Measured", "Met"),
             [(t.name, t.goal, t.measured, t.verdict) for t in targets],
         ),
@@ -148,7 +161,7 @@ def render(
         if section.intro:
             lines += [section.intro, ""]
         if section.rows:
-            lines += [*_table(section.columns, section.rows), ""]
+            lines += [*markdown_table(section.columns, section.rows), ""]
         for note in section.notes:
             lines += [note, ""]
     missed = [t for t in targets if not t.met and t.profile]
@@ -162,8 +175,9 @@ def render(
         "Run `make bench` (about 5 minutes on 2 cores) or `make bench-quick` (small sizes, about",
         "a minute); both install the `bench` extra (LangChain's SQL tool, SQLAlchemy) first.",
         "`python -m tests.benchmarks.run --help` lists the options: `--sizes`, `--pg-rows`,",
-        "`--no-peer`, `--output`, `--json` (the raw figures). The local PostgreSQL must accept the",
-        "admin DSN (`RAG_TEST_POSTGRES_DSN`, default `postgresql://postgres@127.0.0.1:5432/postgres`).",
+        "`--lookup-rows` (e.g. `1000000`), `--no-peer`, `--output`, `--json` (the raw figures).",
+        "The local PostgreSQL must accept the admin DSN (`RAG_TEST_POSTGRES_DSN`, default",
+        "`postgresql://postgres@127.0.0.1:5432/postgres`).",
         "",
         "- Data: `tests/benchmarks/datagen.py` generates the same leads by seed for memory and",
         "  PostgreSQL (COPY). Company names are syllable pairs, so `icontains 'globex'` matches",
@@ -178,6 +192,14 @@ def render(
         "  The *peer tool* is LangChain's",
         "  `QuerySQLDatabaseTool` over `SQLDatabase` (SQLAlchemy, psycopg driver), given the same",
         "  statement with the values inlined as literals, as an LLM would write it.",
+        "- Lookups (`tests/benchmarks/pg_lookups.py`, also runnable alone): a second scratch",
+        "  database whose `leads` has `id uuid primary key default gen_random_uuid()` (filled by",
+        "  the server during COPY), a `timestamptz` `created_at`, a plain btree index on `email`",
+        "  and one on `created_at`; the `lower(email)` index is added for the second email",
+        "  scenario, after which every contender reconnects. Raw psycopg runs the SQL a careful",
+        "  engineer would write, the peer the SQL a model would write (values as quoted text).",
+        "  Each contender's answer is checked once first; one that fails is shown as *error* and",
+        "  not timed. Samples are single calls (in short blocks), so p50 and p95 are per call.",
         "- Round trips: a loopback TCP proxy in front of the server counts turns of the",
         "  conversation (client sends, server answers), the median of three windows of 100 warm",
         "  calls; it needs neither `pg_stat_statements` nor hooks in the client library, so every",

@@ -2,23 +2,23 @@
 
 Usage: ``python -m tests.benchmarks.run [--quick] [--output PATH] [--json PATH]``.
 
-Full mode: memory at 10k / 100k / 1M leads, PostgreSQL at 1M (under 10 minutes on 2 cores).
-``--quick``: smaller sizes and fewer rounds (about a minute), for development. ``--sizes`` and
-``--pg-rows`` override the sizes. Needs the local PostgreSQL (admin DSN ``RAG_TEST_POSTGRES_DSN``,
-a superuser, for ``CREATE EXTENSION pg_trgm``); the peer tool needs the ``bench`` extra.
+Full mode: memory at 10k / 100k / 1M leads, PostgreSQL at 1M, the lookups on a uuid-keyed table
+(``pg_lookups``) at 100k (under 10 minutes on 2 cores). ``--quick``: smaller sizes and fewer
+rounds (about a minute), for development. ``--sizes``, ``--pg-rows`` and ``--lookup-rows``
+override the sizes (``--lookup-rows 1000000`` for the large lookup table). Needs the local
+PostgreSQL (admin DSN ``RAG_TEST_POSTGRES_DSN``, a superuser, for ``CREATE EXTENSION pg_trgm``);
+the peer tool needs the ``bench`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import functools
 import json
 import random
 import sys
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,7 +28,7 @@ import psycopg
 
 from persistence import Filter, Op, create_read_only_facade
 from rag_agent import parse_filters_from_text
-from tests.benchmarks import memory_icontains, pg_suite, rag_micro
+from tests.benchmarks import memory_icontains, pg_lookups, pg_suite, rag_micro
 from tests.benchmarks.common import (
     ADMIN_DSN,
     Section,
@@ -38,7 +38,8 @@ from tests.benchmarks.common import (
     scratch_database,
 )
 from tests.benchmarks.datagen import NEEDLE, memory_store
-from tests.benchmarks.report import environment, fmt_stats, fmt_time, profile, ratio, render
+from tests.benchmarks.peer import peer_installed
+from tests.benchmarks.report import environment, fmt_stats, fmt_time, profiled, ratio, render
 
 ROOT = Path(__file__).resolve().parents[2]
 THREADS = (1, 2, 4, 8)
@@ -51,6 +52,7 @@ class Config:
     quick: bool
     sizes: tuple[int, ...]
     pg_rows: int
+    lookup_rows: int
     rounds: int
     throughput_calls: int
     peer: bool
@@ -64,24 +66,6 @@ class Results:
     targets: list[Target] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
     server_version: str | None = None
-
-
-def _peer_installed() -> bool:
-    with warnings.catch_warnings():
-        # langchain-community announces its own sunset on import; that is news, not an error.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            import langchain_community  # noqa: F401
-            import sqlalchemy  # noqa: F401
-        except ImportError:
-            return False
-    return True
-
-
-def _profiled(target: Target, func: Callable[[], object], calls: int) -> Target:
-    if target.met:
-        return target
-    return dataclasses.replace(target, profile=profile(func, calls=calls))
 
 
 def _envelope_json(rows: list[dict[str, Any]], now: dt.datetime) -> dict[str, Any]:
@@ -101,7 +85,7 @@ def micro(config: Config, results: Results) -> None:
             parse_filters_from_text(text)
 
     results.targets.append(
-        _profiled(
+        profiled(
             Target(
                 "Rule parser per query",
                 "≤ 20 µs",
@@ -148,7 +132,7 @@ def micro(config: Config, results: Results) -> None:
             page = rag_micro.envelope_rows(500)
             now = dt.datetime.now(dt.UTC)
             results.targets.append(
-                _profiled(
+                profiled(
                     Target(
                         "Envelope + provenance, 500 rows",
                         "≤ 3 ms",
@@ -373,7 +357,7 @@ def postgres(config: Config, results: Results) -> list[pg_suite.Throughput]:
             hit = cache["cache hit"]
             agent, question = clients.cached_agent, equality.question
             results.targets.append(
-                _profiled(
+                profiled(
                     Target("run() cache hit", "≤ 50 µs", fmt_stats(hit), hit.median <= 50e-6),
                     lambda: agent.run(question),
                     2000,
@@ -411,6 +395,14 @@ def postgres(config: Config, results: Results) -> list[pg_suite.Throughput]:
         return pg_suite.pg_throughput(db, THREADS, config.throughput_calls)
 
 
+def lookups(config: Config, results: Results) -> None:
+    """Email, uuid and date-range lookups on a uuid-keyed table (``pg_lookups``)."""
+    report = pg_lookups.measure(config.lookup_rows, quick=config.quick, with_peer=config.peer)
+    results.sections.append(report.section)
+    results.targets += report.targets
+    results.figures["lookups"] = report.figures
+
+
 def _library_calls(
     clients: pg_suite.Clients, scenario: pg_suite.Scenario
 ) -> tuple[Callable[[], object], Callable[[], object]]:
@@ -429,7 +421,7 @@ def _postgres_targets(
         raw, ours = stats["raw psycopg"], stats["facade.read"]
         calls = max(3, min(2000, int(1.0 / max(ours.median, 1e-6))))
         results.targets.append(
-            _profiled(
+            profiled(
                 Target(
                     f"facade.read vs raw psycopg — {label}",
                     "≤ 1.3×",
@@ -445,7 +437,7 @@ def _postgres_targets(
             run_stats = stats["RAGAgent.run"]
             noise = (run_stats.p75 - run_stats.p25 + peer.p75 - peer.p25) / 2
             results.targets.append(
-                _profiled(
+                profiled(
                     Target(
                         f"RAGAgent.run cheaper than the peer — {label}",
                         "< 1.0×",
@@ -468,11 +460,13 @@ def _config(args: argparse.Namespace) -> Config:
     if args.sizes:
         sizes = tuple(int(s) for s in args.sizes.split(","))
     pg_rows = args.pg_rows or (50_000 if args.quick else 1_000_000)
-    peer = not args.no_peer and _peer_installed()
+    lookup_rows = args.lookup_rows or (10_000 if args.quick else 100_000)
+    peer = not args.no_peer and peer_installed()
     return Config(
         quick=args.quick,
         sizes=sizes,
         pg_rows=pg_rows,
+        lookup_rows=lookup_rows,
         rounds=7 if args.quick else 31,
         throughput_calls=800 if args.quick else 4000,
         peer=peer,
@@ -485,6 +479,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, few rounds (~1 min)")
     parser.add_argument("--sizes", help="memory sizes, comma-separated (e.g. 10000,100000)")
     parser.add_argument("--pg-rows", type=int, help="leads in the PostgreSQL database")
+    parser.add_argument(
+        "--lookup-rows", type=int, help="leads in the uuid-keyed lookup database (e.g. 1000000)"
+    )
     parser.add_argument("--no-peer", action="store_true", help="skip the peer tool")
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--json", type=Path, help="also write the raw figures as JSON")
@@ -500,6 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pg_runs: list[pg_suite.Throughput] = []
     memory_runs: list[pg_suite.Throughput] = []
     steps.append(("postgres", lambda: pg_runs.extend(postgres(config, results))))
+    steps.append(("lookups", lambda: lookups(config, results)))
     steps.append(("throughput", lambda: memory_runs.extend(memory_throughput(config))))
     for name, step in steps:
         step_start = time.perf_counter()

@@ -15,8 +15,11 @@ import pytest
 import structlog
 
 from tests.benchmarks import run
-from tests.benchmarks.common import ADMIN_DSN, postgres_available
+from tests.benchmarks.common import ADMIN_DSN, postgres_available, quiet_logging
 from tests.benchmarks.datagen import lead_tuples
+from tests.benchmarks.lookup_scenarios import FLOOR, PEER, RAW_LOWER, Contender, WrongAnswer
+from tests.benchmarks.peer import peer_installed
+from tests.benchmarks.pg_lookups import measure, time_outcome
 from tests.benchmarks.report import profile
 from tests.conftest import require_service
 
@@ -36,6 +39,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
                 "--sizes",
                 "500,1000",
                 "--pg-rows",
+                "2000",
+                "--lookup-rows",
                 "2000",
                 "--no-peer",
                 "--output",
@@ -67,6 +72,7 @@ class TestBenchReport:
             "## PostgreSQL: library vs raw psycopg vs peer tool (2,000 leads)",
             "## run() cache hit vs miss (PostgreSQL)",
             "## Round trips per call (PostgreSQL)",
+            "## PostgreSQL lookups on a uuid-keyed table (2,000 leads)",
             "## Throughput with 1 / 2 / 4 / 8 threads",
             "## How it is measured",
         ):
@@ -80,6 +86,8 @@ class TestBenchReport:
         assert "Envelope + provenance, 500 rows" in names
         assert "run() cache hit" in names
         assert sum(name.startswith("facade.read vs raw psycopg") for name in names) == 3
+        assert "RAGAgent.run ≤ 2× raw indexed psycopg — uuid lookup" in names
+        assert "RAGAgent.run ≤ 2× raw indexed psycopg — email, lower(email) index" in names
         assert not any("peer" in name for name in names)
         assert all(isinstance(target["met"], bool) for target in figures["targets"])
 
@@ -100,17 +108,139 @@ class TestBenchReport:
             assert all(r["errors"] == 0 for r in runs)
 
     def test_leaves_no_database_behind(self, report: tuple[str, dict[str, Any]]) -> None:
-        """The scratch database and its role are dropped at the end of the run."""
+        """The scratch databases and their roles are dropped at the end of the run."""
         _, figures = report
-        name = figures["figures"]["database"]
-        assert name.startswith("rag_bench_")
-        with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-            left = conn.execute(
-                b"SELECT (SELECT count(*) FROM pg_database WHERE datname = %s)"
-                b" + (SELECT count(*) FROM pg_roles WHERE rolname = %s)",
-                (name, f"{name}_r"),
-            ).fetchone()
-        assert left == (0,)
+        for name in (figures["figures"]["database"], figures["figures"]["lookups"]["database"]):
+            assert name.startswith("rag_bench_")
+            with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+                left = conn.execute(
+                    b"SELECT (SELECT count(*) FROM pg_database WHERE datname = %s)"
+                    b" + (SELECT count(*) FROM pg_roles WHERE rolname = %s)",
+                    (name, f"{name}_r"),
+                ).fetchone()
+            assert left == (0,)
+
+
+#: Per lookup scenario: every contender without the peer, and those that answer on any library
+#: version (the email and uuid lookups through the library wait on ``Op.IEQ`` and typed values,
+#: so they may report an error).
+LOOKUPS = {
+    "uuid lookup": (
+        {"raw psycopg, id = $1", "facade.read", "RAGAgent.run"},
+        {"raw psycopg, id = $1"},
+    ),
+    "month: page + total": (
+        {"raw psycopg, count(*) + page", "facade.read", "RAGAgent.read"},
+        {"raw psycopg, count(*) + page", "facade.read", "RAGAgent.read"},
+    ),
+    "month: count": (
+        {"raw psycopg, count(*)", "facade.count"},
+        {"raw psycopg, count(*)", "facade.count"},
+    ),
+    "email, btree only": ({FLOOR, RAW_LOWER, "facade.read", "RAGAgent.run"}, {FLOOR, RAW_LOWER}),
+    "email, lower(email) index": (
+        {FLOOR, RAW_LOWER, "facade.read", "RAGAgent.run"},
+        {FLOOR, RAW_LOWER},
+    ),
+}
+
+
+class TestLookups:
+    """The lookups on the uuid-keyed table, as the report records them."""
+
+    def test_every_contender_is_timed_or_reported(self, report: tuple[str, dict[str, Any]]) -> None:
+        """Each contender of each scenario has either figures or an error, never both."""
+        _, figures = report
+        scenarios = figures["figures"]["lookups"]["scenarios"]
+        assert set(scenarios) == set(LOOKUPS)
+        for name, (contenders, _) in LOOKUPS.items():
+            stats, errors = scenarios[name]["stats"], scenarios[name]["errors"]
+            assert set(stats) | set(errors) == contenders, name
+            assert not set(stats) & set(errors), name
+            assert all(isinstance(message, str) and message for message in errors.values())
+
+    def test_raw_sql_and_the_facade_answer_right(self, report: tuple[str, dict[str, Any]]) -> None:
+        """The baselines and the facade's range reads pass their answer checks and are timed."""
+        _, figures = report
+        scenarios = figures["figures"]["lookups"]["scenarios"]
+        for name, (_, always) in LOOKUPS.items():
+            assert always <= set(scenarios[name]["stats"]), (name, scenarios[name]["errors"])
+            assert scenarios[name]["baseline"] in always
+
+    def test_figures_are_per_call_percentiles(self, report: tuple[str, dict[str, Any]]) -> None:
+        """Every timed contender has a p95 no lower than its p50, over many samples."""
+        _, figures = report
+        for scenario in figures["figures"]["lookups"]["scenarios"].values():
+            for stats in scenario["stats"].values():
+                assert stats["p95_s"] >= stats["median_s"] > 0
+                assert stats["n"] >= 10
+
+    def test_report_shows_errors_in_place(self, report: tuple[str, dict[str, Any]]) -> None:
+        """A contender that failed appears in the table with its error instead of figures."""
+        text, figures = report
+        for name, scenario in figures["figures"]["lookups"]["scenarios"].items():
+            for contender in scenario["errors"]:
+                assert f"| {name} | {contender} | error: " in text
+
+
+class TestTimeOutcome:
+    """How one lookup scenario treats a contender that fails."""
+
+    def test_failures_are_recorded_and_the_rest_timed(self) -> None:
+        """A raising and a wrong contender are reported by name; the good one is still timed."""
+
+        def boom() -> int:
+            raise ValueError("no such operator")
+
+        def never(answer: Any) -> None:
+            raise WrongAnswer(f"got {answer}")
+
+        def accept(answer: Any) -> None:
+            assert answer == 1
+
+        outcome = time_outcome(
+            "probe",
+            "good",
+            {
+                "good": Contender(lambda: 1, accept),
+                "raises": Contender(boom, accept),
+                "wrong": Contender(lambda: 2, never),
+            },
+            quick=True,
+        )
+        assert set(outcome.stats) == {"good"}
+        assert outcome.errors == {"raises": "ValueError: no such operator", "wrong": "got 2"}
+        assert len(outcome.stats["good"].samples) >= 10
+
+    def test_nothing_to_time(self) -> None:
+        """A scenario whose every contender fails has errors and no figures."""
+        outcome = time_outcome(
+            "probe", "bad", {"bad": Contender(lambda: 0, lambda _: _fail())}, quick=True
+        )
+        assert outcome.stats == {}
+        assert outcome.errors == {"bad": "nope"}
+
+
+def _fail() -> None:
+    raise WrongAnswer("nope")
+
+
+class TestLookupsWithPeer:
+    """The peer tool's SQL on the uuid-keyed table (needs the ``bench`` extra)."""
+
+    def test_peer_answers_every_scenario(self) -> None:
+        """LangChain's SQL tool answers every lookup right, so it is timed in each scenario."""
+        require_service(postgres_available(), "PostgreSQL on 127.0.0.1 is not reachable")
+        if not peer_installed():
+            pytest.skip("the bench extra (langchain-community, sqlalchemy) is not installed")
+        config = structlog.get_config()
+        try:
+            quiet_logging()
+            result = measure(600, quick=True, with_peer=True)
+        finally:
+            structlog.configure(**config)
+        for name, scenario in result.figures["scenarios"].items():
+            assert PEER in scenario["stats"], (name, scenario["errors"].get(PEER))
 
 
 class TestLeadGenerator:
