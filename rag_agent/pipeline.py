@@ -163,7 +163,7 @@ class Pipeline:
         text = text[:MAX_TEXT_LENGTH]
         checked_table = table or DEFAULT_TABLE
         try:
-            request, _ = understand_request(
+            request = understand_request(
                 text,
                 table=table,
                 explicit=given,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from persistence import InvalidQueryError, Op, PersistenceError, ReadOnlyPersistenceFacade
 from rag_agent.conditions import legacy_conditions
@@ -30,10 +30,12 @@ from rag_agent.specs import (
 
 __all__ = [
     "DEFAULT_TABLE",
+    "OPERATORS_BY_KIND",
     "ConditionExtractor",
     "Request",
     "apply_conditions",
     "column_infos",
+    "describe",
     "explicit_conditions",
     "understand_request",
 ]
@@ -65,7 +67,7 @@ class Request:
     table: str
     conditions: tuple[Condition, ...]
     count_only: bool = False
-    ignored: tuple[Ignored, ...] = field(default=())
+    ignored: tuple[Ignored, ...] = ()
 
 
 def explicit_conditions(filters: object) -> tuple[Condition, ...]:
@@ -92,15 +94,14 @@ def understand_request(
     count_only: bool | None,
     now: dt.datetime,
     extract: Callable[[str, str], Understanding] | None,
-) -> tuple[Request, Understanding | None]:
+) -> Request:
     """The request in ``text`` (and ``explicit`` conditions, which win over the text's).
 
     ``extract(text, table)`` runs the LLM step when the rules find nothing, or only weak
     evidence, and no explicit conditions were given; what it found replaces the rules' answer
-    when it found any condition. Also returns what the rules understood (``None`` for no text).
+    when it found any condition.
     """
-    rules = understand(text, table=table, now=now) if text.strip() else None
-    found = rules if rules is not None else Understanding()
+    found = understand(text, table=table, now=now) if text.strip() else Understanding()
     if explicit is not None:
         given = {(c.column, c.op) for c in explicit}
         kept = tuple(c for c in found.conditions if (c.column, c.op) not in given)
@@ -119,13 +120,12 @@ def understand_request(
                 found.ignored + asked.ignored,
                 found.weak,
             )
-    request = Request(
+    return Request(
         table=table or found.table or DEFAULT_TABLE,
         conditions=found.conditions,
         count_only=found.count_only if count_only is None else count_only,
         ignored=found.ignored,
     )
-    return request, rules
 
 
 def apply_conditions(

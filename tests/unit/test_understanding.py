@@ -138,7 +138,7 @@ class TestUnderstandRequest:
     def test_explicit_conditions_win_over_the_text(self) -> None:
         """The text's company and the given company: the given one is kept, once."""
         given = (Condition("company_name", Op.ICONTAINS, "Globex", "tool"),)
-        request, _ = understand_request(
+        request = understand_request(
             "leads at Acme",
             table=None,
             explicit=given,
@@ -160,7 +160,7 @@ class TestUnderstandRequest:
             "lead #3", table=None, explicit=None, count_only=None, now=NOW, extract=extract
         )
         assert asked == []
-        request, _ = understand_request(
+        request = understand_request(
             "the usual suspects",
             table="clients",
             explicit=None,
@@ -173,7 +173,7 @@ class TestUnderstandRequest:
 
     def test_what_the_extractor_could_not_map_is_kept_as_ignored(self) -> None:
         """An extractor that finds nothing still says what it left out."""
-        request, _ = understand_request(
+        request = understand_request(
             "the usual suspects",
             table=None,
             explicit=None,
