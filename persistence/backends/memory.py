@@ -3,7 +3,9 @@
 ``MemoryStore`` holds tables of rows; ``MemoryBackend`` serves queries over a store with the same
 semantics as PostgreSQL (checked by a differential test): NULL never matches a comparison,
 ``icontains`` is a literal case-insensitive substring, ``ilike`` takes ``%``/``_`` wildcards and
-``\\`` escapes, NULLs sort last ascending and first descending, ``id`` breaks ties.
+``\\`` escapes, ``ieq`` is equality after PostgreSQL's ``lower()`` on both sides (see
+:func:`persistence.backends._like.fold_case` for the folding and where it can differ), NULLs
+sort last ascending and first descending, ``id`` breaks ties.
 
 Thread-safety: a store is safe to share between threads. Writes take the store's lock and
 replace row dicts rather than mutating them, so a reader filters a consistent snapshot without
@@ -241,7 +243,7 @@ def _predicate(flt: Filter) -> Callable[[Row], bool]:
     if op is Op.IS_NULL:
         want_null = bool(value)
         return lambda row: (row.get(column) is None) is want_null
-    if op in (Op.ICONTAINS, Op.ILIKE):
+    if op in (Op.ICONTAINS, Op.ILIKE, Op.IEQ):
         return text_predicate(flt)
     if op is Op.IN:
         choices = value
@@ -285,8 +287,7 @@ class MemoryBackend:
 
     name = "memory"
     #: Every operator.
-    # IEQ is declared once this backend implements it.
-    capabilities = Capabilities(frozenset(Op) - {Op.IEQ})
+    capabilities = Capabilities()
 
     def __init__(self, store: MemoryStore | None = None) -> None:
         self._store = store if store is not None else default_store()

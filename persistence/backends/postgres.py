@@ -34,7 +34,7 @@ from persistence._options import check_options, require_text
 from persistence._read_only import refuse_write
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
-from persistence.query import Filter, Op, Page, Query
+from persistence.query import Filter, Page, Query
 
 try:
     import psycopg
@@ -77,8 +77,7 @@ class PostgresBackend(Closing):
 
     name = "postgres"
     #: Every operator.
-    # IEQ is declared once this backend implements it.
-    capabilities = Capabilities(frozenset(Op) - {Op.IEQ})
+    capabilities = Capabilities()
 
     def __init__(
         self,
