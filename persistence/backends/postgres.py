@@ -39,6 +39,7 @@ from persistence.query import Filter, Page, Query
 try:
     import psycopg
     from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
     from psycopg.rows import dict_row
 
     from persistence.backends import _pg_sql  # these import psycopg and psycopg_pool too
@@ -50,7 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         'pip install "readonly-rag[postgres]"'
     ) from exc
 
-__all__ = ["PostgresBackend", "create_backend"]
+__all__ = ["PostgresBackend", "create_backend", "data_target"]
 
 Row = dict[str, Any]
 
@@ -100,6 +101,8 @@ class PostgresBackend(Closing):
         self._read_only = read_only
         self._schema = schema
         self._allow_privileged = allow_privileged
+        #: Which tables these are, for write versions: server, database and schema.
+        self.data_target = data_target(dsn, schema)
         self._catalog = Catalog(schema, clock)
         self._statements: dict[tuple[Any, ...], bytes] = {}
         self._connections = Connections(
@@ -281,6 +284,19 @@ class PostgresBackend(Closing):
     def __repr__(self) -> str:
         mode = "read-only" if self._read_only else "read-write"
         return f"PostgresBackend({mode}, schema={self._schema!r})"
+
+
+def data_target(dsn: str, schema: str) -> tuple[str, str, str, str, str]:
+    """``("postgres", host, port, dbname, schema)`` of ``dsn``, with libpq's defaults filled in
+    (port 5432, the user's name as database); no secret. Two DSNs name the same target only
+    when they spell the host the same way (``localhost`` is not ``127.0.0.1``)."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:  # unparseable: connecting will say so
+        parts = {}
+    host, port = str(parts.get("host") or ""), str(parts.get("port") or "5432")
+    dbname = str(parts.get("dbname") or parts.get("user") or "")
+    return ("postgres", host, port, dbname, schema)
 
 
 # --- factory -----------------------------------------------------------------------------------

@@ -172,6 +172,8 @@ class SupabaseBackend:
         )
         self._count_mode: CountMode = count
         self._page_size = page_size
+        #: Which tables these are, for write versions: the project's URL and the schema.
+        self.data_target = ("supabase", url.rstrip("/"), schema)
         # Written once per table and only read afterwards; a race costs one duplicate request.
         self._columns: dict[str, frozenset[str]] = {}
 
