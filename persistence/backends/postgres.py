@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from persistence._closing import Closing
 from persistence._options import check_options, require_text
@@ -43,7 +43,17 @@ try:
     from psycopg.rows import dict_row
 
     from persistence.backends import _pg_sql  # these import psycopg and psycopg_pool too
-    from persistence.backends._pg_catalog import Catalog, Table, check_role
+    from persistence.backends._pg_catalog import (
+        Catalog,
+        IndexFacts,
+        RoleFacts,
+        Table,
+        check_role,
+        read_extensions,
+        read_indexes,
+        read_role,
+    )
+    from persistence.backends._pg_errors import translate
     from persistence.backends._pg_pool import Connections
 except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
     raise ConfigurationError(
@@ -51,7 +61,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         'pip install "readonly-rag[postgres]"'
     ) from exc
 
-__all__ = ["PostgresBackend", "create_backend", "data_target"]
+__all__ = [
+    "DatabaseFacts",
+    "IndexFacts",
+    "PostgresBackend",
+    "RoleFacts",
+    "create_backend",
+    "data_target",
+    "inspect_database",
+]
 
 Row = dict[str, Any]
 
@@ -297,6 +315,49 @@ def data_target(dsn: str, schema: str) -> tuple[str, str, str, str, str]:
     host, port = str(parts.get("host") or ""), str(parts.get("port") or "5432")
     dbname = str(parts.get("dbname") or parts.get("user") or "")
     return ("postgres", host, port, dbname, schema)
+
+
+class DatabaseFacts(NamedTuple):
+    """What :func:`inspect_database` read: the target, the connected role, the readable tables
+    with their column types, the tables the role may write, the indexes, the extensions."""
+
+    target: tuple[str, str, str, str, str]
+    role: RoleFacts | None
+    tables: Mapping[str, Table]
+    writable: frozenset[str]
+    indexes: tuple[IndexFacts, ...]
+    extensions: frozenset[str]
+
+
+def inspect_database(
+    dsn: str,
+    *,
+    schema: str = "public",
+    connect_timeout: float = 5.0,
+    statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS,
+) -> DatabaseFacts:
+    """Read the catalog facts ``rag-agent doctor`` reports, over one short ``READ ONLY``
+    connection: nothing is written, and a privileged role is described rather than refused."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=max(1, round(connect_timeout))) as conn:
+            conn.read_only = True
+            conn.execute(
+                b"SELECT pg_catalog.set_config('statement_timeout', %s, true)",
+                (str(statement_timeout_ms),),
+            )
+            catalog = Catalog(schema, time.monotonic)
+            catalog.load(conn)
+            tables = {name: entry for name in catalog.names() if (entry := catalog.get(name))}
+            return DatabaseFacts(
+                target=data_target(dsn, schema),
+                role=read_role(conn),
+                tables=tables,
+                writable=catalog.writable,
+                indexes=read_indexes(conn, schema),
+                extensions=read_extensions(conn),
+            )
+    except psycopg.Error as exc:
+        raise translate(exc, "inspect") from exc
 
 
 # --- factory -----------------------------------------------------------------------------------
