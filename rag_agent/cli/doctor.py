@@ -14,7 +14,7 @@ from persistence import BUSINESS_TABLES, create_read_only_facade, is_identifier
 from persistence.schema import TABLE_COLUMNS
 from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR
 from rag_agent.cli.connect import backend_options
-from rag_agent.cli.render import wants_json
+from rag_agent.cli.render import _inert, wants_json
 from rag_agent.doctor import Report, format_report, memory_report, postgres_report, supabase_report
 from rag_agent.settings import RAGSettings
 
@@ -80,5 +80,6 @@ def cmd_doctor(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: 
     if wants_json(args, out):
         out.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
     else:
-        out.write(format_report(report) + "\n")
+        # Names come from the catalog: shown inert, like row text.
+        out.write(_inert(format_report(report)) + "\n")
     return EXIT_OK if report.ok else EXIT_QUERY_ERROR
