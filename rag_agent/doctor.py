@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the facts come from the postgres backend, which needs psycopg
@@ -121,7 +121,7 @@ class Report:
     statements: tuple[str, ...] = ()
     role: Mapping[str, Any] | None = None
     problems: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -67,6 +67,12 @@ COLUMN_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "id": st.integers(min_value=0, max_value=12),
 }
 COMPARISONS = (Op.EQ, Op.NEQ, Op.GT, Op.GTE, Op.LT, Op.LTE)
+TEXT_OPS = (Op.IEQ, Op.ICONTAINS, Op.ILIKE)
+# Words and their case variants, so that text operators have matches to agree on.
+CASE_WORDS = st.sampled_from(
+    ["ann@x.io", "ANN@X.IO", "Ann@X.io", "a_n@x.io", "a%n@x.io", "straße", "STRASSE", "STRAẞE",
+     "ΟΔΟΣ", "οδος", "οδοσ", "İstanbul", "istanbul", "ıstanbul", "ISTANBUL", "", "*", "A*N"]
+)  # fmt: skip
 
 
 @st.composite
@@ -141,6 +147,31 @@ class TestDifferentialMemoryVsPostgres:
             assert got.rows == want.rows
             assert got.total_count == want.total_count
             assert reader.count("leads", query["filters"]) == want.total_count
+
+    @given(
+        emails=st.lists(st.none() | CASE_WORDS, max_size=10),
+        asked=st.lists(st.tuples(st.sampled_from(TEXT_OPS), CASE_WORDS), min_size=1, max_size=8),
+    )
+    def test_text_operators_fold_case_alike(
+        self,
+        pg: tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade],
+        emails: list[str | None],
+        asked: list[tuple[Op, str]],
+    ) -> None:
+        """ieq, icontains and ilike over words that differ only in case (and in the letters
+        where Python's own folding differs) select the same rows on both backends."""
+        database, writer, reader = pg
+        database.truncate()
+        store = MemoryStore()
+        memory = create_read_only_facade(kind="memory", store=store)
+        rows = [{"email": email} for email in emails]
+        create_persistence_agent(kind="memory", store=store).batch("leads", rows)
+        if rows:
+            writer.batch("leads", rows)
+        for op, value in asked:
+            flt = [Filter("email", op, value)]
+            want = memory.read("leads", flt, columns=["id"])
+            assert reader.read("leads", flt, columns=["id"]) == want, (op, value)
 
 
 # Every code point a ``text`` value can hold: no NUL, no surrogate.
