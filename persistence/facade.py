@@ -9,12 +9,13 @@ public attribute hands it out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NoReturn
 
 from persistence._closing import Closing
 from persistence._read_only import refuse_write
+from persistence._versions import process_versions
 from persistence.backends.base import Backend
 from persistence.capabilities import Capabilities
 from persistence.errors import (
@@ -111,6 +112,31 @@ class _Reader(Closing):
         self._check_backend(query, "read", known)
         return self.__backend.read(query)
 
+    def data_version(self, table: str) -> int:
+        """A number that changes whenever rows of ``table`` are written, for cache keys.
+
+        It never decreases and costs no I/O. Memory backend: the ``MemoryStore``'s write
+        counter, so every write to that store counts, through any facade or ``store.insert``.
+        PostgreSQL and Supabase: a counter of this process for the backend's database (host,
+        port, database and schema of the DSN) or project URL, bumped after every write of a
+        ``PersistenceAgent`` in this process; writes by other processes are not seen, so a
+        cache keyed by it still needs a TTL. Read it *before* the data it keys::
+
+            key = (table, facade.data_version(table), filters)
+            page = cache.get(key) or cache.setdefault(key, facade.read(table, filters))
+        """
+        table = self.__policy.check_read(table, "data_version")
+        own = getattr(self.__backend, "data_version", None)
+        if callable(own):
+            return int(own(table))
+        return process_versions().get(_data_target(self.__backend), table)
+
+    def _note_write(self, table: str) -> None:
+        """Move ``table``'s version on after a write (a backend counting its own writes, as the
+        memory store does, needs nothing)."""
+        if not callable(getattr(self.__backend, "data_version", None)):
+            process_versions().bump(_data_target(self.__backend), table)
+
     def count(self, table: str, filters: Iterable[Filter] = ()) -> int:
         """How many rows of ``table`` match all ``filters``."""
         table = self.__policy.check_read(table, "count")
@@ -171,6 +197,14 @@ class _Reader(Closing):
         return (
             f"{type(self).__name__}(backend={self.__backend.name!r}, tables={list(self.tables())})"
         )
+
+
+def _data_target(backend: Backend) -> Hashable:
+    """The store a backend writes to: its ``data_target`` when it declares one, else its name
+    (all backends of that name then share one version per table: too many cache misses at
+    worst, never a stale hit)."""
+    target = getattr(backend, "data_target", None)
+    return target if isinstance(target, Hashable) and target is not None else (backend.name,)
 
 
 def _filters(filters: Iterable[Filter]) -> tuple[Filter, ...]:
@@ -256,7 +290,13 @@ class PersistenceAgent(_Reader):
         """Insert ``rows`` atomically (all or none); return them as stored."""
         table = self.policy.check_write(table, "batch")
         checked = self._checked_rows(table, rows, "batch")
-        return self._backend().insert(table, checked) if checked else []
+        if not checked:
+            return []
+        try:
+            return self._backend().insert(table, checked)
+        finally:
+            # Even after a failure: the write may have happened before the error reached us.
+            self._note_write(table)
 
     def upsert(
         self,
@@ -270,7 +310,12 @@ class PersistenceAgent(_Reader):
         items = [rows] if isinstance(rows, Mapping) else rows
         checked = self._checked_rows(table, items, "upsert")
         self.policy.check_columns(table, [on_conflict], "upsert")
-        return self._backend().upsert(table, checked, on_conflict) if checked else []
+        if not checked:
+            return []
+        try:
+            return self._backend().upsert(table, checked, on_conflict)
+        finally:
+            self._note_write(table)
 
     def delete(self, table: str, filters: Iterable[Filter]) -> int:
         """Delete the rows matching ``filters`` (at least one: no table is emptied by accident)."""
@@ -279,7 +324,10 @@ class PersistenceAgent(_Reader):
         if not query.filters:
             raise InvalidQueryError("delete needs at least one filter", field="filters")
         self._check_query(query, "delete")
-        return self._backend().delete(table, query.filters)
+        try:
+            return self._backend().delete(table, query.filters)
+        finally:
+            self._note_write(table)
 
     def _checked_rows(
         self, table: str, rows: Iterable[Mapping[str, Any]], operation: str

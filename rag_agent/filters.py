@@ -9,8 +9,8 @@ filter yields ``{}``: the agent then never queries a table unfiltered.
 >>> parse_filters_from_text("client_id=7, lead #42")
 {'id': 42, 'client_id': 7}
 
-Values only ever become bound query values (``eq``, ``icontains``, or an ``ilike`` whose every
-wildcard is escaped for the email's case-insensitive equality): never SQL, never a pattern.
+Values only ever become bound query values (``eq``, ``icontains``, or ``ieq`` for the email's
+case-insensitive equality): never SQL, never a pattern.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from persistence import escape_like
 from persistence.query import Filter, Op
 from rag_agent.conditions import legacy_conditions
 from rag_agent.specs import Understanding
@@ -271,9 +270,8 @@ def normalize_filters(filters: object) -> dict[str, Any]:
 def filters_to_query(filters: Mapping[str, Any]) -> tuple[Filter, ...]:
     """Translate canonical filters into query ``Filter`` objects, in canonical order.
 
-    ``company`` → ``company_name icontains``; ``email`` → case-insensitive equality (an
-    ``ilike`` whose wildcards are all escaped, so it matches the address literally);
-    ``id``/``client_id`` → ``eq``.
+    ``company`` → ``company_name icontains``; ``email`` → ``ieq`` (case-insensitive equality,
+    which a ``lower(email)`` index serves); ``id``/``client_id`` → ``eq``.
     """
     out: list[Filter] = []
     for key in FILTER_KEYS:
@@ -283,7 +281,7 @@ def filters_to_query(filters: Mapping[str, Any]) -> tuple[Filter, ...]:
         if key == "company":
             out.append(Filter("company_name", Op.ICONTAINS, value))
         elif key == "email":
-            out.append(Filter("email", Op.ILIKE, escape_like(value)))
+            out.append(Filter("email", Op.IEQ, value))
         else:
             out.append(Filter(key, Op.EQ, value))
     return tuple(out)

@@ -1,5 +1,9 @@
 """What the PostgreSQL backend knows of the database: the catalog of readable tables and their
-column types, and the start-up check of the connected role's privileges.
+column types, and the start-up check of the connected role's privileges; and, for
+``rag-agent doctor``, the role's privileges, the indexes and the extensions as plain facts.
+
+Every catalog name is schema-qualified (``pg_catalog.``): a table or function of the same name
+earlier on the ``search_path`` cannot stand in for it.
 
 The catalog is a snapshot replaced whole on reload, never mutated, so a concurrent reader sees
 the old one or the new one. A table missing from it may be looked for again, at most once every
@@ -19,7 +23,17 @@ from persistence._logs import get_logger
 from persistence.backends._pg_sql import ColumnType
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
 
-__all__ = ["Catalog", "Table", "check_role"]
+__all__ = [
+    "Catalog",
+    "IndexFacts",
+    "IndexKey",
+    "RoleFacts",
+    "Table",
+    "check_role",
+    "read_extensions",
+    "read_indexes",
+    "read_role",
+]
 
 log = get_logger("persistence.postgres")
 
@@ -36,8 +50,28 @@ WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
 ORDER BY c.relname, a.attnum
 """
 _ROLE_SQL = (
-    b"SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+    b"SELECT current_user, rolsuper, rolbypassrls FROM pg_catalog.pg_roles"
+    b" WHERE rolname = current_user"
 )
+# One row per key column of every index on a table of the schema (INCLUDE columns left out):
+# a plain column's name, or the expression's text as pg_get_indexdef prints it, and its opclass.
+_INDEXES_SQL = b"""
+SELECT t.relname, i.relname, am.amname, x.indisvalid AND x.indisready, x.indpred IS NOT NULL,
+       a.attname, pg_catalog.pg_get_indexdef(x.indexrelid, k.ord::int, true), oc.opcname
+FROM pg_catalog.pg_index x
+JOIN pg_catalog.pg_class i ON i.oid = x.indexrelid
+JOIN pg_catalog.pg_class t ON t.oid = x.indrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace
+JOIN pg_catalog.pg_am am ON am.oid = i.relam
+CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(x.indkey::pg_catalog.int2[]),
+                              pg_catalog.unnest(x.indclass::pg_catalog.oid[]))
+     WITH ORDINALITY AS k(attnum, opclass, ord)
+LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum AND k.attnum > 0
+LEFT JOIN pg_catalog.pg_opclass oc ON oc.oid = k.opclass
+WHERE n.nspname = %s AND k.ord <= x.indnkeyatts
+ORDER BY t.relname, i.relname, k.ord
+"""
+_EXTENSIONS_SQL = b"SELECT extname FROM pg_catalog.pg_extension"
 _RELOAD_SECONDS = 5.0
 
 
@@ -96,6 +130,10 @@ class Catalog:
             self._clock(),
         )
 
+    def names(self) -> tuple[str, ...]:
+        """The readable tables, sorted."""
+        return tuple(sorted(self._snapshot.tables))
+
     def get(self, table: str) -> Table | None:
         """``table``'s entry, or ``None`` when it is missing or not readable."""
         return self._snapshot.tables.get(table)
@@ -110,13 +148,68 @@ class Catalog:
         return self._snapshot.writable
 
 
+class RoleFacts(NamedTuple):
+    """The connected role: its name and the two attributes that bypass row-level security."""
+
+    name: str
+    superuser: bool
+    bypass_rls: bool
+
+
+def read_role(conn: psycopg.Connection[Any]) -> RoleFacts | None:
+    """The connected role's facts (``None`` when ``pg_roles`` does not show it)."""
+    row = conn.execute(_ROLE_SQL).fetchone()
+    if row is None:
+        return None
+    return RoleFacts(str(row[0]), bool(row[1]), bool(row[2]))
+
+
+class IndexKey(NamedTuple):
+    """One key of an index: ``column`` for a plain column (else ``None``), ``expression`` as
+    PostgreSQL prints it (``email``, ``lower(email)``), and its operator class."""
+
+    column: str | None
+    expression: str
+    opclass: str
+
+
+class IndexFacts(NamedTuple):
+    """An index of a table: access method (``btree``, ``gin``...), its keys in order, whether
+    it is valid (built and usable) and partial (has a ``WHERE``)."""
+
+    table: str
+    name: str
+    method: str
+    keys: tuple[IndexKey, ...]
+    valid: bool
+    partial: bool
+
+
+def read_indexes(conn: psycopg.Connection[Any], schema: str) -> tuple[IndexFacts, ...]:
+    """Every index on the tables of ``schema``, from ``pg_catalog.pg_index``."""
+    found: dict[tuple[str, str], IndexFacts] = {}
+    for table, name, method, valid, partial, column, expression, opclass in conn.execute(
+        _INDEXES_SQL, (schema,)
+    ):
+        key = IndexKey(column, str(expression), str(opclass or ""))
+        entry = found.get((table, name))
+        keys = (*entry.keys, key) if entry is not None else (key,)
+        found[(table, name)] = IndexFacts(table, name, method, keys, bool(valid), bool(partial))
+    return tuple(found.values())
+
+
+def read_extensions(conn: psycopg.Connection[Any]) -> frozenset[str]:
+    """The names of the extensions installed in the database."""
+    return frozenset(str(row[0]) for row in conn.execute(_EXTENSIONS_SQL))
+
+
 def check_role(conn: psycopg.Connection[Any], writable: Collection[str], allow: bool) -> None:
     """Refuse a superuser or ``BYPASSRLS`` role for a read-only backend unless ``allow``; warn
     about an allowed one, and about ``writable`` tables (the role should only SELECT)."""
-    role = conn.execute(_ROLE_SQL).fetchone()
+    role = read_role(conn)
     if role is None:
         return
-    user, superuser, bypass_rls = str(role[0]), bool(role[1]), bool(role[2])
+    user, superuser, bypass_rls = role
     if superuser or bypass_rls:
         what = "a superuser" if superuser else "a BYPASSRLS role"
         if not allow:

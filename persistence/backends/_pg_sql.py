@@ -2,7 +2,8 @@
 
 Identifiers come from validated ``Query`` objects and the catalog; every value is a bound
 parameter. Text from a user never becomes SQL, and ``icontains`` text never becomes a pattern:
-it is escaped and matched with an explicit ``ESCAPE``.
+it is escaped and matched with an explicit ``ESCAPE``. ``ieq`` is ``lower(col) = lower(%s)``,
+the shape an expression index ``ON t (lower(col))`` serves.
 
 Page and count share one statement::
 
@@ -53,6 +54,8 @@ _COMPARISON = {
 }
 # E'\\' is one backslash whatever standard_conforming_strings says.
 _ILIKE = sql.SQL(" ILIKE %s ESCAPE E'\\\\'")
+# Exactly this text: it is the expression a ``lower(col)`` index is matched against.
+_IEQ = sql.SQL("lower({}) = lower(%s)")
 _NUMBERS = (int, float, decimal.Decimal)
 
 
@@ -95,7 +98,7 @@ def check_value(table: str, flt: Filter, ctype: ColumnType) -> None:
     """
     if flt.op is Op.IS_NULL:
         return
-    if flt.op in (Op.ICONTAINS, Op.ILIKE):
+    if flt.op in (Op.ICONTAINS, Op.ILIKE, Op.IEQ):
         if not ctype.is_text:
             raise InvalidQueryError(
                 f"{flt.op.value} on {table}.{flt.column} needs a text column, not {ctype.name}",
@@ -128,6 +131,8 @@ def _condition(flt: Filter) -> sql.Composable:
         return sql.SQL("{} = ANY(%s)").format(column)
     if op in (Op.ICONTAINS, Op.ILIKE):
         return column + _ILIKE
+    if op is Op.IEQ:
+        return _IEQ.format(column)
     return column + _COMPARISON[op] + sql.SQL("%s")
 
 

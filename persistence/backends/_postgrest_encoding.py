@@ -14,6 +14,10 @@ PostgREST's own (``docs/references/api/url_grammar.rst`` and its query-string pa
   default LIKE escape). A literal ``*`` is sent as ``_`` (any one character) and the row is then
   checked exactly on the client: see :func:`needs_client_check` and
   :func:`persistence.backends._like.text_predicate`.
+* ``ieq`` (case-insensitive equality) is an ``ilike`` whose every wildcard is escaped, so it
+  matches the whole value literally: PostgreSQL's ``ILIKE`` lower-cases both sides with
+  ``lower()`` in a UTF-8 database, so this is ``lower(col) = lower(value)``. A ``*`` in the value
+  takes the same ``_``-and-re-check path as in ``icontains``.
 * ``or=``/``and=`` logic trees are never built: filters are separate parameters, ANDed.
 
 Query strings are percent-encoded here with nothing left "safe" (space is ``%20``, ``+`` is
@@ -42,6 +46,7 @@ __all__ = [
     "encode_scalar",
     "filter_params",
     "icontains_pattern",
+    "ieq_pattern",
     "ilike_pattern",
     "in_list",
     "needs_client_check",
@@ -103,6 +108,11 @@ def _escape_like(text: str) -> str:
     return escaped.replace("*", "_")
 
 
+def ieq_pattern(literal: str) -> str:
+    """The ``ilike`` operand that matches exactly ``literal``, ignoring case."""
+    return _escape_like(literal)
+
+
 def icontains_pattern(literal: str) -> str:
     """The ``ilike`` operand for a case-insensitive substring ``literal``."""
     return "*" + _escape_like(literal) + "*"
@@ -143,6 +153,8 @@ def filter_params(flt: Filter) -> tuple[str, str]:
         return column, "is.null" if value else "not.is.null"
     if op is Op.ICONTAINS:
         return column, f"ilike.{icontains_pattern(value)}"
+    if op is Op.IEQ:
+        return column, f"ilike.{ieq_pattern(value)}"
     if op is Op.ILIKE:
         return column, f"ilike.{ilike_pattern(value)}"
     raise ValueError(f"operator {op!r} has no PostgREST translation")
@@ -150,7 +162,7 @@ def filter_params(flt: Filter) -> tuple[str, str]:
 
 def needs_client_check(flt: Filter) -> bool:
     """True when the server-side filter for ``flt`` is wider than ``flt`` (a literal ``*``)."""
-    return flt.op in (Op.ICONTAINS, Op.ILIKE) and "*" in flt.value
+    return flt.op in (Op.ICONTAINS, Op.ILIKE, Op.IEQ) and "*" in flt.value
 
 
 def order_param(order: Sequence[Order]) -> str:

@@ -3,7 +3,9 @@
 ``MemoryStore`` holds tables of rows; ``MemoryBackend`` serves queries over a store with the same
 semantics as PostgreSQL (checked by a differential test): NULL never matches a comparison,
 ``icontains`` is a literal case-insensitive substring, ``ilike`` takes ``%``/``_`` wildcards and
-``\\`` escapes, NULLs sort last ascending and first descending, ``id`` breaks ties.
+``\\`` escapes, ``ieq`` is equality after PostgreSQL's ``lower()`` on both sides (see
+:func:`persistence.backends._like.fold_case` for the folding and where it can differ), NULLs
+sort last ascending and first descending, ``id`` breaks ties.
 
 Thread-safety: a store is safe to share between threads. Writes take the store's lock and
 replace row dicts rather than mutating them, so a reader filters a consistent snapshot without
@@ -82,11 +84,28 @@ class MemoryStore:
         self._schema = {table: tuple(columns) for table, columns in schema.items()}
         self._lock = threading.RLock()
         self._tables: dict[str, _Table] = {}
+        # Kept through clear(): a version never goes back.
+        self._versions: dict[str, int] = {}
 
     def clear(self) -> None:
         """Remove every row and learned column (ids start again at 1)."""
         with self._lock:
+            for table in self._tables:
+                self._bump(table)
             self._tables.clear()
+
+    def version(self, table: str) -> int:
+        """A number that grows with every change to ``table``'s rows (0 before the first).
+
+        Insert, upsert, delete and :meth:`clear` move it, whoever calls them; it never
+        decreases. Cheap (no copy), and read under the store's lock: a version read before
+        :meth:`rows` is never newer than the rows.
+        """
+        with self._lock:
+            return self._versions.get(table, 0)
+
+    def _bump(self, table: str) -> None:
+        self._versions[table] = self._versions.get(table, 0) + 1
 
     def tables(self) -> frozenset[str]:
         """Tables with a schema or at least one write."""
@@ -149,6 +168,8 @@ class MemoryStore:
                     )
                 staged[new["id"]] = new
             self._commit(state, staged)
+            if staged:
+                self._bump(table)
             return [self._full_row(state, row) for row in staged.values()]
 
     def delete(self, table: str, predicate: Callable[[Row], bool]) -> int:
@@ -162,6 +183,7 @@ class MemoryStore:
                 del state.by_id[key]
             if doomed:
                 state.snapshot = None
+                self._bump(table)
             return len(doomed)
 
     def _state(self, table: str) -> _Table:
@@ -241,7 +263,7 @@ def _predicate(flt: Filter) -> Callable[[Row], bool]:
     if op is Op.IS_NULL:
         want_null = bool(value)
         return lambda row: (row.get(column) is None) is want_null
-    if op in (Op.ICONTAINS, Op.ILIKE):
+    if op in (Op.ICONTAINS, Op.ILIKE, Op.IEQ):
         return text_predicate(flt)
     if op is Op.IN:
         choices = value
@@ -285,8 +307,7 @@ class MemoryBackend:
 
     name = "memory"
     #: Every operator.
-    # IEQ is declared once this backend implements it.
-    capabilities = Capabilities(frozenset(Op) - {Op.IEQ})
+    capabilities = Capabilities()
 
     def __init__(self, store: MemoryStore | None = None) -> None:
         self._store = store if store is not None else default_store()
@@ -306,6 +327,10 @@ class MemoryBackend:
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         """How many rows of ``table`` match ``filters``."""
         return len(_matching(self._store.rows(table), filters))
+
+    def data_version(self, table: str) -> int:
+        """The store's write version of ``table`` (:meth:`MemoryStore.version`)."""
+        return self._store.version(table)
 
     def columns(self, table: str) -> frozenset[str] | None:
         """The store's known columns of ``table`` (its schema plus any learned on write)."""

@@ -27,22 +27,33 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from persistence._closing import Closing
 from persistence._options import check_options, require_text
 from persistence._read_only import refuse_write
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
-from persistence.query import Filter, Op, Page, Query
+from persistence.query import Filter, Page, Query
 
 try:
     import psycopg
     from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
     from psycopg.rows import dict_row
 
     from persistence.backends import _pg_sql  # these import psycopg and psycopg_pool too
-    from persistence.backends._pg_catalog import Catalog, Table, check_role
+    from persistence.backends._pg_catalog import (
+        Catalog,
+        IndexFacts,
+        RoleFacts,
+        Table,
+        check_role,
+        read_extensions,
+        read_indexes,
+        read_role,
+    )
+    from persistence.backends._pg_errors import translate
     from persistence.backends._pg_pool import Connections
 except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
     raise ConfigurationError(
@@ -50,7 +61,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         'pip install "readonly-rag[postgres]"'
     ) from exc
 
-__all__ = ["PostgresBackend", "create_backend"]
+__all__ = [
+    "DatabaseFacts",
+    "IndexFacts",
+    "PostgresBackend",
+    "RoleFacts",
+    "create_backend",
+    "data_target",
+    "inspect_database",
+]
 
 Row = dict[str, Any]
 
@@ -77,8 +96,7 @@ class PostgresBackend(Closing):
 
     name = "postgres"
     #: Every operator.
-    # IEQ is declared once this backend implements it.
-    capabilities = Capabilities(frozenset(Op) - {Op.IEQ})
+    capabilities = Capabilities()
 
     def __init__(
         self,
@@ -101,6 +119,8 @@ class PostgresBackend(Closing):
         self._read_only = read_only
         self._schema = schema
         self._allow_privileged = allow_privileged
+        #: Which tables these are, for write versions: server, database and schema.
+        self.data_target = data_target(dsn, schema)
         self._catalog = Catalog(schema, clock)
         self._statements: dict[tuple[Any, ...], bytes] = {}
         self._connections = Connections(
@@ -282,6 +302,62 @@ class PostgresBackend(Closing):
     def __repr__(self) -> str:
         mode = "read-only" if self._read_only else "read-write"
         return f"PostgresBackend({mode}, schema={self._schema!r})"
+
+
+def data_target(dsn: str, schema: str) -> tuple[str, str, str, str, str]:
+    """``("postgres", host, port, dbname, schema)`` of ``dsn``, with libpq's defaults filled in
+    (port 5432, the user's name as database); no secret. Two DSNs name the same target only
+    when they spell the host the same way (``localhost`` is not ``127.0.0.1``)."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:  # unparseable: connecting will say so
+        parts = {}
+    host, port = str(parts.get("host") or ""), str(parts.get("port") or "5432")
+    dbname = str(parts.get("dbname") or parts.get("user") or "")
+    return ("postgres", host, port, dbname, schema)
+
+
+class DatabaseFacts(NamedTuple):
+    """What :func:`inspect_database` read: the target, the connected role, the readable tables
+    with their column types, the tables the role may write, the indexes, the extensions."""
+
+    target: tuple[str, str, str, str, str]
+    role: RoleFacts | None
+    tables: Mapping[str, Table]
+    writable: frozenset[str]
+    indexes: tuple[IndexFacts, ...]
+    extensions: frozenset[str]
+
+
+def inspect_database(
+    dsn: str,
+    *,
+    schema: str = "public",
+    connect_timeout: float = 5.0,
+    statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS,
+) -> DatabaseFacts:
+    """Read the catalog facts ``rag-agent doctor`` reports, over one short ``READ ONLY``
+    connection: nothing is written, and a privileged role is described rather than refused."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=max(1, round(connect_timeout))) as conn:
+            conn.read_only = True
+            conn.execute(
+                b"SELECT pg_catalog.set_config('statement_timeout', %s, true)",
+                (str(statement_timeout_ms),),
+            )
+            catalog = Catalog(schema, time.monotonic)
+            catalog.load(conn)
+            tables = {name: entry for name in catalog.names() if (entry := catalog.get(name))}
+            return DatabaseFacts(
+                target=data_target(dsn, schema),
+                role=read_role(conn),
+                tables=tables,
+                writable=catalog.writable,
+                indexes=read_indexes(conn, schema),
+                extensions=read_extensions(conn),
+            )
+    except psycopg.Error as exc:
+        raise translate(exc, "inspect") from exc
 
 
 # --- factory -----------------------------------------------------------------------------------

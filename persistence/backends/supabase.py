@@ -10,7 +10,7 @@ query builder, so that every value is encoded exactly as PostgREST's URL grammar
 * Counts come from ``Content-Range`` with ``Prefer: count=exact`` (or ``planned``/``estimated``).
 * The server's row cap (``db-max-rows``: 1000 rows per request on Supabase, silently) is handled
   by fetching on until the page is full or the rows end.
-* A literal ``*`` in ``icontains``/``ilike`` cannot be sent (PostgREST makes every ``*`` a
+* A literal ``*`` in ``icontains``/``ilike``/``ieq`` cannot be sent (PostgREST makes every ``*`` a
   wildcard); it is sent as ``_`` and rows are checked exactly here, which means fetching every
   candidate row of that query to count and page them.
 * Requests go out, and their failures are translated, in one place:
@@ -109,8 +109,7 @@ class SupabaseBackend:
 
     name = "supabase"
     #: Every operator; any page size (capped answers are refilled here, where Content-Range is).
-    # IEQ is declared once this backend implements it.
-    capabilities = Capabilities(frozenset(Op) - {Op.IEQ})
+    capabilities = Capabilities()
 
     def __init__(
         self,
@@ -173,6 +172,8 @@ class SupabaseBackend:
         )
         self._count_mode: CountMode = count
         self._page_size = page_size
+        #: Which tables these are, for write versions: the project's URL and the schema.
+        self.data_target = ("supabase", url.rstrip("/"), schema)
         # Written once per table and only read afterwards; a race costs one duplicate request.
         self._columns: dict[str, frozenset[str]] = {}
 

@@ -15,6 +15,7 @@ from persistence import (
 from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, UsageError
 from rag_agent.cli.commands import cmd_ask, cmd_chat, cmd_demo, cmd_load, cmd_tables, cmd_tools
 from rag_agent.cli.connect import BACKENDS
+from rag_agent.cli.doctor import cmd_doctor
 from rag_agent.cli.logs import logging_for_cli
 from rag_agent.settings import RAGSettings
 
@@ -109,6 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="walk through the agent on the sample data")
     demo.add_argument("--json", action="store_true", help="one JSON line per step")
 
+    doctor = commands.add_parser(
+        "doctor",
+        help="check the role's privileges and the indexes the generated SQL needs",
+        description="For each column the agent filters on: the operator it generates, whether "
+        "an index serves that SQL, and the CREATE INDEX statement that would. Exit code 0 when "
+        "every column is served and the role can only read, 1 otherwise.",
+    )
+    doctor.add_argument("--json", action="store_true", help="print JSON")
+    _add_backend_options(doctor, memory_default=False)
+
     tools = commands.add_parser("tools", help="print the tool schemas")
     tools.add_argument("--openai", action="store_true", help="OpenAI function-calling format")
     return parser
@@ -146,6 +157,7 @@ def main(
         "load": lambda: cmd_load(args, out, err, settings=settings),
         "demo": lambda: cmd_demo(args, out, err, settings=settings),
         "tools": lambda: cmd_tools(args, out, err),
+        "doctor": lambda: cmd_doctor(args, out, err, settings=settings),
     }
     with logging_for_cli(err, debug=settings.debug):
         return _dispatch(handlers[args.command], err, debug=settings.debug)

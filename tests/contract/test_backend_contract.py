@@ -56,6 +56,12 @@ class TestReads:
             (Filter("company_name", Op.ILIKE, "acme%"), {"ann@acme.io", "bob@acme.io"}),
             (Filter("company_name", Op.ILIKE, "glob_x"), {"cy@globex.com"}),
             (Filter("company_name", Op.ILIKE, "100\\%%"), {"di@init.ch"}),
+            (Filter("email", Op.IEQ, "ANN@Acme.IO"), {"ann@acme.io"}),
+            (Filter("email", Op.IEQ, "ann@acme"), set()),
+            (Filter("company_name", Op.IEQ, "acme corp"), {"bob@acme.io"}),
+            (Filter("company_name", Op.IEQ, "100% INIT_ECH"), {"di@init.ch"}),
+            (Filter("company_name", Op.IEQ, "100% init_e_h"), set()),
+            (Filter("company_name", Op.IEQ, "100%"), set()),
             (Filter("score", Op.EQ, 20), {"bob@acme.io", "ed@none.org"}),
             (Filter("score", Op.NEQ, 20), {"ann@acme.io", "di@init.ch"}),
             (Filter("score", Op.GT, 10), {"bob@acme.io", "di@init.ch", "ed@none.org"}),
@@ -81,6 +87,37 @@ class TestReads:
         assert {r["email"] for r in page.rows} == expected_emails
         assert page.total_count == len(expected_emails)
         assert reader.count("leads", [flt]) == len(expected_emails)
+
+    def test_ieq_is_whole_value_case_insensitive_equality(
+        self, writer: PersistenceAgent, reader: ReadOnlyPersistenceFacade
+    ) -> None:
+        """ieq folds case as PostgreSQL's lower() does and reads no character as a wildcard."""
+        stored = writer.batch(
+            "leads",
+            [
+                {"email": "A*B@X.IO"},
+                {"email": "axb@x.io"},
+                {"email": "a\\b@x.io"},
+                {"email": "STRASSE@ΟΔΟΣ.GR"},
+                {"email": "straße@x.io"},
+                {"email": "İ@x.io"},
+                {"email": None},
+            ],
+        )
+        by_email = {row["email"]: row["id"] for row in stored}
+
+        def matching(value: str) -> list[object]:
+            page = reader.read("leads", [Filter("email", Op.IEQ, value)], columns=["id"])
+            assert reader.count("leads", [Filter("email", Op.IEQ, value)]) == page.total_count
+            return ids(page.rows)
+
+        assert matching("a*b@x.io") == [by_email["A*B@X.IO"]]
+        assert matching("A\\B@X.IO") == [by_email["a\\b@x.io"]]
+        assert matching("strasse@οδοσ.gr") == [by_email["STRASSE@ΟΔΟΣ.GR"]]
+        assert matching("STRASSE@ΟΔΟς.GR") == []  # final sigma is its own letter to lower()
+        assert matching("STRAßE@X.IO") == [by_email["straße@x.io"]]
+        assert matching("strasse@x.io") == []  # lower() keeps ß; casefold() would not
+        assert matching("i@x.io") == [by_email["İ@x.io"]]
 
     def test_filters_are_anded(self, seeded: object, reader: ReadOnlyPersistenceFacade) -> None:
         """Several filters must all hold."""

@@ -5,9 +5,10 @@ Where the two cannot agree, the strategies are constrained, and this is why:
 * Text ordering and ``gt``/``lt`` on text follow the database's collation; the test database uses
   ``C.UTF-8`` (code-point order, as Python compares ``str``). Under a linguistic collation
   (``en_US``...) order on text columns differs from the memory backend; docs say so.
-* ``icontains``/``ilike`` fold case per character on PostgreSQL, per string in Python. The two
-  disagree only on characters whose lower case is context-dependent or longer than one
-  character (Greek final sigma, dotted capital I ``İ``), which the alphabet leaves out.
+* ``icontains``/``ilike``/``ieq`` fold case with PostgreSQL's ``lower()`` (one character at a
+  time); the memory backend's ``fold_case`` agrees on this server's C.UTF-8 ctype, including the
+  characters where Python's own ``str.lower`` differs (``İ``, Greek capital sigma at the end of a
+  word) and ``ß``, which ``str.casefold`` would widen: the alphabet has all of them.
 * Values always have the column's type: a wrong-typed value is a typed error on PostgreSQL
   (tested elsewhere) and simply matches nothing in memory.
 """
@@ -15,7 +16,7 @@ Where the two cannot agree, the strategies are constrained, and this is why:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -32,17 +33,20 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
+from persistence.backends._like import fold_case
 from tests.conftest import PostgresDatabase
 
 pytestmark = pytest.mark.postgres
 
 # Mixed case, unicode that folds one-to-one, and every character with a meaning somewhere:
 # LIKE wildcards and escape, PostgREST's wildcard, quotes, separators.
-ALPHABET = "aAbBzZ09 éÉüÜñÑжЖωΩ中😀%_\\*'\".,:()-"
+ALPHABET = "aAbBzZ09 éÉüÜñÑжЖωΩ中😀ßẞİıiIΣσς%_\\*'\".,:()-"
 TEXT_COLUMNS = ("email", "company_name", "status")
 TIME_BASE = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
-texts = st.text(alphabet=ALPHABET, max_size=6)
+# Short texts over the case-folding letters, so that values written and values asked for often
+# differ only in case (``ieq`` and ``icontains`` then have matches to agree on).
+texts = st.text(alphabet=ALPHABET, max_size=6) | st.text(alphabet="aAßẞİiIıΣσς", max_size=3)
 scores = st.integers(min_value=-3, max_value=3)
 times = st.integers(min_value=0, max_value=5).map(lambda h: TIME_BASE + dt.timedelta(hours=h))
 ROW = st.fixed_dictionaries(
@@ -63,6 +67,12 @@ COLUMN_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "id": st.integers(min_value=0, max_value=12),
 }
 COMPARISONS = (Op.EQ, Op.NEQ, Op.GT, Op.GTE, Op.LT, Op.LTE)
+TEXT_OPS = (Op.IEQ, Op.ICONTAINS, Op.ILIKE)
+# Words and their case variants, so that text operators have matches to agree on.
+CASE_WORDS = st.sampled_from(
+    ["ann@x.io", "ANN@X.IO", "Ann@X.io", "a_n@x.io", "a%n@x.io", "straße", "STRASSE", "STRAẞE",
+     "ΟΔΟΣ", "οδος", "οδοσ", "İstanbul", "istanbul", "ıstanbul", "ISTANBUL", "", "*", "A*N"]
+)  # fmt: skip
 
 
 @st.composite
@@ -70,7 +80,7 @@ def filters(draw: st.DrawFn) -> Filter:
     column = draw(st.sampled_from(sorted(COLUMN_VALUES)))
     ops = [*COMPARISONS, Op.IN, Op.IS_NULL]
     if column in TEXT_COLUMNS:
-        ops += [Op.ICONTAINS, Op.ILIKE]
+        ops += [Op.ICONTAINS, Op.ILIKE, Op.IEQ]
     op = draw(st.sampled_from(ops))
     values = COLUMN_VALUES[column]
     if op is Op.IS_NULL:
@@ -137,3 +147,81 @@ class TestDifferentialMemoryVsPostgres:
             assert got.rows == want.rows
             assert got.total_count == want.total_count
             assert reader.count("leads", query["filters"]) == want.total_count
+
+    @given(
+        emails=st.lists(st.none() | CASE_WORDS, max_size=10),
+        asked=st.lists(st.tuples(st.sampled_from(TEXT_OPS), CASE_WORDS), min_size=1, max_size=8),
+    )
+    def test_text_operators_fold_case_alike(
+        self,
+        pg: tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade],
+        emails: list[str | None],
+        asked: list[tuple[Op, str]],
+    ) -> None:
+        """ieq, icontains and ilike over words that differ only in case (and in the letters
+        where Python's own folding differs) select the same rows on both backends."""
+        database, writer, reader = pg
+        database.truncate()
+        store = MemoryStore()
+        memory = create_read_only_facade(kind="memory", store=store)
+        rows = [{"email": email} for email in emails]
+        create_persistence_agent(kind="memory", store=store).batch("leads", rows)
+        if rows:
+            writer.batch("leads", rows)
+        for op, value in asked:
+            flt = [Filter("email", op, value)]
+            want = memory.read("leads", flt, columns=["id"])
+            assert reader.read("leads", flt, columns=["id"]) == want, (op, value)
+
+
+# Every code point a ``text`` value can hold: no NUL, no surrogate.
+ANY_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
+
+
+@pytest.fixture(scope="module")
+def lower_on_server(postgres_db: PostgresDatabase) -> Iterator[Callable[[list[str]], list[str]]]:
+    """PostgreSQL's ``lower()`` of each text, in one round trip, over one connection."""
+    import psycopg
+
+    with psycopg.connect(postgres_db.reader_dsn) as conn:
+
+        def lower(values: list[str]) -> list[str]:
+            rows = conn.execute(
+                "SELECT lower(v) FROM unnest(%s::text[]) WITH ORDINALITY AS u(v, n) ORDER BY n",
+                (values,),
+            ).fetchall()
+            return [row[0] for row in rows]
+
+        yield lower
+
+
+class TestFoldCaseMatchesLower:
+    """The memory backend's case folding is PostgreSQL's ``lower()`` on this server."""
+
+    def test_every_code_point(self, lower_on_server: Callable[[list[str]], list[str]]) -> None:
+        """Each of the 1,112,062 characters lowers to the same text on both sides."""
+        characters = [chr(c) for c in range(1, 0x110000) if not 0xD800 <= c <= 0xDFFF]
+        server = lower_on_server(characters)
+        differ = [(c, server[i]) for i, c in enumerate(characters) if fold_case(c) != server[i]]
+        assert differ == []
+
+    @given(
+        values=st.lists(
+            ANY_TEXT | st.text(alphabet="ΣσςİIıißẞ AΟΔ.@", max_size=12), min_size=1, max_size=20
+        )
+    )
+    def test_any_text(
+        self, lower_on_server: Callable[[list[str]], list[str]], values: list[str]
+    ) -> None:
+        """Whole strings too: no context (a final sigma, a dotted I) changes the folding."""
+        assert [fold_case(v) for v in values] == lower_on_server(values)
+
+    def test_known_divergences_of_python(
+        self, lower_on_server: Callable[[list[str]], list[str]]
+    ) -> None:
+        """Where ``str.lower``/``str.casefold`` differ from the server, ``fold_case`` does not."""
+        values = ["ΟΔΟΣ", "İstanbul", "STRAẞE", "straße"]
+        server = lower_on_server(values)
+        assert server == [fold_case(v) for v in values]
+        assert server != [v.lower() for v in values]
+        assert server != [v.casefold() for v in values]

@@ -80,17 +80,19 @@ class TestHostileValues:
         payloads: list[str],
         readers: tuple[ReadOnlyPersistenceFacade, ReadOnlyPersistenceFacade],
     ) -> None:
-        """As icontains, eq and in values, each payload matches exactly what memory matches."""
+        """As icontains, eq, ieq and in values, each payload matches exactly what memory
+        matches."""
         pg, memory = readers
         roles = (postgres_clean.reader_role, postgres_clean.writer_role)
         before = postgres_clean.execute(_CHECKSUM), postgres_clean.execute(_SCHEMA_STATE, roles)
         mismatches: list[str] = []
-        literal_hits = 0
+        literal_hits = {Op.EQ: 0, Op.IEQ: 0}
         for payload in payloads:
             for flt in (
                 (
                     Filter("company_name", Op.ICONTAINS, payload),
                     Filter("email", Op.EQ, payload),
+                    Filter("email", Op.IEQ, payload),
                     Filter("email", Op.IN, [payload, "ann@acme.io"]),
                 )
                 if "\x00" not in payload
@@ -99,11 +101,13 @@ class TestHostileValues:
                 got, want = _ids(pg, flt), _ids(memory, flt)
                 if got != want:
                     mismatches.append(f"{flt.op.value} {payload!r}: postgres {got}, memory {want}")
-                elif flt.op is Op.EQ and not isinstance(got, str) and got[1]:
-                    literal_hits += 1
+                elif flt.op in literal_hits and not isinstance(got, str) and got[1]:
+                    literal_hits[flt.op] += 1
         after = postgres_clean.execute(_CHECKSUM), postgres_clean.execute(_SCHEMA_STATE, roles)
         assert mismatches == []
-        assert literal_hits >= 5  # the payloads stored as data were found, literally
+        # The payloads stored as data were found, literally.
+        assert literal_hits[Op.EQ] >= 5
+        assert literal_hits[Op.IEQ] >= literal_hits[Op.EQ]
         assert after == before
 
     def test_payload_against_an_integer_column_is_a_typed_error(

@@ -68,10 +68,15 @@ def sent(flt: Filter) -> httpx.Request:
 
 
 def decode_icontains(pattern: str) -> str:
-    """Independently read an ``ilike`` operand: escapes are literal, ``_`` stands for ``*``."""
+    """Independently read an ``icontains`` operand: ``*`` around a literal (see below)."""
     assert pattern.startswith("*") and pattern.endswith("*") and len(pattern) >= 2
+    return decode_literal(pattern[1:-1])
+
+
+def decode_literal(pattern: str) -> str:
+    """Independently read an ``ilike`` literal: escapes are literal, ``_`` stands for ``*``."""
     out: list[str] = []
-    chars = iter(pattern[1:-1])
+    chars = iter(pattern)
     for char in chars:
         if char == "\\":
             escaped = next(chars)
@@ -114,6 +119,13 @@ class TestHostileValuesOnTheWire:
             assert value.startswith("ilike.")
             assert decode_icontains(value[len("ilike.") :]) == payload, payload
 
+    def test_ieq_values_decode_to_the_literal(self, payloads: list[str]) -> None:
+        """``ieq`` is an ``ilike`` with no wildcard at all: it decodes to exactly the payload."""
+        for payload in payloads:
+            value = assert_shape(sent(Filter("email", Op.IEQ, payload)), "email")
+            assert value.startswith("ilike.")
+            assert decode_literal(value[len("ilike.") :]) == payload, payload
+
     def test_nul_is_refused_before_any_request(self) -> None:
         """A NUL character never reaches the wire: the filter itself is refused."""
         with pytest.raises(InvalidQueryError):
@@ -131,8 +143,9 @@ class TestHostileValuesSelectExactly:
             query = Query("leads", filters=(Filter("company_name", Op.ICONTAINS, payload),))
             assert remote.read(query).rows == local.read(query).rows, payload
 
-    def test_eq_and_in_select_what_memory_selects(self, payloads: list[str]) -> None:
-        """Each payload as eq and in selects exactly the row holding it, among its neighbours."""
+    def test_eq_ieq_and_in_select_what_memory_selects(self, payloads: list[str]) -> None:
+        """Each payload as eq and in selects exactly the row holding it, among its neighbours;
+        as ieq, the same rows as memory."""
         unique = list(dict.fromkeys(payloads))
         for start in range(0, len(unique), 60):  # small stores keep the scan cheap
             chunk = unique[start : start + 60]
@@ -149,3 +162,8 @@ class TestHostileValuesSelectExactly:
                     expected = local.read(query)
                     assert len(expected.rows) == 1
                     assert remote.read(query).rows == expected.rows, payload
+                # Payloads that differ only in case match each other: at least this one.
+                query = Query("leads", filters=(Filter("email", Op.IEQ, payload),), columns=("id",))
+                expected = local.read(query)
+                assert expected.rows
+                assert remote.read(query).rows == expected.rows, payload

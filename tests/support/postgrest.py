@@ -10,6 +10,7 @@ was encoded the way PostgREST reads it. Grammar rules mirrored (PostgREST's quer
 * ``in.(e1,e2)``: an element is ``"..."`` (``\\`` escapes any character; the closing quote must
   be followed by ``,`` or ``)``) or bare text up to ``,``/``)``;
 * ``like``/``ilike``: every ``*`` becomes ``%`` before SQL's LIKE (``\\`` escapes ``%``/``_``);
+  ``ilike`` folds both sides as PostgreSQL's ``lower()`` does in a UTF-8 database;
 * ``is.null|not_null|true|false``; ``order=col[.asc|.desc][.nullsfirst|.nullslast],...``.
 
 ``max_rows`` emulates the server's row cap (``db-max-rows``): responses are silently truncated.
@@ -35,7 +36,7 @@ from urllib.parse import unquote_plus
 import httpx
 
 from persistence import BackendError, MemoryStore
-from persistence.backends._like import like_regex
+from persistence.backends._like import fold_case, like_regex
 
 __all__ = [
     "BASE_URL",
@@ -196,7 +197,7 @@ def _condition(table: str, column: str, expression: str) -> Condition:
     test: Condition
     if op in {"like", "ilike"}:
         pattern = operand.replace("*", "%")
-        regex = like_regex(pattern.lower() if op == "ilike" else pattern)
+        regex = like_regex(fold_case(pattern) if op == "ilike" else pattern)
 
         def test(row: Row) -> Verdict:
             value = row.get(column)
@@ -208,7 +209,7 @@ def _condition(table: str, column: str, expression: str) -> Condition:
                     "42883",
                     f"operator does not exist: {type(value).__name__} ~~* unknown",
                 )
-            text = value.lower() if op == "ilike" else value
+            text = fold_case(value) if op == "ilike" else value
             return regex.fullmatch(text) is not None
 
     elif op in _SCALAR_OPS:

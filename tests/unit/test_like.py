@@ -9,7 +9,7 @@ import pytest
 
 from persistence import Filter, Op
 from persistence.backends import memory
-from persistence.backends._like import escape_like, like_regex, text_predicate
+from persistence.backends._like import escape_like, fold_case, like_regex, text_predicate
 
 
 class TestLikeRegex:
@@ -44,6 +44,15 @@ class TestTextPredicate:
             (Filter("name", Op.ICONTAINS, "1"), {"name": 1}, False),
             (Filter("name", Op.ILIKE, "A*%"), {"name": "a*zz"}, True),
             (Filter("name", Op.ILIKE, "A*%"), {"name": "abzz"}, False),
+            (Filter("name", Op.IEQ, "ANN"), {"name": "ann"}, True),
+            (Filter("name", Op.IEQ, "ann"), {"name": "anne"}, False),
+            (Filter("name", Op.IEQ, "a%"), {"name": "ab"}, False),
+            (Filter("name", Op.IEQ, "a_"), {"name": "A_"}, True),
+            (Filter("name", Op.IEQ, "1"), {"name": 1}, False),
+            (Filter("name", Op.IEQ, ""), {"name": None}, False),
+            (Filter("name", Op.IEQ, "ΟΔΟΣ"), {"name": "οδοσ"}, True),
+            (Filter("name", Op.IEQ, "ΟΔΟΣ"), {"name": "οδος"}, False),
+            (Filter("name", Op.IEQ, "strasse"), {"name": "STRAßE"}, False),
         ],
     )
     def test_text_predicate_and_memory_predicate_agree(
@@ -52,6 +61,27 @@ class TestTextPredicate:
         """The shared predicate (the Supabase client-side check) and the memory one agree."""
         assert text_predicate(flt)(row) is matches
         assert memory._predicate(flt)(row) is matches
+
+
+class TestFoldCase:
+    """``fold_case`` is PostgreSQL's ``lower()`` (proved against the server in the property
+    tests); these are the cases where Python's own methods differ."""
+
+    @pytest.mark.parametrize(
+        ("text", "folded"),
+        [
+            ("ACME Inc.", "acme inc."),
+            ("İSTANBUL", "istanbul"),  # str.lower adds a combining dot after the i
+            ("ΟΔΟΣ", "οδοσ"),  # str.lower writes a final sigma at the end of a word
+            ("Σ", "σ"),
+            ("STRAẞE", "straße"),  # str.casefold would write "strasse"
+            ("ς", "ς"),
+            ("", ""),
+        ],
+    )
+    def test_examples(self, text: str, folded: str) -> None:
+        """Each character is lowered on its own, to one character, never case-folded."""
+        assert fold_case(text) == folded
 
 
 class TestEscapeLike:

@@ -205,13 +205,13 @@ class TestFiltersToQuery:
     """Canonical filters become literal-valued query filters."""
 
     def test_translation(self) -> None:
-        """company → icontains, email → escaped ilike, ids → eq."""
+        """company → icontains, email → ieq with the address as typed, ids → eq."""
         query = filters_to_query(
             {"id": 1, "email": "a_b%c@x.io", "company": "Acme", "client_id": 2}
         )
         assert query == (
             Filter("id", Op.EQ, 1),
-            Filter("email", Op.ILIKE, "a\\_b\\%c@x.io"),
+            Filter("email", Op.IEQ, "a_b%c@x.io"),
             Filter("company_name", Op.ICONTAINS, "Acme"),
             Filter("client_id", Op.EQ, 2),
         )

@@ -119,7 +119,7 @@ class TestSettings:
     def test_capabilities_are_declared(self, http: httpx.Client) -> None:
         """Every operator is declared."""
         backend = create_backend(url=BASE_URL, key=fake_key(), http_client=http)
-        assert backend.capabilities.operators == frozenset(Op) - {Op.IEQ}  # until implemented
+        assert backend.capabilities.operators == frozenset(Op)
 
     def test_missing_package_gives_install_hint(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Without the supabase package, importing the backend names the extra to install."""

@@ -1,0 +1,85 @@
+"""``rag-agent doctor``: the connected role's privileges and the indexes the generated SQL needs.
+
+The knowledge (which columns, which operators, which index) is :mod:`rag_agent.doctor`; this
+module reads the facts for the chosen backend and prints the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TextIO
+
+from persistence import BUSINESS_TABLES, create_read_only_facade, is_identifier
+from persistence.schema import TABLE_COLUMNS
+from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR
+from rag_agent.cli.connect import backend_options
+from rag_agent.cli.render import _inert, wants_json
+from rag_agent.doctor import Report, format_report, memory_report, postgres_report, supabase_report
+from rag_agent.settings import RAGSettings
+
+SCHEMA = "public"
+
+
+def _postgres(args: argparse.Namespace, settings: RAGSettings) -> Report:
+    from persistence.backends.postgres import inspect_database
+
+    options = backend_options(args, settings)
+    facts = inspect_database(
+        options["dsn"],
+        schema=SCHEMA,
+        statement_timeout_ms=options.get("statement_timeout_ms") or 5000,
+    )
+    tables = {
+        table: {
+            column: (ctype.name, ctype.category)
+            for column, ctype in facts.tables[table].types.items()
+            if is_identifier(column)  # the facade can filter on no other column
+        }
+        for table in sorted(BUSINESS_TABLES)
+        if table in facts.tables
+    }
+    _, host, port, dbname, schema = facts.target
+    where = f"database {dbname} on {host or 'the local socket'}:{port}, schema {schema}"
+    absent = sorted(BUSINESS_TABLES - set(tables))
+    if absent:
+        where += "; not found or not readable: " + ", ".join(absent)
+    return postgres_report(
+        schema=SCHEMA,
+        tables=tables,
+        indexes=facts.indexes,
+        extensions=facts.extensions,
+        role=facts.role,
+        writable=facts.writable,
+        where=where,
+    )
+
+
+def _supabase(args: argparse.Namespace, settings: RAGSettings) -> Report:
+    options = backend_options(args, settings)
+    # One attempt per table: an unreachable project still gets the advice, without waiting.
+    with create_read_only_facade("supabase", settings=settings, retries=0, **options) as facade:
+        # The columns of a readable row, else the reference schema's (an empty table, RLS,
+        # no answer).
+        tables = {
+            table: facade.columns(table) or TABLE_COLUMNS.get(table, ())
+            for table in sorted(BUSINESS_TABLES)
+        }
+    return supabase_report(SCHEMA, tables)
+
+
+def cmd_doctor(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
+    """Print the doctor's report; exit 1 when an index is missing or the role can write or
+    bypass row-level security, else 0."""
+    if args.backend == "postgres":
+        report = _postgres(args, settings)
+    elif args.backend == "supabase":
+        report = _supabase(args, settings)
+    else:
+        report = memory_report()
+    if wants_json(args, out):
+        out.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
+    else:
+        # Names come from the catalog: shown inert, like row text.
+        out.write(_inert(format_report(report)) + "\n")
+    return EXIT_OK if report.ok else EXIT_QUERY_ERROR
