@@ -1,5 +1,6 @@
 """What the PostgreSQL backend knows of the database: the catalog of readable tables and their
-column types, and the start-up check of the connected role's privileges.
+column types (``pg_type.typname`` and ``typcategory``, read by
+:func:`persistence.types.column_type`), and the start-up check of the connected role's privileges.
 
 The catalog is a snapshot replaced whole on reload, never mutated, so a concurrent reader sees
 the old one or the new one. A table missing from it may be looked for again, at most once every
@@ -16,8 +17,8 @@ from typing import Any, NamedTuple
 import psycopg
 
 from persistence._logs import get_logger
-from persistence.backends._pg_sql import ColumnType
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
+from persistence.types import ColumnType, column_type
 
 __all__ = ["Catalog", "Table", "check_role"]
 
@@ -84,7 +85,7 @@ class Catalog:
         for table, column, type_name, category, can_write in conn.execute(
             _CATALOG_SQL, (self._schema,)
         ):
-            tables.setdefault(table, {})[column] = ColumnType(type_name, category)
+            tables.setdefault(table, {})[column] = column_type(type_name, category=category)
             if can_write:
                 writable.add(table)
         self._snapshot = _Snapshot(
