@@ -36,9 +36,9 @@ class TestBoolIsNotANumber:
     )
     def test_a_bool_on_an_integer_column_is_a_type_error(self, seeded: Any, flt: Filter) -> None:
         """As on PostgreSQL, a boolean compared with an integer column is a typed error."""
-        with pytest.raises(InvalidQueryError, match="leads.score is integer"):
+        with pytest.raises(InvalidQueryError, match=r"leads\.score is integer"):
             seeded.read("leads", [flt])
-        with pytest.raises(InvalidQueryError, match="leads.score is integer"):
+        with pytest.raises(InvalidQueryError, match=r"leads\.score is integer"):
             seeded.count("leads", [flt])
 
     @pytest.mark.parametrize(
