@@ -334,12 +334,11 @@ TYPED_LEADS = [
 ]
 
 
+# Only the Supabase-style schema has numeric, boolean, date and timestamp columns.
+@pytest.mark.parametrize("schema_variant", ["supabase_style"], indirect=True)
 class TestEveryColumnType:
     @pytest.fixture
-    def typed(self, writer: PersistenceAgent, schema_variant: object) -> list[dict[str, object]]:
-        assert isinstance(schema_variant, SchemaVariant)
-        if not _uuid_keyed(schema_variant):
-            pytest.skip("the reference schema has no numeric/boolean/date/timestamp column")
+    def typed(self, writer: PersistenceAgent) -> list[dict[str, object]]:
         return writer.batch("leads", TYPED_LEADS)
 
     @pytest.mark.parametrize(
