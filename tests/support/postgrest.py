@@ -177,9 +177,11 @@ def describe(store: MemoryStore) -> dict[str, Any]:
 
 
 def _typed_literal(literal: str, ctype: ColumnType, column: str) -> object:
-    """``literal`` read as a ``ctype`` column's value (PostgreSQL's cast of an unknown literal)."""
+    """``literal`` read as a ``ctype`` column's value (PostgreSQL's cast of an unknown literal);
+    ``column`` is ``table.column``."""
+    table, _, name = column.partition(".")
     try:
-        return coerce_value(literal, ctype, table=column.partition(".")[0], column=column)
+        return coerce_value(literal, ctype, table=table, column=name)
     except InvalidQueryError as exc:
         raise EmulatorError(
             400, "22P02", f'invalid input syntax for type {ctype.name}: "{literal}"'
