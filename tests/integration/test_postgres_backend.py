@@ -313,6 +313,36 @@ class TestCatalog:
             finally:
                 db.execute("DROP TABLE late_table")
 
+    def test_column_types_come_from_the_catalog(self, db: PostgresDatabase) -> None:
+        """Enums and domains over text are text, arrays and inet are other, in table order."""
+        db.execute("CREATE TYPE lead_stage AS ENUM ('cold', 'warm')")
+        db.execute("CREATE DOMAIN short_code AS varchar(8)")
+        db.execute(
+            "CREATE TABLE typed_probe (id uuid primary key, stage lead_stage, code short_code,"
+            " tags text[], addr inet, at timestamp(3) with time zone, n numeric(10, 2))"
+        )
+        db.execute(f"GRANT SELECT ON typed_probe TO {db.reader_role}")
+        try:
+            with create_backend(dsn=db.reader_dsn) as backend:
+                types = backend.column_types("typed_probe")
+                assert types is not None
+                assert {c: t.kind.value for c, t in types.items()} == {
+                    "id": "uuid",
+                    "stage": "text",
+                    "code": "text",
+                    "tags": "other",
+                    "addr": "other",
+                    "at": "timestamptz",
+                    "n": "numeric",
+                }
+                assert list(types) == ["id", "stage", "code", "tags", "addr", "at", "n"]
+                stage = Filter("stage", Op.EQ, "warm")
+                assert backend.count("typed_probe", [stage]) == 0
+        finally:
+            db.execute("DROP TABLE typed_probe")
+            db.execute("DROP DOMAIN short_code")
+            db.execute("DROP TYPE lead_stage")
+
     def test_columns_lists_the_readable_columns(self, backend: PostgresBackend) -> None:
         """columns() is the catalog's column set of the table."""
         assert {"id", "email", "company_name", "score"} <= (backend.columns("leads") or set())
