@@ -35,6 +35,7 @@ from persistence.factory import (
 from persistence.policy import BUSINESS_TABLES, GOVERNANCE_TABLES, AccessPolicy
 from persistence.query import Filter, Op, Order, Page, Query, is_identifier
 from persistence.settings import PersistenceSettings
+from persistence.types import ColumnKind, ColumnType, column_type
 
 __all__ = [
     "BUSINESS_TABLES",
@@ -45,7 +46,9 @@ __all__ = [
     "BackendUnavailableError",
     "Capabilities",
     "Closing",
+    "ColumnKind",
     "ColumnNotAllowedError",
+    "ColumnType",
     "ConfigurationError",
     "Filter",
     "InvalidQueryError",
@@ -63,6 +66,7 @@ __all__ = [
     "ReadOnlyPersistenceFacade",
     "TableNotAllowedError",
     "UnsupportedOperatorError",
+    "column_type",
     "create_persistence_agent",
     "create_read_only_facade",
     "default_store",

@@ -9,7 +9,7 @@ import datetime as dt
 import decimal
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
 from persistence._column_kinds import (
@@ -21,7 +21,7 @@ from persistence._column_kinds import (
 from persistence.errors import InvalidQueryError
 from persistence.query import Filter, Op
 
-__all__ = ["coerce_filter", "coerce_value"]
+__all__ = ["coerce_filter", "coerce_filters", "coerce_value"]
 
 
 class _Refused(Exception):
@@ -380,3 +380,24 @@ def coerce_filter(flt: Filter, column_type: ColumnType, *, table: str) -> Filter
     if value is flt.value:
         return flt
     return Filter(column, op, value)
+
+
+def coerce_filters(
+    table: str, filters: Iterable[Filter], types: Mapping[str, ColumnType]
+) -> tuple[Filter, ...]:
+    """Every filter coerced to its column's type in ``types`` by :func:`coerce_filter`.
+
+    A column missing from ``types``, or of kind ``other`` (untyped in memory; arrays, ``inet``...
+    elsewhere), keeps its filter as given: the backend, or the server, decides. This is the one
+    rule the facade and the backends share.
+
+    >>> coerce_filters("leads", [Filter("id", Op.EQ, "7")], {"id": column_type("bigint")})
+    (Filter(column='id', op=<Op.EQ: 'eq'>, value=7),)
+    """
+    coerced = []
+    for flt in filters:
+        ctype = types.get(flt.column)
+        if ctype is not None and ctype.kind is not ColumnKind.OTHER:
+            flt = coerce_filter(flt, ctype, table=table)
+        coerced.append(flt)
+    return tuple(coerced)

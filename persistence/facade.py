@@ -3,14 +3,17 @@ trusted writers.
 
 Every read goes through the same checks, in this order, before a backend is touched: table in
 the allow-list (exactly), query well-formed, columns allowed by the policy and known to the
-backend, operators declared by the backend's capabilities. The backend itself is private: no
-public attribute hands it out.
+backend, operators declared by the backend's capabilities; then every filter value is coerced to
+its column's type from the backend's catalog (:mod:`persistence.types`), so no backend ever sees
+a ``"42"`` meant for a ``bigint``. ``check_filters`` runs exactly these steps without reading.
+The backend itself is private: no public attribute hands it out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any, NoReturn
 
 from persistence._closing import Closing
@@ -25,7 +28,7 @@ from persistence.errors import (
 )
 from persistence.policy import AccessPolicy
 from persistence.query import Filter, Order, Page, Query
-from persistence.types import ColumnType, column_type
+from persistence.types import ColumnType, coerce_filters
 
 __all__ = ["PersistenceAgent", "ReadOnlyPersistenceFacade"]
 
@@ -63,20 +66,40 @@ class _Reader(Closing):
     def columns(self, table: str) -> tuple[str, ...]:
         """The readable columns of ``table``, sorted (empty when the backend cannot tell)."""
         table = self.__policy.check_read(table, "columns")
-        known = self.__backend.columns(table) or frozenset()
+        known = self._known(table)[0] or frozenset()
         allowed = self.__policy.allowed_columns(table)
         return tuple(sorted(known if allowed is None else known & allowed))
 
     def column_types(self, table: str) -> Mapping[str, ColumnType]:
-        """The allowed, known columns of ``table`` and their types (empty when unknown)."""
-        return {name: column_type("text") for name in self.columns(table)}
+        """The readable columns of ``table`` and their types, in table order.
+
+        Only columns the policy allows and the backend knows; an empty mapping when the backend
+        cannot tell (a Supabase project that hides its API description). Filter values on these
+        columns are coerced to these types (see :mod:`persistence.types`).
+
+        >>> facade.column_types("leads")["created_at"].kind
+        <ColumnKind.TIMESTAMPTZ: 'timestamptz'>
+        """
+        table = self.__policy.check_read(table, "column_types")
+        types = self.__backend.column_types(table) or {}
+        allowed = self.__policy.allowed_columns(table)
+        return MappingProxyType({c: t for c, t in types.items() if allowed is None or c in allowed})
 
     def check_filters(self, table: str, filters: Iterable[Filter]) -> tuple[Filter, ...]:
-        """``filters`` as a read of ``table`` would apply them; raises what the read would."""
+        """``filters`` as a read of ``table`` would send them: checked, values coerced.
+
+        The same checks, in the same order, and the same errors as :meth:`read`: the table is
+        allowed, every column is allowed by the policy and known to the backend, every operator
+        is declared by the backend's capabilities, and every value is coerced to its column's
+        type (``InvalidQueryError`` naming the column and type when it cannot be). No row is
+        read: only the backend's cached catalog is consulted, so it is cheap enough to call once
+        per condition, and its answer depends only on its arguments and the catalog.
+
+        >>> facade.check_filters("leads", [Filter("id", Op.EQ, "42")])
+        (Filter(column='id', op=<Op.EQ: 'eq'>, value=42),)
+        """
         table = self.__policy.check_read(table, "read")
-        query = Query(table, filters=_filters(filters))
-        self._check_query(query, "read")
-        return query.filters
+        return self._checked(Query(table, filters=_filters(filters)), "read")[0].filters
 
     def read(
         self,
@@ -90,6 +113,8 @@ class _Reader(Closing):
     ) -> Page:
         """One page of ``table`` matching all ``filters``, with the total number of matches.
 
+        Filter values are coerced to their columns' types first (see :meth:`check_filters`).
+
         >>> facade.read("leads", [Filter("company_name", Op.ICONTAINS, "acme")], limit=20)
         """
         table = self.__policy.check_read(table, "read")
@@ -101,15 +126,12 @@ class _Reader(Closing):
             limit=limit,
             offset=offset,
         )
-        self.__policy.check_columns(table, query.referenced_columns(), "read")
-        # Asked once per read: a Supabase backend may ask the server each time.
-        known = self.__backend.columns(table)
+        query, known = self._checked(query, "read")
         if columns is None:
             # The policy's columns the backend knows: allowed and known by construction.
             readable = self._policy_columns(table, known)
             if readable is not None:
                 query = replace(query, columns=readable)
-        self._check_backend(query, "read", known)
         return self.__backend.read(query)
 
     def data_version(self, table: str) -> int:
@@ -138,10 +160,9 @@ class _Reader(Closing):
             process_versions().bump(_data_target(self.__backend), table)
 
     def count(self, table: str, filters: Iterable[Filter] = ()) -> int:
-        """How many rows of ``table`` match all ``filters``."""
+        """How many rows of ``table`` match all ``filters`` (values coerced as by :meth:`read`)."""
         table = self.__policy.check_read(table, "count")
-        query = Query(table, filters=_filters(filters))
-        self._check_query(query, "count")
+        query, _ = self._checked(Query(table, filters=_filters(filters)), "count")
         return self.__backend.count(table, query.filters)
 
     def _policy_columns(self, table: str, known: frozenset[str] | None) -> tuple[str, ...] | None:
@@ -160,20 +181,27 @@ class _Reader(Closing):
             )
         return tuple(sorted(readable))
 
-    def _check_query(self, query: Query, operation: str) -> None:
-        """Check ``query`` against the policy, then against the backend."""
-        self.__policy.check_columns(query.table, query.referenced_columns(), operation)
-        self._check_backend(query, operation, self.__backend.columns(query.table))
+    def _known(self, table: str) -> tuple[frozenset[str] | None, Mapping[str, ColumnType]]:
+        """The backend's columns of ``table`` (``None`` when it cannot tell) and their types
+        (empty when it cannot tell); asked once per call, since a Supabase backend may ask its
+        server."""
+        types = self.__backend.column_types(table)
+        if types is not None:
+            return frozenset(types), types
+        return self.__backend.columns(table), {}
 
-    def _check_backend(self, query: Query, operation: str, known: frozenset[str] | None) -> None:
-        """Check ``query``'s columns against ``known`` (the backend's; ``None`` when it cannot
-        tell) and its operators against the backend's capabilities."""
+    def _checked(self, query: Query, operation: str) -> tuple[Query, frozenset[str] | None]:
+        """``query`` with its filter values coerced, once the policy and the backend accept it;
+        with the backend's known columns. Every read, count and delete goes through here."""
+        table = query.table
         referenced = query.referenced_columns()
+        self.__policy.check_columns(table, referenced, operation)
+        known, types = self._known(table)
         if known is not None:
             for column in sorted(referenced - known):
                 raise ColumnNotAllowedError(
-                    f"table {query.table!r} has no column {column!r}",
-                    table=query.table,
+                    f"table {table!r} has no column {column!r}",
+                    table=table,
                     column=column,
                     operation=operation,
                 )
@@ -185,6 +213,11 @@ class _Reader(Closing):
                     operator=flt.op.value,
                     backend=self.__backend.name,
                 )
+        filters = coerce_filters(table, query.filters, types)
+        # By identity: Filter("x", EQ, 1) == Filter("x", EQ, True), yet only one is a boolean.
+        if any(new is not old for new, old in zip(filters, query.filters, strict=True)):
+            query = replace(query, filters=filters)
+        return query, known
 
     def _backend(self) -> Backend:
         return self.__backend
@@ -323,7 +356,7 @@ class PersistenceAgent(_Reader):
         query = Query(table, filters=_filters(filters))
         if not query.filters:
             raise InvalidQueryError("delete needs at least one filter", field="filters")
-        self._check_query(query, "delete")
+        query, _ = self._checked(query, "delete")
         try:
             return self._backend().delete(table, query.filters)
         finally:

@@ -49,7 +49,7 @@ reverse does not hold: locale formats, week dates, ``24:00``, hex integers and t
 Thread-safety: pure functions over immutable values; :func:`column_type` keeps a bounded cache.
 """
 
-from persistence._coerce import coerce_filter, coerce_value
+from persistence._coerce import coerce_filter, coerce_filters, coerce_value
 from persistence._column_kinds import (
     MAX_NUMERIC_DIGITS,
     MAX_VALUE_LENGTH,
@@ -65,6 +65,7 @@ __all__ = [
     "ColumnKind",
     "ColumnType",
     "coerce_filter",
+    "coerce_filters",
     "coerce_value",
     "column_kind",
     "column_type",

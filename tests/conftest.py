@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from persistence import MemoryStore
+from persistence.schema import REFERENCE, SUPABASE_STYLE, SchemaVariant
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 CORPUS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "sqli"
@@ -88,7 +89,11 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- markers: each test says which local service it needs -------------------------------------
 
 #: fixture -> the marker of the service it needs (fixtures using these inherit the marker).
-_SERVICE_FIXTURES = {"postgres_db": "postgres", "redis_url": "redis"}
+_SERVICE_FIXTURES = {
+    "postgres_db": "postgres",
+    "postgres_supabase_db": "postgres",
+    "redis_url": "redis",
+}
 _SERVICE_MARKERS = ("postgres", "redis", "supabase_live")
 
 
@@ -140,15 +145,24 @@ POSTGRES_ADMIN_DSN = os.environ.get(
 
 class PostgresDatabase:
     """The session's database: ``admin_dsn`` (the DSN's own role), ``reader_dsn`` (a NOSUPERUSER
-    NOBYPASSRLS role with SELECT only), ``writer_dsn`` (SELECT/INSERT/UPDATE/DELETE)."""
+    NOBYPASSRLS role with SELECT only), ``writer_dsn`` (SELECT/INSERT/UPDATE/DELETE); its tables
+    are those of ``schema`` (the reference schema unless told)."""
 
-    def __init__(self, name: str, admin_dsn: str, reader_dsn: str, writer_dsn: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        admin_dsn: str,
+        reader_dsn: str,
+        writer_dsn: str,
+        schema: SchemaVariant = REFERENCE,
+    ) -> None:
         self.name = name
         self.admin_dsn = admin_dsn
         self.reader_dsn = reader_dsn
         self.writer_dsn = writer_dsn
         self.reader_role = f"{name}_r"
         self.writer_role = f"{name}_w"
+        self.schema = schema
 
     def execute(self, statement: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         """Run one statement as the admin role (autocommit); return its rows, if any."""
@@ -159,10 +173,8 @@ class PostgresDatabase:
             return cursor.fetchall() if cursor.description else []
 
     def truncate(self) -> None:
-        """Empty every reference table and restart its ids at 1."""
-        from persistence.schema import TABLE_DDL
-
-        self.execute(f"TRUNCATE {', '.join(TABLE_DDL)} RESTART IDENTITY")
+        """Empty every table of the schema and restart its ids at 1."""
+        self.execute(f"TRUNCATE {', '.join(self.schema.ddl)} RESTART IDENTITY")
 
 
 def _postgres_admin_connect(dsn: str) -> object | None:
@@ -176,15 +188,12 @@ def _postgres_admin_connect(dsn: str) -> object | None:
         return None
 
 
-@pytest.fixture(scope="session")
-def postgres_db() -> Iterator[PostgresDatabase]:
-    """A database ``rag_test_<random>`` with the reference schema and two login roles; dropped at
+def _postgres_database(schema: SchemaVariant) -> Iterator[PostgresDatabase]:
+    """A database ``rag_test_<random>`` with ``schema``'s tables and two login roles; dropped at
     the end. Admin DSN: ``RAG_TEST_POSTGRES_DSN`` (default: postgres on 127.0.0.1:5432)."""
     import secrets
 
     from psycopg.conninfo import make_conninfo
-
-    from persistence.schema import TABLE_DDL
 
     admin = _postgres_admin_connect(POSTGRES_ADMIN_DSN)
     require_service(admin is not None, f"PostgreSQL not reachable at {POSTGRES_ADMIN_DSN!r}")
@@ -207,10 +216,11 @@ def postgres_db() -> Iterator[PostgresDatabase]:
         admin_dsn,
         make_conninfo(admin_dsn, user=reader, password=password),
         make_conninfo(admin_dsn, user=writer, password=password),
+        schema,
     )
     try:
-        for ddl in TABLE_DDL.values():
-            database.execute(ddl)
+        for statement in schema.statements():
+            database.execute(statement)
         for statement in (
             f"GRANT USAGE ON SCHEMA public TO {reader}, {writer}",
             f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}",
@@ -227,12 +237,34 @@ def postgres_db() -> Iterator[PostgresDatabase]:
                 conn.execute(f"DROP ROLE IF EXISTS {role}".encode())
 
 
+@pytest.fixture(scope="session")
+def postgres_db() -> Iterator[PostgresDatabase]:
+    """A session database with the reference schema (``persistence.schema.REFERENCE``)."""
+    yield from _postgres_database(REFERENCE)
+
+
+@pytest.fixture(scope="session")
+def postgres_supabase_db() -> Iterator[PostgresDatabase]:
+    """A session database with the uuid-keyed ``persistence.schema.SUPABASE_STYLE`` schema."""
+    yield from _postgres_database(SUPABASE_STYLE)
+
+
 @pytest.fixture
 def postgres_clean(postgres_db: PostgresDatabase) -> Iterator[PostgresDatabase]:
     """The session database with every reference table empty before and after the test."""
     postgres_db.truncate()
     yield postgres_db
     postgres_db.truncate()
+
+
+@pytest.fixture
+def postgres_supabase_clean(
+    postgres_supabase_db: PostgresDatabase,
+) -> Iterator[PostgresDatabase]:
+    """The Supabase-style session database, every table empty before and after the test."""
+    postgres_supabase_db.truncate()
+    yield postgres_supabase_db
+    postgres_supabase_db.truncate()
 
 
 # --- Redis: a unique key prefix per test ---------------------------------------------------------

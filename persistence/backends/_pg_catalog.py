@@ -1,6 +1,8 @@
 """What the PostgreSQL backend knows of the database: the catalog of readable tables and their
-column types, and the start-up check of the connected role's privileges; and, for
-``rag-agent doctor``, the role's privileges, the indexes and the extensions as plain facts.
+column types (``pg_type.typname`` and ``typcategory``, read by
+:func:`persistence.types.column_type`), and the start-up check of the connected role's
+privileges; and, for ``rag-agent doctor``, the role's privileges, the indexes and the extensions
+as plain facts.
 
 Every catalog name is schema-qualified (``pg_catalog.``): a table or function of the same name
 earlier on the ``search_path`` cannot stand in for it.
@@ -20,8 +22,8 @@ from typing import Any, NamedTuple
 import psycopg
 
 from persistence._logs import get_logger
-from persistence.backends._pg_sql import ColumnType
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
+from persistence.types import ColumnType, column_type
 
 __all__ = [
     "Catalog",
@@ -118,7 +120,7 @@ class Catalog:
         for table, column, type_name, category, can_write in conn.execute(
             _CATALOG_SQL, (self._schema,)
         ):
-            tables.setdefault(table, {})[column] = ColumnType(type_name, category)
+            tables.setdefault(table, {})[column] = column_type(type_name, category=category)
             if can_write:
                 writable.add(table)
         self._snapshot = _Snapshot(

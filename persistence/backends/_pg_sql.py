@@ -18,27 +18,21 @@ LIMIT`` instead of sorting every match to evaluate the window.
 
 from __future__ import annotations
 
-import datetime as dt
 import decimal
-import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from psycopg import sql
 
 from persistence.backends._like import escape_like
-from persistence.errors import InvalidQueryError
 from persistence.query import Filter, Op, Query
 
 __all__ = [
-    "ColumnType",
     "build_count",
     "build_delete",
     "build_insert",
     "build_read",
     "build_upsert",
-    "check_value",
     "escape_like",
     "filter_params",
     "read_params",
@@ -57,62 +51,6 @@ _ILIKE = sql.SQL(" ILIKE %s ESCAPE E'\\\\'")
 # Exactly this text: it is the expression a ``lower(col)`` index is matched against.
 _IEQ = sql.SQL("lower({}) = lower(%s)")
 _NUMBERS = (int, float, decimal.Decimal)
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnType:
-    """A column's type as the catalog states it: ``pg_type.typname`` and ``typcategory``."""
-
-    name: str
-    category: str
-
-    @property
-    def is_text(self) -> bool:
-        """Text-like (``text``, ``varchar``, ``char``, ``name``, ``citext``...)."""
-        return self.category == "S"
-
-
-def _fits(value: Any, ctype: ColumnType) -> bool:
-    if ctype.category == "S" or ctype.category == "E":  # text, enums
-        return isinstance(value, str)
-    if ctype.category == "N":
-        return isinstance(value, _NUMBERS) and not isinstance(value, bool)
-    if ctype.category == "B":
-        return isinstance(value, bool)
-    if ctype.name in ("timestamptz", "timestamp"):
-        return isinstance(value, dt.datetime)
-    if ctype.name == "date":
-        return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
-    if ctype.name in ("time", "timetz"):
-        return isinstance(value, dt.time)
-    if ctype.name == "uuid":
-        return isinstance(value, uuid.UUID)
-    return True  # other types: the server decides, and its error is translated
-
-
-def check_value(table: str, flt: Filter, ctype: ColumnType) -> None:
-    """Refuse a filter whose value cannot be compared with the column's type.
-
-    PostgreSQL would coerce ``'12'`` to a bigint, or fail on ``'abc'``; the memory backend would
-    match neither. A typed error before the query keeps both backends honest.
-    """
-    if flt.op is Op.IS_NULL:
-        return
-    if flt.op in (Op.ICONTAINS, Op.ILIKE, Op.IEQ):
-        if not ctype.is_text:
-            raise InvalidQueryError(
-                f"{flt.op.value} on {table}.{flt.column} needs a text column, not {ctype.name}",
-                field="op",
-            )
-        return
-    values = flt.value if flt.op is Op.IN else (flt.value,)
-    for value in values:
-        if not _fits(value, ctype):
-            raise InvalidQueryError(
-                f"filter on {table}.{flt.column} ({ctype.name}) has a value of type "
-                f"{type(value).__name__}",
-                field="value",
-            )
 
 
 def _in_values(values: tuple[Any, ...]) -> list[Any]:

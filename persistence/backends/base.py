@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from persistence.capabilities import Capabilities
 from persistence.query import Filter, Page, Query
+from persistence.types import ColumnType
 
 __all__ = ["Backend"]
 
@@ -36,6 +37,14 @@ class Backend(Protocol):
 
     def columns(self, table: str) -> frozenset[str] | None:
         """The table's known columns, or ``None`` when the backend cannot tell."""
+        ...
+
+    def column_types(self, table: str) -> Mapping[str, ColumnType] | None:
+        """The table's known columns and their types, in table order, or ``None`` when the
+        backend cannot tell (the facade then asks :meth:`columns` and coerces nothing).
+
+        Called before every read, so it must be cheap: cache what a server says.
+        """
         ...
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -7,6 +7,13 @@ semantics as PostgreSQL (checked by a differential test): NULL never matches a c
 :func:`persistence.backends._like.fold_case` for the folding and where it can differ), NULLs
 sort last ascending and first descending, ``id`` breaks ties.
 
+Columns are typed: a store's schema gives each column a PostgreSQL type (the reference schema's by
+default), and every value written is converted to its column's type as PostgreSQL would store it
+(:func:`persistence.types.coerce_value`): ``"42"`` on a ``bigint`` column is stored as ``42``,
+``"2025-03-01T10:00:00Z"`` on a ``timestamptz`` column as an aware ``datetime``. A value that
+cannot be converted is an ``InvalidQueryError`` and the write changes nothing. Columns named
+without a type, and columns first seen on write, are untyped: their values are stored as given.
+
 Thread-safety: a store is safe to share between threads. Writes take the store's lock and
 replace row dicts rather than mutating them, so a reader filters a consistent snapshot without
 holding the lock. Rows are deep-copied in and out: a caller mutating a row it wrote or read
@@ -17,6 +24,7 @@ Example::
     store = MemoryStore()
     agent = create_persistence_agent(kind="memory", store=store)
     agent.write("leads", {"email": "a@x.io"})          # gets id 1
+    typed = MemoryStore(schema={"events": {"id": "uuid", "at": "timestamptz"}})
 """
 
 from __future__ import annotations
@@ -27,18 +35,24 @@ import decimal
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
+from persistence._coerce import coerce_filters, coerce_value
+from persistence._column_kinds import ColumnKind, ColumnType, column_type
 from persistence._options import check_options
 from persistence.backends._like import text_predicate
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Op, Order, Page, Query
-from persistence.schema import TABLE_COLUMNS
+from persistence.schema import TABLE_TYPES
 
-__all__ = ["MemoryBackend", "MemoryStore", "create_backend", "default_store"]
+__all__ = ["UNTYPED", "MemoryBackend", "MemoryStore", "create_backend", "default_store"]
 
 Row = dict[str, Any]
+Types = Mapping[str, ColumnType]
+#: The type of a column named without one, or first seen on write: values are kept as given.
+UNTYPED = ColumnType(ColumnKind.OTHER, "untyped")
 _IMMUTABLE = (
     str,
     int,
@@ -63,12 +77,29 @@ def _id_key(row: Mapping[str, Any]) -> tuple[str, Any]:
     return (type(value).__name__, value)
 
 
-class _Table:
-    __slots__ = ("by_id", "columns", "next_id", "snapshot")
+def _typed(table: str, columns: Iterable[str] | Mapping[str, str]) -> Types:
+    """One table of a ``schema=`` argument as column -> type (``UNTYPED`` where none is given)."""
+    if isinstance(columns, str):
+        raise ConfigurationError(
+            f"schema[{table!r}] must list column names or map them to type names, not a str"
+        )
+    if isinstance(columns, Mapping):
+        for name, type_name in columns.items():
+            if not isinstance(type_name, str):
+                raise ConfigurationError(
+                    f"schema[{table!r}][{name!r}] must be a type name such as 'bigint', "
+                    f"not {type_name!r}"
+                )
+        return MappingProxyType({name: column_type(t) for name, t in columns.items()})
+    return MappingProxyType(dict.fromkeys(columns, UNTYPED))
 
-    def __init__(self, columns: Iterable[str]) -> None:
+
+class _Table:
+    __slots__ = ("by_id", "next_id", "snapshot", "types")
+
+    def __init__(self, types: Types) -> None:
         self.by_id: dict[Any, Row] = {}
-        self.columns: dict[str, None] = dict.fromkeys(columns)  # ordered set
+        self.types = types  # replaced, never mutated: readers share it without the lock
         self.next_id = 1
         self.snapshot: list[Row] | None = None
 
@@ -76,12 +107,23 @@ class _Table:
 class MemoryStore:
     """Tables of rows in process memory. Thread-safe; see the module docstring.
 
-    ``schema`` maps table names to their known columns (the business tables' reference schema by
-    default); a column first seen on write is learned.
+    ``schema`` maps each table to its columns: either their names (untyped), or a mapping from
+    name to PostgreSQL type name (``"uuid"``, ``"bigint"``, ``"numeric(12, 2)"``,
+    ``"timestamptz"``...; see :func:`persistence.types.column_type`). The default is the
+    reference schema's types (:data:`persistence.schema.TABLE_TYPES`);
+    ``persistence.schema.SUPABASE_STYLE.types`` is a uuid-keyed one. A column first seen on
+    write is learned, untyped. A table whose ``id`` is a ``uuid`` gets a random one (as
+    ``gen_random_uuid()``) for a row written without it; otherwise the next integer.
     """
 
-    def __init__(self, schema: Mapping[str, Iterable[str]] = TABLE_COLUMNS) -> None:
-        self._schema = {table: tuple(columns) for table, columns in schema.items()}
+    def __init__(
+        self, schema: Mapping[str, Iterable[str] | Mapping[str, str]] = TABLE_TYPES
+    ) -> None:
+        if not isinstance(schema, Mapping):
+            raise ConfigurationError(
+                f"schema= must map table names to columns, not {type(schema).__name__}"
+            )
+        self._schema = {table: _typed(table, columns) for table, columns in schema.items()}
         self._lock = threading.RLock()
         self._tables: dict[str, _Table] = {}
         # Kept through clear(): a version never goes back.
@@ -114,11 +156,15 @@ class MemoryStore:
 
     def columns(self, table: str) -> tuple[str, ...]:
         """Known columns of ``table`` (empty when the store has never heard of it)."""
-        with self._lock:
-            existing = self._tables.get(table)
-            if existing is not None:
-                return tuple(existing.columns)
-            return self._schema.get(table, ())
+        return tuple(self.column_types(table))
+
+    def column_types(self, table: str) -> Types:
+        """Known columns of ``table`` and their types (``UNTYPED`` for learned ones), in order;
+        empty when the store has never heard of the table. A read-only view."""
+        existing = self._tables.get(table)  # one dict read: no lock needed
+        if existing is not None:
+            return existing.types
+        return self._schema.get(table, _NO_TYPES)
 
     def rows(self, table: str) -> list[Row]:
         """Every row of ``table`` in ``id`` order, as a shared read-only snapshot."""
@@ -152,7 +198,7 @@ class MemoryStore:
             staged: dict[Any, Row] = {}
             next_id = state.next_id
             for row in rows:
-                new = copy.deepcopy(dict(row))
+                new = _coerced_row(table, state.types, copy.deepcopy(dict(row)))
                 if on_conflict is not None:
                     existing = self._find(state, staged, on_conflict, new.get(on_conflict))
                     if existing is not None:
@@ -189,13 +235,19 @@ class MemoryStore:
     def _state(self, table: str) -> _Table:
         state = self._tables.get(table)
         if state is None:
-            state = self._tables[table] = _Table(self._schema.get(table, ("id",)))
+            types = self._schema.get(table, MappingProxyType({"id": UNTYPED}))
+            state = self._tables[table] = _Table(types)
         return state
 
     @staticmethod
     def _assign_id(state: _Table, staged: dict[Any, Row], row: Row, next_id: int) -> int:
-        """Give ``row`` the next free integer id when it has none; return the next candidate."""
+        """Give ``row`` an id when it has none: a random uuid for a ``uuid`` key, otherwise the
+        next free integer; return the next integer candidate."""
         if row.get("id") is None:
+            id_type = state.types.get("id")
+            if id_type is not None and id_type.kind is ColumnKind.UUID:
+                row["id"] = uuid.uuid4()
+                return next_id
             while next_id in state.by_id or next_id in staged:
                 next_id += 1
             row["id"] = next_id
@@ -214,9 +266,12 @@ class MemoryStore:
 
     @staticmethod
     def _commit(state: _Table, staged: dict[Any, Row]) -> None:
+        types = state.types
+        learned = {c: UNTYPED for row in staged.values() for c in row if c not in types}
+        if learned:
+            state.types = MappingProxyType({**types, **learned})
         for key, row in staged.items():
             state.by_id[key] = row
-            state.columns.update(dict.fromkeys(row))
             if type(key) is int and key >= state.next_id:
                 state.next_id = key + 1
         if staged:
@@ -224,7 +279,19 @@ class MemoryStore:
 
     @staticmethod
     def _full_row(state: _Table, row: Row) -> Row:
-        return _copy_row({column: row.get(column) for column in state.columns})
+        return _copy_row({column: row.get(column) for column in state.types})
+
+
+_NO_TYPES: Types = MappingProxyType({})
+
+
+def _coerced_row(table: str, types: Types, row: Row) -> Row:
+    """``row`` with each value converted to its column's type (NULL and untyped ones as given)."""
+    for column, value in row.items():
+        ctype = types.get(column)
+        if value is not None and ctype is not None and ctype.kind is not ColumnKind.OTHER:
+            row[column] = coerce_value(value, ctype, table=table, column=column)
+    return row
 
 
 _DEFAULT_STORE = MemoryStore()
@@ -314,7 +381,7 @@ class MemoryBackend:
 
     def read(self, query: Query) -> Page:
         """One page of ``query`` and the number of matching rows (rows are copies)."""
-        matched = _matching(self._store.rows(query.table), query.filters)
+        matched = self._matching(query.table, query.filters)
         if query.order:
             # The snapshot is in id order and the sort is stable: id is the tie-breaker.
             matched = _sorted(matched, query.order)
@@ -326,7 +393,13 @@ class MemoryBackend:
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         """How many rows of ``table`` match ``filters``."""
-        return len(_matching(self._store.rows(table), filters))
+        return len(self._matching(table, filters))
+
+    def _matching(self, table: str, filters: Sequence[Filter]) -> list[Row]:
+        # The facade has coerced the values already (then this returns the same filters); a
+        # backend used on its own applies the same rule.
+        typed = coerce_filters(table, filters, self._store.column_types(table))
+        return _matching(self._store.rows(table), typed)
 
     def data_version(self, table: str) -> int:
         """The store's write version of ``table`` (:meth:`MemoryStore.version`)."""
@@ -334,7 +407,12 @@ class MemoryBackend:
 
     def columns(self, table: str) -> frozenset[str] | None:
         """The store's known columns of ``table`` (its schema plus any learned on write)."""
-        return frozenset(self._store.columns(table))
+        return frozenset(self._store.column_types(table))
+
+    def column_types(self, table: str) -> Types:
+        """The store's known columns of ``table`` and their types (see
+        :meth:`MemoryStore.column_types`)."""
+        return self._store.column_types(table)
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[Row]:
         """Insert ``rows`` atomically; see :meth:`MemoryStore.insert`."""
@@ -348,7 +426,8 @@ class MemoryBackend:
 
     def delete(self, table: str, filters: Sequence[Filter]) -> int:
         """Delete the rows matching every filter; return how many."""
-        predicates = [_predicate(f) for f in filters]
+        typed = coerce_filters(table, filters, self._store.column_types(table))
+        predicates = [_predicate(f) for f in typed]
         return self._store.delete(table, lambda row: all(p(row) for p in predicates))
 
     def close(self) -> None:

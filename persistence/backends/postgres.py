@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from persistence._closing import Closing
@@ -35,6 +36,7 @@ from persistence._read_only import refuse_write
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Page, Query
+from persistence.types import ColumnKind, ColumnType, coerce_filters
 
 try:
     import psycopg
@@ -175,30 +177,35 @@ class PostgresBackend(Closing):
     def columns(self, table: str) -> frozenset[str] | None:
         return self._table(table).column_set
 
+    def column_types(self, table: str) -> Mapping[str, ColumnType] | None:
+        """The table's columns and their types from the cached catalog, in table order."""
+        return self._table(table).types
+
     def _checked_filters(
         self,
         table: str,
         filters: Sequence[Filter],
         operation: str,
         referenced: Collection[str] | None = None,
-    ) -> Table:
-        """``table``'s catalog entry, once the filters' values suit their columns' types.
+    ) -> tuple[Table, tuple[Filter, ...]]:
+        """``table``'s catalog entry and ``filters`` with values coerced to their columns' types.
 
-        Every ``referenced`` column (the filters' when ``None``) must exist.
+        Every ``referenced`` column (the filters' when ``None``) must exist. The facade has
+        coerced the values already, by the same rule (the filters then come back as they were).
         """
         names = [f.column for f in filters] if referenced is None else referenced
         entry = self._table(table).require(table, names, operation)
-        for flt in filters:
-            _pg_sql.check_value(table, flt, entry.types[flt.column])
-        return entry
+        return entry, coerce_filters(table, filters, entry.types)
 
     # --- reads ---------------------------------------------------------------------------------
 
     def read(self, query: Query) -> Page:
         # Filter, order and projected columns alike must exist.
-        entry = self._checked_filters(
+        entry, filters = self._checked_filters(
             query.table, query.filters, "read", query.referenced_columns()
         )
+        if any(new is not old for new, old in zip(filters, query.filters, strict=True)):
+            query = replace(query, filters=filters)
         columns = entry.names if query.columns is None else query.columns
         # Values never change the SQL text, so one statement serves every query of this shape.
         shape = (
@@ -220,7 +227,7 @@ class PostgresBackend(Closing):
         )
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
-        self._checked_filters(table, filters, "count")
+        _, filters = self._checked_filters(table, filters, "count")
         statement = _pg_sql.build_count(table, self._schema, filters).as_bytes(None)
         rows = self._connections.select(statement, _pg_sql.filter_params(filters), "count")
         return int(rows[0][0])
@@ -245,7 +252,13 @@ class PostgresBackend(Closing):
         entry = self._table(table).require(table, keys, operation)
         for row in checked:
             entry.require(table, list(row), operation)
-        bump = "id" in entry.column_set and any("id" in row for row in checked)
+        # Only an integer key has a sequence to move (max() of a uuid does not even exist).
+        id_type = entry.types.get("id")
+        bump = (
+            id_type is not None
+            and id_type.kind is ColumnKind.INTEGER
+            and any("id" in row for row in checked)
+        )
         set_timeout = self._connections.set_timeout
 
         def work(conn: psycopg.Connection[Any]) -> list[Row]:
@@ -285,7 +298,7 @@ class PostgresBackend(Closing):
 
     def delete(self, table: str, filters: Sequence[Filter]) -> int:
         self._check_writable(table, "delete")
-        self._checked_filters(table, filters, "delete")
+        _, filters = self._checked_filters(table, filters, "delete")
         statement = _pg_sql.build_delete(table, self._schema, filters)
         params = _pg_sql.filter_params(filters)
         set_timeout = self._connections.set_timeout

@@ -16,6 +16,8 @@ query builder, so that every value is encoded exactly as PostgREST's URL grammar
 * Requests go out, and their failures are translated, in one place:
   :meth:`persistence.backends._postgrest_client.PostgrestClient.request`; idempotent reads
   retry a bounded number of times on 503/520 and broken connections.
+* Column types come from the OpenAPI description at the REST root (one request per backend,
+  cached; see :mod:`persistence.backends._postgrest_schema`).
 * A ``service_role`` key bypasses row-level security: the read-only facade refuses it unless
   ``allow_privileged=True``.
 
@@ -64,6 +66,8 @@ from persistence.backends._postgrest_encoding import (
     select_param,
 )
 from persistence.backends._postgrest_paging import Window, fetch_total, fetch_window
+from persistence.backends._postgrest_schema import ApiDescription
+from persistence.types import ColumnType
 
 __all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_TIMEOUT", "SupabaseBackend", "create_backend", "key_role"]
 
@@ -176,6 +180,7 @@ class SupabaseBackend:
         self.data_target = ("supabase", url.rstrip("/"), schema)
         # Written once per table and only read afterwards; a race costs one duplicate request.
         self._columns: dict[str, frozenset[str]] = {}
+        self._description = ApiDescription(self._client)
 
     @property
     def count_mode(self) -> CountMode:
@@ -232,6 +237,11 @@ class SupabaseBackend:
             return None
         found = self._columns[table] = frozenset(rows[0])
         return found
+
+    def column_types(self, table: str) -> Mapping[str, ColumnType] | None:
+        """``table``'s column types from the API's OpenAPI description (``GET`` on the REST
+        root, once per backend), or ``None`` when the server does not describe it."""
+        return self._description.column_types(table)
 
     def _read_checked(self, query: Query, base: Params, checks: list[Filter]) -> Page:
         kept = self._checked_rows(query.table, base, checks, "read", query.columns, query)

@@ -32,7 +32,8 @@ def _postgres(args: argparse.Namespace, settings: RAGSettings) -> Report:
     )
     tables = {
         table: {
-            column: (ctype.name, ctype.category)
+            # The doctor classifies by catalog category: "S" (string) is what text kinds are.
+            column: (ctype.name, "S" if ctype.is_text else "")
             for column, ctype in facts.tables[table].types.items()
             if is_identifier(column)  # the facade can filter on no other column
         }

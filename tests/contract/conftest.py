@@ -1,7 +1,10 @@
-"""The backends the contract suite runs on.
+"""The backends and schemas the contract suite runs on.
 
 Each entry of ``CONTRACT_BACKENDS`` names a fixture ``<name>_pair`` that yields a
-``(PersistenceAgent, ReadOnlyPersistenceFacade)`` over the same, empty data.
+``(PersistenceAgent, ReadOnlyPersistenceFacade)`` over the same, empty data, in each schema of
+``CONTRACT_SCHEMAS``: the reference one (bigint keys) and the Supabase-style one (uuid keys,
+``timestamptz``, ``numeric``, ``boolean``, ``date`` and ``timestamp`` columns). The memory store
+is typed by the schema; the PostgREST emulator serves the schema's types as its API description.
 """
 
 from __future__ import annotations
@@ -18,16 +21,23 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
+from persistence.schema import REFERENCE, SUPABASE_STYLE, SchemaVariant
 from tests.conftest import PostgresDatabase
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, fake_key
 
 Pair = tuple[PersistenceAgent, ReadOnlyPersistenceFacade]
 CONTRACT_BACKENDS = ["memory", "postgres", "supabase"]
+CONTRACT_SCHEMAS = {"reference": REFERENCE, "supabase_style": SUPABASE_STYLE}
+
+
+@pytest.fixture(params=sorted(CONTRACT_SCHEMAS))
+def schema_variant(request: pytest.FixtureRequest) -> SchemaVariant:
+    return CONTRACT_SCHEMAS[request.param]
 
 
 @pytest.fixture
-def memory_pair() -> Iterator[Pair]:
-    store = MemoryStore()
+def memory_pair(schema_variant: SchemaVariant) -> Iterator[Pair]:
+    store = MemoryStore(schema=schema_variant.types)
     yield (
         create_persistence_agent(kind="memory", store=store),
         create_read_only_facade(kind="memory", store=store),
@@ -35,22 +45,24 @@ def memory_pair() -> Iterator[Pair]:
 
 
 @pytest.fixture
-def postgres_pair(postgres_clean: PostgresDatabase) -> Iterator[Pair]:
+def postgres_pair(schema_variant: SchemaVariant, request: pytest.FixtureRequest) -> Iterator[Pair]:
     """Writer as the read-write role; reader as the least-privilege (SELECT-only) role."""
-    writer = create_persistence_agent(kind="postgres", dsn=postgres_clean.writer_dsn)
-    reader = create_read_only_facade(kind="postgres", dsn=postgres_clean.reader_dsn)
+    fixture = "postgres_clean" if schema_variant is REFERENCE else "postgres_supabase_clean"
+    database: PostgresDatabase = request.getfixturevalue(fixture)
+    writer = create_persistence_agent(kind="postgres", dsn=database.writer_dsn)
+    reader = create_read_only_facade(kind="postgres", dsn=database.reader_dsn)
     with writer, reader:
         yield writer, reader
 
 
 @pytest.fixture
-def supabase_pair() -> Iterator[Pair]:
+def supabase_pair(schema_variant: SchemaVariant) -> Iterator[Pair]:
     """Both facades speak HTTP to an in-process PostgREST emulator over one memory store.
 
     The reader caps responses at 2 rows, as a server's ``db-max-rows`` would, so every
     multi-row read also exercises the adapter's refilling of capped pages.
     """
-    store = MemoryStore()
+    store = MemoryStore(schema=schema_variant.types)
     writer_http = httpx.Client(transport=PostgrestEmulator(store).transport())
     reader_http = httpx.Client(transport=PostgrestEmulator(store, max_rows=2).transport())
     options = {"url": BASE_URL, "key": fake_key("anon"), "sleep": lambda _: None}
@@ -61,7 +73,7 @@ def supabase_pair() -> Iterator[Pair]:
 
 
 @pytest.fixture(params=CONTRACT_BACKENDS)
-def pair(request: pytest.FixtureRequest) -> Pair:
+def pair(request: pytest.FixtureRequest, schema_variant: SchemaVariant) -> Pair:
     result: Pair = request.getfixturevalue(f"{request.param}_pair")
     return result
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+import re
+
 import pytest
 
 from persistence import (
@@ -12,10 +16,13 @@ from persistence import (
     Op,
     Order,
     PersistenceAgent,
+    PersistenceError,
     PersistencePermissionError,
     ReadOnlyPersistenceFacade,
     TableNotAllowedError,
 )
+from persistence.schema import SchemaVariant
+from persistence.types import ColumnKind, column_type
 
 LEADS = [
     {"email": "ann@acme.io", "company_name": "Acme Inc.", "score": 10, "status": "new"},
@@ -43,7 +50,8 @@ class TestReads:
         page = reader.read("leads")
         assert page.total_count == len(LEADS)
         assert ids(page.rows) == sorted(ids(seeded))
-        assert [r["email"] for r in page.rows] == [r["email"] for r in LEADS]
+        by_id = sorted(seeded, key=lambda row: str(row["id"]).zfill(40))
+        assert [r["email"] for r in page.rows] == [r["email"] for r in by_id]
 
     @pytest.mark.parametrize(
         ("flt", "expected_emails"),
@@ -130,12 +138,13 @@ class TestReads:
         self, seeded: object, reader: ReadOnlyPersistenceFacade
     ) -> None:
         """NULLs sort last ascending and first descending; id breaks ties."""
+        tied = reader.read("leads", [Filter("score", Op.EQ, 20)]).rows  # in id order
         asc = reader.read("leads", order=[Order("score")])
         assert [r["score"] for r in asc.rows] == [10, 20, 20, 30, None]
-        assert [r["email"] for r in asc.rows][1:3] == ["bob@acme.io", "ed@none.org"]
+        assert asc.rows[1:3] == tied
         desc = reader.read("leads", order=[Order("score", descending=True)])
         assert [r["score"] for r in desc.rows] == [None, 30, 20, 20, 10]
-        assert [r["email"] for r in desc.rows][2:4] == ["bob@acme.io", "ed@none.org"]
+        assert desc.rows[2:4] == tied
 
     def test_pagination_keeps_total_count(
         self, seeded: object, reader: ReadOnlyPersistenceFacade
@@ -151,14 +160,14 @@ class TestReads:
         self, seeded: object, reader: ReadOnlyPersistenceFacade
     ) -> None:
         """columns= narrows every row to those columns."""
-        page = reader.read("leads", columns=["email", "score"], limit=1)
+        page = reader.read("leads", columns=["email", "score"], order=["email"], limit=1)
         assert page.rows == [{"email": "ann@acme.io", "score": 10}]
 
     def test_rows_read_are_copies(self, seeded: object, reader: ReadOnlyPersistenceFacade) -> None:
         """Mutating a returned row changes nothing stored."""
-        row = reader.read("leads", limit=1).rows[0]
+        row = reader.read("leads", order=["email"], limit=1).rows[0]
         row["email"] = "changed"
-        assert reader.read("leads", limit=1).rows[0]["email"] == "ann@acme.io"
+        assert reader.read("leads", order=["email"], limit=1).rows[0]["email"] == "ann@acme.io"
 
 
 class TestRefusals:
@@ -229,3 +238,186 @@ class TestWrites:
             writer.delete("leads", [])
         assert writer.delete("leads", [Filter("score", Op.EQ, 20)]) == 2
         assert writer.count("leads") == len(LEADS) - 2
+
+
+def _uuid_keyed(schema: SchemaVariant) -> bool:
+    return column_type(schema.types["leads"]["id"]).kind is ColumnKind.UUID
+
+
+# Written with offsets (or as aware datetimes): a naive string written to PostgreSQL would be read
+# in the server's TimeZone, which the library does not control on writes.
+DATED_LEADS = [
+    {"email": "feb@x.io", "created_at": "2025-02-28T23:59:59Z"},
+    {"email": "mar1@x.io", "created_at": "2025-03-01T00:00:00Z"},
+    {"email": "mar2@x.io", "created_at": "2025-03-01T10:00:00+02:00"},
+    {"email": "mar3@x.io", "created_at": dt.datetime(2025, 3, 15, 12, tzinfo=dt.UTC)},
+    # 23:30 on 31 March at UTC-01:00 is already April in UTC.
+    {"email": "apr@x.io", "created_at": "2025-03-31T23:30:00-01:00"},
+    {"email": "none@x.io", "created_at": None},
+]
+
+
+class TestTypedValues:
+    def test_an_id_given_as_a_string_finds_its_row(
+        self, writer: PersistenceAgent, reader: ReadOnlyPersistenceFacade, schema_variant: object
+    ) -> None:
+        """A key given as a str ("42", or a uuid's text in any case) is read as the key's type."""
+        assert isinstance(schema_variant, SchemaVariant)
+        key = "6F1C2D3E-4B5A-4C6D-8E7F-901A2B3C4D5E" if _uuid_keyed(schema_variant) else "42"
+        writer.batch("leads", LEADS)
+        writer.write("leads", {"id": key.lower(), "email": "keyed@x.io"})
+        for given in (key, f" {key} ", key.lower()):
+            page = reader.read("leads", [Filter("id", Op.EQ, given)])
+            assert [r["email"] for r in page.rows] == ["keyed@x.io"]
+            assert reader.count("leads", [Filter("id", Op.IN, [given])]) == 1
+
+    @pytest.mark.parametrize(
+        ("flt", "column"),
+        [
+            (Filter("id", Op.EQ, "not-an-id"), "id"),
+            (Filter("score", Op.GTE, "high"), "score"),
+            (Filter("score", Op.IN, [1, "two"]), "score"),
+            (Filter("created_at", Op.LT, "last week"), "created_at"),
+            (Filter("email", Op.EQ, 42), "email"),
+        ],
+        ids=str,
+    )
+    def test_an_uncoercible_value_is_a_typed_error_naming_column_and_type(
+        self, seeded: object, reader: ReadOnlyPersistenceFacade, flt: Filter, column: str
+    ) -> None:
+        """A value that cannot be the column's type is InvalidQueryError naming both, on every
+        backend, for reads, counts and check_filters alike."""
+        type_name = reader.column_types("leads")[column].name
+        expected = re.escape(f"leads.{column} is {type_name};")
+        for attempt in (reader.read, reader.count, reader.check_filters):
+            with pytest.raises(InvalidQueryError, match=expected) as info:
+                attempt("leads", [flt])
+            assert info.value.field == "value"
+
+    def test_a_created_at_range_counts_alike(
+        self, writer: PersistenceAgent, reader: ReadOnlyPersistenceFacade
+    ) -> None:
+        """A timestamptz range given as ISO strings counts the same instants on every backend."""
+        writer.batch("leads", DATED_LEADS)
+        march = [
+            Filter("created_at", Op.GTE, "2025-03-01"),
+            Filter("created_at", Op.LT, "2025-04-01T00:00:00Z"),
+        ]
+        assert reader.count("leads", march) == 3
+        page = reader.read("leads", march, order=["email"])
+        assert [r["email"] for r in page.rows] == ["mar1@x.io", "mar2@x.io", "mar3@x.io"]
+        as_dates = [
+            Filter("created_at", Op.GTE, dt.date(2025, 3, 1)),
+            Filter("created_at", Op.LT, dt.datetime(2025, 4, 1)),  # naive: UTC
+        ]
+        assert reader.count("leads", as_dates) == 3
+
+    def test_column_types_follow_the_schema(
+        self, reader: ReadOnlyPersistenceFacade, schema_variant: object
+    ) -> None:
+        """column_types names every column of the table with the kind its DDL declares."""
+        assert isinstance(schema_variant, SchemaVariant)
+        declared = schema_variant.types["leads"]
+        types = reader.column_types("leads")
+        assert set(types) == set(declared)
+        assert {c: t.kind for c, t in types.items()} == {
+            c: column_type(d).kind for c, d in declared.items()
+        }
+
+    def test_check_filters_returns_the_values_a_read_sends(
+        self, reader: ReadOnlyPersistenceFacade
+    ) -> None:
+        """check_filters coerces each value to its column's type, as a read would."""
+        checked = reader.check_filters(
+            "leads",
+            [
+                Filter("score", Op.GTE, " 10"),
+                Filter("created_at", Op.LT, "2025-04-01T02:00:00+02:00"),
+                Filter("email", Op.IS_NULL, False),
+            ],
+        )
+        assert checked == (
+            Filter("score", Op.GTE, 10),
+            Filter("created_at", Op.LT, dt.datetime(2025, 4, 1, tzinfo=dt.UTC)),
+            Filter("email", Op.IS_NULL, False),
+        )
+
+
+TYPED_LEADS = [
+    {
+        "email": "a@x.io",
+        "employee_count": 120,
+        "deal_value": "1500.50",
+        "is_qualified": True,
+        "next_follow_up": "2025-03-05",
+        "last_contacted_at": "2025-03-01T09:00:00",
+    },
+    {
+        "email": "b@x.io",
+        "employee_count": "5000",
+        "deal_value": decimal.Decimal("999.99"),
+        "is_qualified": "false",
+        "next_follow_up": dt.date(2025, 3, 10),
+        "last_contacted_at": dt.datetime(2025, 3, 1, 8, 59),
+    },
+    {
+        "email": "c@x.io",
+        "employee_count": None,
+        "deal_value": 20000,
+        "is_qualified": None,
+        "next_follow_up": None,
+        "last_contacted_at": "2025-02-01 00:00:00",
+    },
+]
+
+
+# Only the Supabase-style schema has numeric, boolean, date and timestamp columns.
+@pytest.mark.parametrize("schema_variant", ["supabase_style"], indirect=True)
+class TestEveryColumnType:
+    @pytest.fixture
+    def typed(self, writer: PersistenceAgent) -> list[dict[str, object]]:
+        return writer.batch("leads", TYPED_LEADS)
+
+    @pytest.mark.parametrize(
+        ("flt", "expected"),
+        [
+            (Filter("employee_count", Op.IN, ["5000", 120]), {"a@x.io", "b@x.io"}),
+            (Filter("employee_count", Op.LT, "1000"), {"a@x.io"}),
+            (Filter("deal_value", Op.GT, "1000"), {"a@x.io", "c@x.io"}),
+            (Filter("deal_value", Op.EQ, 1500.5), {"a@x.io"}),
+            (Filter("deal_value", Op.LTE, decimal.Decimal("999.990")), {"b@x.io"}),
+            (Filter("is_qualified", Op.EQ, "yes"), {"a@x.io"}),
+            (Filter("is_qualified", Op.NEQ, True), {"b@x.io"}),
+            (Filter("is_qualified", Op.IS_NULL, True), {"c@x.io"}),
+            (Filter("next_follow_up", Op.LTE, "2025-03-05"), {"a@x.io"}),
+            (Filter("next_follow_up", Op.EQ, dt.datetime(2025, 3, 10)), {"b@x.io"}),
+            (Filter("next_follow_up", Op.GT, dt.date(2025, 3, 5)), {"b@x.io"}),
+            (Filter("last_contacted_at", Op.GTE, "2025-03-01T10:00:00+01:00"), {"a@x.io"}),
+            (Filter("last_contacted_at", Op.LT, "2025-03-01"), {"c@x.io"}),
+            (
+                Filter("last_contacted_at", Op.LT, dt.date(2025, 3, 2)),
+                {"a@x.io", "b@x.io", "c@x.io"},
+            ),
+        ],
+        ids=str,
+    )
+    def test_each_kind_compares_as_its_type(
+        self,
+        typed: object,
+        reader: ReadOnlyPersistenceFacade,
+        flt: Filter,
+        expected: set[str],
+    ) -> None:
+        """numeric, bigint, boolean, date and timestamp columns take strings and Python values
+        alike, and answer the same rows on every backend."""
+        page = reader.read("leads", [flt])
+        assert {r["email"] for r in page.rows} == expected
+        assert reader.count("leads", [flt]) == len(expected)
+
+    def test_a_refused_write_writes_nothing(self, typed: object, writer: PersistenceAgent) -> None:
+        """A row whose value cannot be its column's type fails the batch and writes nothing."""
+        with pytest.raises(PersistenceError):
+            writer.batch(
+                "leads", [{"email": "ok@x.io"}, {"email": "bad@x.io", "is_qualified": "maybe"}]
+            )
+        assert writer.count("leads") == len(TYPED_LEADS)

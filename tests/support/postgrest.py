@@ -15,6 +15,12 @@ was encoded the way PostgREST reads it. Grammar rules mirrored (PostgREST's quer
 
 ``max_rows`` emulates the server's row cap (``db-max-rows``): responses are silently truncated.
 
+``GET /rest/v1/`` answers the OpenAPI description PostgREST serves there, built from the store's
+typed schema (``definitions.<table>.properties.<column>.format`` in PostgREST's spelling of the
+type), unless ``describe=False`` (a Supabase project refusing it to the key: 401). A filter's
+literal is read as its column's type, as PostgreSQL reads an ``unknown`` literal (``22P02`` when
+it cannot be); an untyped column reads it as the type of the value it is compared with.
+
 Example::
 
     emulator = PostgrestEmulator(MemoryStore(), max_rows=1000)
@@ -35,14 +41,16 @@ from urllib.parse import unquote_plus
 
 import httpx
 
-from persistence import BackendError, MemoryStore
+from persistence import BackendError, InvalidQueryError, MemoryStore
 from persistence.backends._like import fold_case, like_regex
+from persistence.types import ColumnKind, ColumnType, coerce_value
 
 __all__ = [
     "BASE_URL",
     "EmulatorError",
     "PostgrestEmulator",
     "decode_query",
+    "describe",
     "fake_key",
     "parse_in_list",
 ]
@@ -135,6 +143,52 @@ def parse_in_list(text: str) -> list[str]:
         pos += 1  # the comma
 
 
+# PostgREST's OpenAPI ``format`` for the types whose catalog name differs from its spelling.
+_FORMATS = {
+    "timestamptz": "timestamp with time zone",
+    "timestamp": "timestamp without time zone",
+    "time": "time without time zone",
+    "varchar": "character varying",
+    "char": "character",
+}
+_JSON_TYPES = {
+    ColumnKind.INTEGER: "integer",
+    ColumnKind.NUMERIC: "number",
+    ColumnKind.FLOAT: "number",
+    ColumnKind.BOOLEAN: "boolean",
+}
+
+
+def describe(store: MemoryStore) -> dict[str, Any]:
+    """The Swagger 2.0 document PostgREST serves at its root, for ``store``'s tables."""
+    definitions = {
+        table: {
+            "type": "object",
+            "properties": {
+                column: {
+                    "format": _FORMATS.get(ctype.name, ctype.name),
+                    "type": _JSON_TYPES.get(ctype.kind, "string"),
+                }
+                for column, ctype in store.column_types(table).items()
+            },
+        }
+        for table in sorted(store.tables())
+    }
+    return {"swagger": "2.0", "info": {"title": "emulated PostgREST"}, "definitions": definitions}
+
+
+def _typed_literal(literal: str, ctype: ColumnType, column: str) -> object:
+    """``literal`` read as a ``ctype`` column's value (PostgreSQL's cast of an unknown literal);
+    ``column`` is ``table.column``."""
+    table, _, name = column.partition(".")
+    try:
+        return coerce_value(literal, ctype, table=table, column=name)
+    except InvalidQueryError as exc:
+        raise EmulatorError(
+            400, "22P02", f'invalid input syntax for type {ctype.name}: "{literal}"'
+        ) from exc
+
+
 def _coerce(literal: str, sample: object, column: str) -> object:
     """``literal`` read as the type of ``sample`` (what PostgreSQL does with ``::unknown``)."""
     try:
@@ -187,7 +241,17 @@ def _compare(op: str, left: object, right: object) -> bool:
 Condition = Callable[[Row], Verdict]
 
 
-def _condition(table: str, column: str, expression: str) -> Condition:
+def _typed(literal: str, ctype: ColumnType | None, column: str) -> tuple[object] | None:
+    """``(value,)`` for a typed column (read once, as the server does), ``None`` for an
+    untyped one (read per row, as the type of the row's value)."""
+    if ctype is None or ctype.kind is ColumnKind.OTHER:
+        return None
+    return (_typed_literal(literal, ctype, column),)
+
+
+def _condition(
+    table: str, column: str, expression: str, ctype: ColumnType | None = None
+) -> Condition:
     negate = False
     if expression.startswith("not."):
         negate, expression = True, expression[4:]
@@ -213,24 +277,31 @@ def _condition(table: str, column: str, expression: str) -> Condition:
             return regex.fullmatch(text) is not None
 
     elif op in _SCALAR_OPS:
+        typed = _typed(operand, ctype, f"{table}.{column}")
 
         def test(row: Row) -> Verdict:
             value = row.get(column)
             if value is None:
                 return None
-            return _compare(op, value, _coerce(operand, value, f"{table}.{column}"))
+            right = _coerce(operand, value, f"{table}.{column}") if typed is None else typed[0]
+            return _compare(op, value, right)
 
     elif op == "in":
         elements = parse_in_list(operand)
+        # PostgREST reads in.() and in.("") as the empty list.
+        typed_elements = (
+            [] if elements == [""] else [_typed(e, ctype, f"{table}.{column}") for e in elements]
+        )
 
         def test(row: Row) -> Verdict:
             value = row.get(column)
             if value is None:
                 return None
-            if elements == [""]:  # PostgREST reads in.() and in.("") as the empty list
+            if elements == [""]:
                 return False
             return any(
-                _compare("eq", value, _coerce(e, value, f"{table}.{column}")) for e in elements
+                _compare("eq", value, _coerce(e, value, f"{table}.{column}") if t is None else t[0])
+                for e, t in zip(elements, typed_elements, strict=True)
             )
 
     elif op == "is":
@@ -282,9 +353,12 @@ class PostgrestEmulator:
     ``requests`` records every request received, in order.
     """
 
-    def __init__(self, store: MemoryStore, *, max_rows: int | None = None) -> None:
+    def __init__(
+        self, store: MemoryStore, *, max_rows: int | None = None, describe: bool = True
+    ) -> None:
         self.store = store
         self.max_rows = max_rows
+        self.describe = describe
         self.requests: list[httpx.Request] = []
 
     def transport(self) -> httpx.MockTransport:
@@ -321,6 +395,8 @@ class PostgrestEmulator:
         return name
 
     def _handle(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == _REST_PREFIX and request.method == "GET":
+            return self._description()
         table = self._table(request)
         params = decode_query(request.url.query)
         prefer = {
@@ -338,7 +414,9 @@ class PostgrestEmulator:
                     raise _parse_error(f"duplicate {key} parameter")
                 special[key] = value
                 continue
-            conditions.append(_condition(table, self._column(table, key), value))
+            column = self._column(table, key)
+            ctype = self.store.column_types(table).get(column)
+            conditions.append(_condition(table, column, value, ctype))
         if request.method in {"GET", "HEAD"}:
             return self._read(request, table, special, conditions, prefer)
         if request.method == "POST":
@@ -346,6 +424,15 @@ class PostgrestEmulator:
         if request.method == "DELETE":
             return self._delete(table, special, conditions, prefer)
         raise EmulatorError(405, "PGRST117", f"Unsupported HTTP method: {request.method}")
+
+    def _description(self) -> httpx.Response:
+        if not self.describe:
+            raise EmulatorError(401, "PGRST301", "the API description needs a secret key")
+        return httpx.Response(
+            200,
+            json=describe(self.store),
+            headers={"Content-Type": "application/openapi+json; charset=utf-8"},
+        )
 
     def _matching(self, table: str, conditions: list[Condition]) -> list[Row]:
         return [row for row in self.store.rows(table) if all(c(row) is True for c in conditions)]
@@ -470,6 +557,8 @@ class PostgrestEmulator:
             raise EmulatorError(
                 409, "23505", "duplicate key value violates unique constraint"
             ) from exc
+        except InvalidQueryError as exc:
+            raise EmulatorError(400, "22P02", f"invalid input syntax: {exc}") from exc
         if prefer.get("return") == "representation":
             return httpx.Response(201, content=json.dumps(stored, default=_json_default))
         return httpx.Response(201)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from persistence import (
     UnsupportedOperatorError,
     create_read_only_facade,
 )
+from persistence.types import ColumnType
 from tests.support.memory import SpyBackend, one_lead_store
 
 
@@ -111,7 +113,8 @@ class TestDeclaredOperators:
 
 
 class _ColumnsSpy(MemoryBackend):
-    """A memory backend that records each ``columns`` call (Supabase sends a request for one)."""
+    """A memory backend that records each ``columns`` and ``column_types`` call (Supabase may
+    send a request for one)."""
 
     def __init__(self, store: MemoryStore) -> None:
         super().__init__(store)
@@ -120,6 +123,10 @@ class _ColumnsSpy(MemoryBackend):
     def columns(self, table: str) -> frozenset[str] | None:
         self.column_calls.append(table)
         return super().columns(table)
+
+    def column_types(self, table: str) -> Mapping[str, ColumnType]:
+        self.column_calls.append(table)
+        return super().column_types(table)
 
 
 class TestColumnLookups:

@@ -8,6 +8,7 @@ import pytest
 
 from persistence import (
     Filter,
+    InvalidQueryError,
     MemoryStore,
     Op,
     create_persistence_agent,
@@ -33,9 +34,31 @@ class TestBoolIsNotANumber:
             Filter("score", Op.IN, [True, False]),
         ],
     )
-    def test_a_bool_never_matches_an_integer(self, seeded: Any, flt: Filter) -> None:
-        """As on PostgreSQL (where it is a type error), True is not 1 and False is not 0."""
-        assert seeded.read("leads", [flt]).total_count == 0
+    def test_a_bool_on_an_integer_column_is_a_type_error(self, seeded: Any, flt: Filter) -> None:
+        """As on PostgreSQL, a boolean compared with an integer column is a typed error."""
+        with pytest.raises(InvalidQueryError, match=r"leads\.score is integer"):
+            seeded.read("leads", [flt])
+        with pytest.raises(InvalidQueryError, match=r"leads\.score is integer"):
+            seeded.count("leads", [flt])
+
+    @pytest.mark.parametrize(
+        "flt",
+        [
+            Filter("score", Op.EQ, True),
+            Filter("score", Op.NEQ, False),
+            Filter("score", Op.GT, False),
+            Filter("score", Op.LTE, True),
+            Filter("score", Op.IN, [True, False]),
+        ],
+    )
+    def test_a_bool_never_matches_an_untyped_integer(self, flt: Filter) -> None:
+        """On an untyped column, True is not 1 and False is not 0: they never match."""
+        store = MemoryStore(schema={"leads": ["id", "score"]})
+        create_persistence_agent(kind="memory", store=store).batch(
+            "leads", [{"score": 1}, {"score": 0}, {"score": 2}]
+        )
+        reader = create_read_only_facade(kind="memory", store=store)
+        assert reader.read("leads", [flt]).total_count == 0
 
     def test_numbers_still_compare_across_int_and_float(self, seeded: Any) -> None:
         """Integers and floats stay comparable, as numeric types are in SQL."""

@@ -160,6 +160,13 @@ class TestPublicSurface:
         assert set(persistence.__all__) == public
         assert len(set(persistence.__all__)) == len(persistence.__all__)
 
+    def test_column_types_vocabulary_is_exported(self) -> None:
+        """The names column_types() answers in are importable from the package itself."""
+        assert persistence.ColumnType is persistence.types.ColumnType
+        assert persistence.column_type("int8") == persistence.ColumnType(
+            persistence.ColumnKind.INTEGER, "bigint", 64
+        )
+
     def test_error_tree(self) -> None:
         """The error classes form the documented tree."""
         e = persistence

@@ -1,0 +1,83 @@
+"""Column types of a PostgREST API, read from the OpenAPI description its root serves.
+
+``GET /rest/v1/`` answers a Swagger 2.0 document whose ``definitions.<table>.properties.<column>``
+carry PostgreSQL's type name in ``format`` (``"uuid"``, ``"bigint"``, ``"timestamp with time
+zone"``, an enum's name next to an ``enum`` list...). One request describes every table, so the
+answer is cached for the backend's lifetime. Supabase may refuse the description to an ``anon``
+key; any definite refusal or unreadable answer is cached as "cannot tell" (``None``), and the
+facade then coerces nothing, as before. A lost connection or a timeout is not cached: the next
+read asks again.
+
+Thread-safety: the cache is written once and only read afterwards; a race costs one duplicate
+request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from persistence.backends._postgrest_client import PostgrestClient
+from persistence.errors import BackendUnavailableError, PersistenceError, QueryTimeoutError
+from persistence.types import ColumnKind, ColumnType, column_type
+
+__all__ = ["ApiDescription", "parse_description"]
+
+Tables = Mapping[str, Mapping[str, ColumnType]]
+_UNTOLD: Tables = MappingProxyType({})
+
+
+def _property_type(prop: Any) -> ColumnType:
+    if not isinstance(prop, Mapping):
+        return ColumnType(ColumnKind.OTHER, "unknown")
+    name = prop.get("format")
+    if not isinstance(name, str) or not name:
+        shown = prop.get("type")
+        return ColumnType(ColumnKind.OTHER, shown if isinstance(shown, str) else "unknown")
+    return column_type(name, category="E" if "enum" in prop else None)
+
+
+def parse_description(document: Any) -> Tables | None:
+    """table -> column -> :class:`ColumnType` from an OpenAPI document; ``None`` when it has
+    no ``definitions`` object (not a PostgREST description)."""
+    definitions = document.get("definitions") if isinstance(document, Mapping) else None
+    if not isinstance(definitions, Mapping):
+        return None
+    tables: dict[str, Mapping[str, ColumnType]] = {}
+    for table, definition in definitions.items():
+        properties = definition.get("properties") if isinstance(definition, Mapping) else None
+        if isinstance(table, str) and isinstance(properties, Mapping):
+            tables[table] = MappingProxyType(
+                {str(c): _property_type(p) for c, p in properties.items()}
+            )
+    return MappingProxyType(tables)
+
+
+class ApiDescription:
+    """The column types a PostgREST API describes, fetched on first use and cached."""
+
+    __slots__ = ("_client", "_tables")
+
+    def __init__(self, client: PostgrestClient) -> None:
+        self._client = client
+        self._tables: Tables | None = None
+
+    def column_types(self, table: str) -> Mapping[str, ColumnType] | None:
+        """``table``'s columns and types, or ``None`` when the API does not tell."""
+        tables = self._tables
+        if tables is None:
+            tables = self._fetch()
+        return tables.get(table)
+
+    def _fetch(self) -> Tables:
+        try:
+            response = self._client.request("GET", "", "column_types", [])
+            parsed = parse_description(json.loads(response.content))
+        except (BackendUnavailableError, QueryTimeoutError):
+            return _UNTOLD  # transient: ask again next time
+        except (PersistenceError, ValueError):
+            parsed = None
+        self._tables = _UNTOLD if parsed is None else parsed
+        return self._tables
