@@ -101,10 +101,12 @@ def _typed(value: Any) -> Any:
     return (type(value), value)
 
 
-def _cache_key(query: Query, include_raw: bool) -> tuple[Any, ...]:
+def _cache_key(query: Query, include_raw: bool, version: int) -> tuple[Any, ...]:
+    # ``version`` is the table's data_version, read before the data: a write in this process
+    # (or to a shared memory store) moves it, so no later run reads a page cached before it.
     filters = tuple((f.column, f.op, _typed(f.value)) for f in query.filters)
     window = (query.limit, query.offset)
-    return (query.table, filters, query.columns, query.order, window, include_raw)
+    return (query.table, version, filters, query.columns, query.order, window, include_raw)
 
 
 def _sequence(value: object, what: str) -> tuple[Any, ...]:
@@ -342,7 +344,8 @@ class Pipeline:
         self, log: Any, outcome: Outcome, table: str, conditions: tuple[Condition, ...]
     ) -> None:
         filters = tuple(c.to_filter() for c in conditions)
-        key = ("count", table, tuple((f.column, f.op, _typed(f.value)) for f in filters))
+        typed = tuple((f.column, f.op, _typed(f.value)) for f in filters)
+        key = ("count", table, self.facade.data_version(table), typed)
         cached: tuple[int, dt.datetime] | None = self.cache.get(key)
         outcome.cache = "miss" if cached is None else "hit"
         if cached is None:
@@ -363,7 +366,7 @@ class Pipeline:
 
         ``shown`` is how the filters are logged.
         """
-        key = _cache_key(query, include_raw)
+        key = _cache_key(query, include_raw, self.facade.data_version(query.table))
         cached: PageResult | None = self.cache.get(key)
         if cached is not None:
             log.debug("rag.query", table=query.table, filters=shown, cache="hit")

@@ -388,3 +388,23 @@ class TestExtractionIsMetered:
             assert [r["id"] for r in data["records"]] == [8]
             assert data["metadata"]["filters"][0]["source"] == "llm"
         assert len(model.requests) == 1 and limiter.used() == 1
+
+
+class TestCacheFollowsWrites:
+    def test_a_write_to_the_shared_store_drops_the_cached_answer(
+        self, store: MemoryStore, facade: ReadOnlyPersistenceFacade
+    ) -> None:
+        """After a PersistenceAgent writes to the table, the same question is read again and
+        sees the new row; a write to another table leaves the cached answer in place."""
+        rag = agent(facade)
+        writer = create_persistence_agent(kind="memory", store=store)
+        first = rag.run("leads at globex", return_json=True)
+        assert first["metadata"]["total_count"] == 1
+        assert rag.run("leads at globex", return_json=True)["metadata"]["cache"] == "hit"
+        writer.write("inquiries", {"subject": "Globex"})
+        assert rag.run("leads at globex", return_json=True)["metadata"]["cache"] == "hit"
+        writer.write("leads", {"email": "new@globex.example", "company_name": "Globex"})
+        again = rag.run("leads at globex", return_json=True)
+        assert again["metadata"]["cache"] == "miss" and again["metadata"]["total_count"] == 2
+        counted = rag.run("leads at globex", count_only=True, return_json=True)
+        assert counted["metadata"]["total_count"] == 2
