@@ -79,7 +79,7 @@ _RELATIONS = {
     "since": "since", "as of": "since", "starting": "since", "after": "after",
     "later than": "after", "before": "before", "prior to": "before", "earlier than": "before",
     "until": "until", "till": "until", "through": "until", "up to": "until", "in": "in",
-    "on": "in", "during": "in", "from": "in", "of": "in", "within": "in", "over": "in",
+    "on": "in", "during": "in", "from": "in", "for": "in", "within": "in", "over": "in",
     "by": "by",
 }  # fmt: skip
 _REL = "(?:" + "|".join(sorted(_RELATIONS, key=len, reverse=True)).replace(" ", r"\s+") + ")"
@@ -92,11 +92,14 @@ _OLDER_RE = re.compile(rf"\b(?P<rel>older|newer)\s+than\s+(?P<n>{_N})\s+(?P<unit
 _RELATED_RE = re.compile(rf"\b(?P<rel>{_REL})\s+(?P<p>{_PERIOD})", re.IGNORECASE)
 _FREE_RE = re.compile(rf"(?<![\w-])(?P<p>{_FREE_PERIOD})", re.IGNORECASE)
 # Things that happened on a date no column records: "we met in March", "updated last week".
+_VERBS = (
+    r"\b(?:met|meet|spoke|spoken|talked|talk|called|visited|saw|seen|demoed|pitched|chatted|"
+    r"contacted|emailed|updated|modified|changed|edited|replied|responded|touched|reached\s+out)\b"
+)
 _EVENT_RE = re.compile(
-    r"(?:\b(?:we|i|they|you|he|she|you've|we've|i've)\s+(?:have\s+|had\s+|first\s+)?)?"
-    r"\b(?P<verb>met|meet|spoke|spoken|talked|talk|called|visited|saw|seen|demoed|pitched|"
-    r"chatted|contacted|emailed|updated|modified|changed|edited|closed|replied|responded|"
-    r"touched|reached\s+out)\b(?:\s+(?:with\s+)?[\w']+){0,2}?\s*$",
+    rf"\b(?:we|i|they|you|he|she)\s+(?:have\s+|had\s+|first\s+|last\s+)?{_VERBS}"
+    r"(?:\s+[\w']+){0,4}?\s*$"
+    rf"|{_VERBS}(?:\s+(?:to|with))?\s*$",
     re.IGNORECASE,
 )
 
@@ -254,6 +257,18 @@ def _event(prefix: str) -> str | None:
     return None if match is None else match.group()
 
 
+def _name_follows(text: str, match: re.Match[str]) -> bool:
+    """Whether a lone month or weekday begins a name: "March Networks", "Monday.com"."""
+    if not re.fullmatch(rf"{_MONTH}|{_WEEKDAY}", match["p"], re.IGNORECASE):
+        return False
+    rest = text[match.end() :]
+    following = rest.split(maxsplit=1)[0] if rest.strip() else ""
+    if (rest[:1] in (".", "-") and rest[1:2].isalnum()) or rest[:2] in ("'s", "\u2019s"):
+        return True  # "Monday.com", "Friday's event"
+    word = following.strip(",.;:!?").lower()
+    return following[:1].isupper() and word not in _MONTHS and not word.isdigit()
+
+
 def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
     """Every date phrase of ``text`` (claimed spans are NUL), left to right, not overlapping."""
     today = now.astimezone(dt.UTC).date()
@@ -283,7 +298,7 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
             add(*match.span(), _bounds(relation, window))
     for match in _RELATED_RE.finditer(text):
         period = _period(match["p"], today)
-        if period is None or not free(*match.span()):
+        if period is None or not free(*match.span()) or _name_follows(text, match):
             continue
         relation = _RELATIONS[" ".join(match["rel"].lower().split())]
         if relation == "by":

@@ -71,7 +71,9 @@ _OPS = {
 }  # fmt: skip
 _TAIL = r"(?:\s*(?P<tail>\+|or\s+(?:more|higher|above|better|over|less|lower|below|fewer|under)))?"
 _SCORE_RE = re.compile(
-    r"\b(?:lead\s+)?scor(?:e|ed|es|ing)\b\s*(?:(?:is|was|of)\s+)?"
+    r"(?:\b(?P<pre>min(?:imum)?|max(?:imum)?)\s+)?"
+    r"\b(?:lead\s+)?scor(?:e|ed|es|ing)\b(?:\s+(?:leads?|contacts?|prospects?))?"
+    r"\s*(?:(?:is|was|of)\s+)?"
     rf"(?:between\s+(?P<lo>\d{{1,6}})\s+(?:and|to|-)\s+(?P<hi>\d{{1,6}})\b"
     rf"|{_CMP}\s*(?P<n>\d{{1,6}})(?![\w.-]){_TAIL})",
     re.IGNORECASE,
@@ -115,9 +117,9 @@ _INDUSTRIES = (
     r"(?:wholesale|software|real\s+estate|energy|healthcare|health\s+care|logistics|finance|"
     r"fintech|retail|food\s+&\s+beverage|security|manufacturing|insurance|banking|saas)"
 )
+# Lower case only: "Acme Logistics LLC" names a company, not an industry.
 _INDUSTRY_RE = re.compile(
-    rf"\b(?:in\s+(?:the\s+)?)?(?P<ind>{_INDUSTRIES})(?:\s+(?:industry|sector|space))?\b",
-    re.IGNORECASE,
+    rf"\b(?:in\s+(?:the\s+)?)?(?P<ind>{_INDUSTRIES})(?:\s+(?:industry|sector|space))?\b"
 )
 _SUBJECT_RE = re.compile(
     r"\b(?:about|regarding|re:|concerning|mentioning|that\s+mentions?|containing|saying|"
@@ -180,7 +182,7 @@ def read_scores(reading: Reading) -> None:
                 reading.add("score", Op.GTE, low)
             reading.apply(*match.span(), "score", Op.LTE, high, "score column")
         else:
-            op = _compare(match, match["cmp"])
+            op = _compare(match, match["cmp"] or match["pre"])
             reading.apply(*match.span(), "score", op, int(match["n"]), "score column")
     for match in reading.finditer(_STEPS_RE):
         if match["n2"] is not None:
@@ -188,6 +190,22 @@ def read_scores(reading: Reading) -> None:
         else:
             op, value = _compare(match, match["cmp"]), int(match["n"])
         reading.apply(*match.span(), "step_count", op, value, "step count")
+
+
+def _noun_follows(rest: str, nouns: set[str]) -> bool:
+    """Whether a table noun follows, past channel and other status words ("open linkedin
+    threads", "new or contacted leads")."""
+    for word in rest.lower().split()[:4]:
+        word = word.strip(",.?!")
+        if word in nouns:
+            return True
+        if (
+            word not in CHANNEL_WORDS
+            and word not in ("or", "and", "/")
+            and not any(word in words for words in STATUS_WORDS.values())
+        ):
+            return False
+    return False
 
 
 def read_statuses(reading: Reading) -> None:
@@ -201,13 +219,11 @@ def read_statuses(reading: Reading) -> None:
     positive: list[str] = []
     for match in reading.finditer(regex):
         word = " ".join(match["word"].lower().split())
-        if word in _AMBIGUOUS_STATUS:  # "new"/"open" are statuses only next to a cue
-            after = reading.text[match.end() :].split(maxsplit=1)
-            before = reading.text[: match.start()]
-            if not (after and after[0].lower().strip(",.?!") in nouns) and not (
-                _STATUS_CUE.search(before)
-            ):
-                continue
+        if word in _AMBIGUOUS_STATUS and not (
+            _noun_follows(reading.text[match.end() :], nouns)
+            or _STATUS_CUE.search(reading.text[: match.start()])
+        ):
+            continue  # "new"/"open" are statuses only next to a cue
         if match["neg"]:
             reading.add("status", Op.NEQ, words[word])
         elif words[word] not in positive:

@@ -55,7 +55,9 @@ STOP_WORDS = _STRUCTURAL | _words(
     "employees staff only just also not no yes ok okay hi hello hey thanks thank sure least best "
     "worst high low linkedin home work office school lunch dinner breakfast noon midnight night "
     "morning afternoon evening weekend moment once while time times later soon sale sales free "
-    "real example address instance anyone someone everyone nobody everything something nothing us "
+    "real example don can won isn aren wasn weren didn doesn let address instance way reply "
+    "replies response answer staging staged reach call email contact follow chase ping nurture "
+    "convert qualify target see anyone someone everyone nobody everything something nothing us "
     "them web website site online internet event events conference webinar trade show list "
     "csv form forms referral referrals call calls meeting meetings demo demos review quarter "
     "january february march april may june july august september october november december "
@@ -63,8 +65,13 @@ STOP_WORDS = _STRUCTURAL | _words(
     "saturday sunday mon tue tues wed thu thur thurs fri sat sun holiday holidays christmas "
     "ceo cto cfo coo cmo cio vp head director manager founder owner president engineer"
 )
-# Ordinary nouns that may begin a capitalised name ("the Home Depot", "Office Depot").
-_SOFT_NOUNS = frozenset({"home", "office", "school", "work", "web", "real", "trade", "free"})
+# Ordinary nouns, months and weekdays that may begin a capitalised name ("the Home Depot",
+# "March Networks") when another capitalised word follows.
+_SOFT_NOUNS = _words(
+    "home office school work web real trade free january february march april may june july "
+    "august september october november december monday tuesday wednesday thursday friday "
+    "saturday sunday"
+)
 _ARTICLES = frozenset({"the", "a", "an"})
 # Stop words that may still continue a name already started ("Bluth Company").
 _NAME_NOUNS = frozenset({"company", "companies", "group", "people", "sales", "home"})
@@ -85,14 +92,15 @@ _KEYED_RE = re.compile(
     re.IGNORECASE,
 )
 _PREP_RE = re.compile(
-    rf"\b(?:(?i:at|from|for|by|works?\s+for|working\s+for|employed\s+by)\s+"
-    rf"(?:{_QUOTED}|(?P<bare>(?=\S)))|(?i:with)\s+(?P<capital>(?=[A-Z])))"
+    rf"(?:\b(?i:at|from|for|by|works?\s+for|working\s+for|employed\s+by)\s+"
+    rf"(?:{_QUOTED}|(?P<bare>(?=\S)))|\b(?i:with)\s+(?P<capital>(?=[A-Z]))"
+    r"|(?<=\x00)\s+(?i:of)\s+(?P<after_title>(?=\S)))"
 )
 _BEFORE_NOUN_RE = re.compile(
     r"(?P<name>(?:[^\W_][\w&.'\u2019%+-]*,?\s+){1,4}?)(?:leads?|contacts?|prospects?|people)\b",
     re.IGNORECASE,
 )
-_TOKEN_RE = re.compile(r"[ \t]*([^\W_][\w&.'\u2019%+!-]*,?|&)")
+_TOKEN_RE = re.compile(r"""[ \t]*([^\W_](?:[\w&.'\u2019%+!-]|"(?=\w))*,?|&)""")
 _DOMAIN_RE = re.compile(r"(?P<name>[^\W_][\w-]*)\.(?:com|io|net|org|co|ai|dev|app|biz|us|uk|de)")
 _LONE_RE = re.compile(
     r"(?<![\w'\u2019&.-])(?P<name>[A-Z][\w&'\u2019.-]*(?:\s+[A-Z][\w&'.-]*){0,3})"
@@ -114,9 +122,31 @@ def is_stop_word(word: str) -> bool:
     return word.rstrip(_TRAILING).lower() in STOP_WORDS
 
 
+_CONTRACTION_RE = re.compile(r"(?P<base>[a-z]+)['\u2019](?:m|re|ve|d|ll|t)")
+
+
 def _word(token: str) -> str:
     word = token.rstrip(_TRAILING).lower()
+    contraction = _CONTRACTION_RE.fullmatch(word)
+    if contraction is not None:
+        return contraction["base"]  # "I'm" is "i", "we've" is "we"
     return word[:-2] if word.endswith(("'s", "\u2019s")) else word
+
+
+def _suffix_ahead(text: str, pos: int) -> bool:
+    """Whether a legal suffix comes within the next three capitalised words ("Dean, Witter &
+    Co.")."""
+    for _ in range(3):
+        match = _TOKEN_RE.match(text, pos)
+        if match is None:
+            return False
+        token = match.group(1)
+        if token.rstrip(",").lower() in _LEGAL:
+            return True
+        if not (token[:1].isupper() or token in ("&",)):
+            return False
+        pos = match.end()
+    return False
 
 
 def _bare(text: str, pos: int, stop: frozenset[str]) -> tuple[str, int] | None:
@@ -131,23 +161,30 @@ def _bare(text: str, pos: int, stop: frozenset[str]) -> tuple[str, int] | None:
         word = _word(token)
         if not tokens and word in _ARTICLES:
             pos = match.end()
+            if word != "the" and stop is STOP_WORDS:  # "at a loss": a company takes no "a"
+                following = _TOKEN_RE.match(text, pos)
+                if following is None or not following[1][:1].isupper():
+                    break
             continue
         following = _TOKEN_RE.match(text, match.end())
-        if word in _SOFT_NOUNS and token[:1].isupper() and following and following[1][:1].isupper():
-            pass  # "the Home Depot", but "at home"
+        named_next = following is not None and (
+            following[1][:1].isupper() or following[1].rstrip(".,").lower() in _LEGAL
+        )
+        if word in _SOFT_NOUNS and token[:1].isupper() and named_next:
+            pass  # "the Home Depot", "March Networks"; but "at home", "from March"
+        elif word.isdigit() and tokens and named_next:
+            pass  # "Route 66 Diner", "Studio 54 Inc."
         elif (word in stop and (not tokens or word not in _NAME_NOUNS)) or word.isdigit():
             break
         if not word:
             break
         tokens.append(token)
         pos = end = match.end()
-        if token.endswith(","):
-            following = _TOKEN_RE.match(text, pos)
-            if following is None or following.group(1).rstrip(",").lower() not in _LEGAL:
-                break  # a comma ends the name unless a legal suffix follows ("Acme, Inc.")
+        if token.endswith(",") and not _suffix_ahead(text, pos):
+            break  # a comma ends the name unless a legal suffix follows ("Acme, Inc.")
         elif token[-1] in ";:!?)" or (token.endswith(".") and token.lower() not in _LEGAL):
             break  # a sentence or clause ends here
-    value = _clean(" ".join(tokens)) if tokens else None
+    value = _clean(" ".join(tokens), stop) if tokens else None
     return None if value is None else (value, end)
 
 
@@ -156,16 +193,16 @@ def bare_phrase(text: str, pos: int) -> tuple[str, int] | None:
     return _bare(text, pos, _STRUCTURAL)
 
 
-def _clean(raw: str) -> str | None:
+def _clean(raw: str, stop: frozenset[str] | None = None) -> str | None:
     value = " ".join(raw.split()).strip(_TRAILING + " ")
     if value.lower().endswith(("'s", "\u2019s")):
         value = value[:-2]
+    if value.lower() in (STOP_WORDS if stop is None else stop):
+        return None
     domain = _DOMAIN_RE.fullmatch(value)
     if domain is not None:
-        value = domain.group("name")
+        value = domain.group("name")  # "Monday.com" is a name, even if "Monday" alone is not
     if not value or len(value) > _MAX_LENGTH or not any(c.isalpha() for c in value):
-        return None
-    if value.lower() in STOP_WORDS:
         return None
     return value
 
@@ -189,10 +226,14 @@ def find_company(text: str) -> NameMatch | None:
     for match in _BEFORE_NOUN_RE.finditer(text):
         words = match.group("name").split()
         kept: list[str] = []
-        for word in reversed(words):  # walk back from the noun until a stop word
+        for index in range(len(words) - 1, -1, -1):  # walk back from the noun to a stop word
+            word = words[index]
             if _word(word) in STOP_WORDS or word.rstrip(",").isdigit():
                 break
             kept.insert(0, word)
+        before = text[: match.start("name")].split()
+        if kept and len(kept) == len(words) and before and before[-1].lower() == "to":
+            continue  # "to reach leads": a verb, not a name
         value = _clean(" ".join(kept)) if kept else None
         if value is not None:
             start = match.start("name") + len(match.group("name")) - len(" ".join(kept)) - 1

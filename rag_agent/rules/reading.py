@@ -57,12 +57,13 @@ class Reading:
         if condition not in self.conditions:
             self.conditions.append(condition)
 
-    def ignore(self, start: int, end: int, reason: str) -> None:
-        """Record ``[start, end)`` as recognised but not applied, and claim it."""
+    def ignore(self, start: int, end: int, reason: str, *, claim: bool = True) -> None:
+        """Record ``[start, end)`` as recognised but not applied, and claim it (by default)."""
         text = self.span(start, end).strip(" ,.;:!?")
         if text and all(item.text != text for item in self.ignored):
             self.ignored.append(Ignored(text, reason))
-        self.claim(start, end)
+        if claim:
+            self.claim(start, end)
 
     def apply(self, start: int, end: int, column: str, op: Op, value: Any, what: str) -> None:
         """Add ``column op value`` when the table has ``column``; otherwise ignore the span."""

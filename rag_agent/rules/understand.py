@@ -57,8 +57,10 @@ _OWN_ID_RES = (
     re.compile(r"(?<![\w&#])#\s?(?P<value>\d{1,19})(?![\w-])"),
     re.compile(rf"(?<![\w-])(?P<value>{UUID_PATTERN})(?![\w-])"),
 )
+# Table words, except in phrases where they name no table ("lead time", "sequence of events").
 _TABLE_RE = re.compile(
-    r"\b(?:" + "|".join(sorted(TABLE_WORDS, key=len, reverse=True)).replace(" ", r"\s+") + r")\b",
+    r"\b(?:" + "|".join(sorted(TABLE_WORDS, key=len, reverse=True)).replace(" ", r"\s+") + r")\b"
+    r"(?!\s+(?:time|times|singer|generation|gen|magnet|of\s+events?|of\s+steps)\b)",
     re.IGNORECASE,
 )
 _COUNT_RE = re.compile(
@@ -100,7 +102,9 @@ def _references(reading: Reading) -> list[tuple[str, str | None, int | str, bool
         value = _int_or_uuid(match["value"])
         table, key = REFERENCE_WORDS[match["entity"].lower()]
         if value is not None:
-            as_column = (match["key"] or "").lower() in ("id", "uuid")
+            # "client_id", "clientid": a column; "client 7", "client id 7": the client itself
+            written = match.group()[len(match["entity"]) :]
+            as_column = bool(match["key"]) and not written[:1].isspace()
             found.append((table, key, value, as_column))
         reading.claim(*match.span())
     for regex in _OWN_ID_RES:
@@ -142,10 +146,9 @@ def _keyed_columns(reading: Reading) -> None:
         word = " ".join(raw.lower().split())
         vocabulary = STATUS_WORDS.get(reading.table, {}) if column == "status" else None
         vocabulary = _WORDS.get(column, vocabulary)
-        if column == "status" and not any(word in words for words in STATUS_WORDS.values()):
-            continue  # "status of", "by status": no value given
-        if match["op"] is None and column != "status":
-            continue
+        known_status = any(word in words for words in STATUS_WORDS.values())
+        if match["op"] is None and not (column == "status" and known_status):
+            continue  # "by status", "status of": no value given
         if vocabulary is None:
             reading.apply(*match.span(), column, Op.IEQ, raw.strip(), f"{column} column")
         elif word in vocabulary:
@@ -230,7 +233,8 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
     if named is not None and table is None:
         target = named[0]
     elif named is not None and named[0] != table:
-        reading.ignore(*named[1], f"the request is for {plural(str(table))}")
+        # not claimed: "email campaigns" still reads as a channel, which leads have not
+        reading.ignore(*named[1], f"the request is for {plural(str(table))}", claim=False)
     if target is None:
         target = next((t for t, _, _, as_column in references if t and not as_column), None)
     reading.table = target or DEFAULT_TABLE
