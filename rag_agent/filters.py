@@ -97,7 +97,7 @@ def normalize_filters(filters: object) -> dict[str, Any]:
             clean[key] = value
         elif isinstance(value, str) and value.strip():
             raw = value.strip().lstrip("#")
-            if raw.isdigit() or re.fullmatch(UUID_PATTERN, raw):
+            if (raw.isascii() and raw.isdigit()) or re.fullmatch(UUID_PATTERN, raw):
                 parsed = _int_or_uuid(raw)
                 if parsed is not None:
                     clean[key] = parsed

@@ -52,17 +52,17 @@ _WEEKDAYS = {
 _MONTH = "(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?"
 _WEEKDAY = "(?:" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True)) + r")\b"
 _ORD = r"(?:st|nd|rd|th)?"
-_YEAR = r"(?:19|20)\d{2}"
+_YEAR = r"(?:19|20)[0-9]{2}"
 _UNIT = r"(?:day|week|month|quarter|year)s?"
 _NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-_N = r"(?:\d{1,4}|a|an|one|two|three|four|five|six)"
+_N = r"(?:[0-9]{1,4}|a|an|one|two|three|four|five|six)"
 
 # Periods that stand on their own, and those that need a relation word before them.
 _FREE = [
-    r"\d{4}-\d{1,2}-\d{1,2}(?![\w-])",
-    rf"{_YEAR}-\d{{1,2}}(?![\w-])",
-    rf"{_MONTH}\s+\d{{1,2}}{_ORD}(?:,?\s+{_YEAR})?(?![\w-])",
-    rf"\d{{1,2}}{_ORD}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?(?![\w-])",
+    r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?![\w-])",
+    rf"{_YEAR}-[0-9]{{1,2}}(?![\w-])",
+    rf"{_MONTH}\s+[0-9]{{1,2}}{_ORD}(?:,?\s+{_YEAR})?(?![\w-])",
+    rf"[0-9]{{1,2}}{_ORD}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?(?![\w-])",
     rf"{_MONTH},?\s+{_YEAR}(?![\w-])",
     rf"Q[1-4]\s+{_YEAR}(?![\w-])",
     r"today|yesterday|tomorrow",
@@ -170,10 +170,10 @@ def _period(raw: str, today: dt.date) -> tuple[dt.date, dt.date] | None:
     text = " ".join(raw.lower().replace(",", " ").replace(".", " ").split())
     words = text.split()
     try:
-        if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", text):
+        if re.fullmatch(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}", text):
             day = dt.date.fromisoformat("-".join(p.zfill(2) for p in text.split("-")))
             return day, day + dt.timedelta(days=1)
-        if re.fullmatch(r"\d{4}-\d{1,2}", text):
+        if re.fullmatch(r"[0-9]{4}-[0-9]{1,2}", text):
             year, month = (int(p) for p in text.split("-"))
             return _month(year, month)
         if text in ("today", "yesterday", "tomorrow"):
@@ -202,7 +202,7 @@ def _period(raw: str, today: dt.date) -> tuple[dt.date, dt.date] | None:
             return day, day + dt.timedelta(days=1)
         if words[0] in _WEEKDAYS and len(words) == 1:
             return _weekday(today, _WEEKDAYS[words[0]], strictly_before=False)
-        if re.fullmatch(r"q[1-4]( \d{4})?", text):
+        if re.fullmatch(r"q[1-4]( [0-9]{4})?", text):
             quarter = int(text[1])
             year = int(words[1]) if len(words) == 2 else _recent_year(today, quarter * 3 - 2)
             first = dt.date(year, quarter * 3 - 2, 1)
@@ -284,6 +284,7 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
         if event is not None:
             start -= len(event)
             reason = f"no column records when {' '.join(event.split())}"
+            bounds = ()
         taken.append((start, end))
         found.append(DateMatch(start, end, bounds, reason))
 
@@ -292,7 +293,10 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
         if first is not None and last is not None and free(*match.span()):
             add(*match.span(), ((Op.GTE, _midnight(first[0])), (Op.LT, _midnight(last[1]))))
     for match in _OLDER_RE.finditer(text):
-        window = _rolling(today, _count(match["n"]), match["unit"])
+        try:
+            window = _rolling(today, _count(match["n"]), match["unit"])
+        except (ValueError, OverflowError):
+            continue  # "older than 9999 years": before the calendar starts
         if free(*match.span()):
             relation = "before" if match["rel"].lower() == "older" else "since"
             add(*match.span(), _bounds(relation, window))

@@ -74,13 +74,13 @@ _SCORE_RE = re.compile(
     r"(?:\b(?P<pre>min(?:imum)?|max(?:imum)?)\s+)?"
     r"\b(?:lead\s+)?scor(?:e|ed|es|ing)\b(?:\s+(?:leads?|contacts?|prospects?))?"
     r"\s*(?:(?:is|was|of)\s+)?"
-    rf"(?:between\s+(?P<lo>\d{{1,6}})\s+(?:and|to|-)\s+(?P<hi>\d{{1,6}})\b"
-    rf"|{_CMP}\s*(?P<n>\d{{1,6}})(?![\w.-]){_TAIL})",
+    rf"(?:between\s+(?P<lo>[0-9]{{1,6}})\s+(?:and|to|-)\s+(?P<hi>[0-9]{{1,6}})\b"
+    rf"|{_CMP}\s*(?P<n>[0-9]{{1,6}})(?![\w.-]){_TAIL})",
     re.IGNORECASE,
 )
 _STEPS_RE = re.compile(
-    rf"(?:\b{_CMP}\s*(?P<n>\d{{1,4}})(?:\s+|-)steps?\b{_TAIL})"
-    r"|\bsteps?\s*(?:count)?\s*(?P<cmp2>>=|<=|>|<|=|:)\s*(?P<n2>\d{1,4})\b",
+    rf"(?:\b{_CMP}\s*(?P<n>[0-9]{{1,4}})(?:\s+|-)steps?\b{_TAIL})"
+    r"|\bsteps?\s*(?:count)?\s*(?P<cmp2>>=|<=|>|<|=|:)\s*(?P<n2>[0-9]{1,4})\b",
     re.IGNORECASE,
 )
 _AMBIGUOUS_STATUS = frozenset({"new", "open", "live", "active", "running", "ended", "pending"})

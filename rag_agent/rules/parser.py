@@ -45,7 +45,7 @@ EMAIL_RE = re.compile(
     r"(?<![\w.+%-])[A-Za-z0-9_%+-][A-Za-z0-9._%+'-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.)+"
     r"(?:[A-Za-z]{2,24}|[Xx][Nn]--[A-Za-z0-9-]{1,59})(?![\w-])"
 )
-_VALUE = rf"(?P<value>{UUID_PATTERN}|\d{{1,19}})(?![\w-])(?:['\u2019]s\b)?"
+_VALUE = rf"(?P<value>{UUID_PATTERN}|[0-9]{{1,19}})(?![\w-])(?:['\u2019]s\b)?"
 _SEP = r"""\s*["'`]?\s*(?:[:=]{1,2}|\bis\b|\bof\b|\bequals\b)?\s*["'`]?\s*#?\s*"""
 _ENTITY = "|".join(sorted(REFERENCE_WORDS, key=len, reverse=True))
 _REFERENCE_RE = re.compile(
@@ -54,7 +54,7 @@ _REFERENCE_RE = re.compile(
 )
 _OWN_ID_RES = (
     re.compile(rf"(?<![\w-])(?:id|uuid)\b{_SEP}{_VALUE}", re.IGNORECASE),
-    re.compile(r"(?<![\w&#])#\s?(?P<value>\d{1,19})(?![\w-])"),
+    re.compile(r"(?<![\w&#])#\s?(?P<value>[0-9]{1,19})(?![\w-])"),
     re.compile(rf"(?<![\w-])(?P<value>{UUID_PATTERN})(?![\w-])"),
 )
 # Table words, except in phrases where they name no table ("lead time", "sequence of events").
