@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import doctest
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -259,6 +260,14 @@ class TestVocabulary:
         for table, words in vocabulary.STATUS_WORDS.items():
             used = {row["status"] for row in rows[table] if row.get("status")}
             assert set(words.values()) == used, table
+
+    def test_docs_list_the_vocabulary(self) -> None:
+        """The docs' vocabulary table names every table and every status word."""
+        page = (Path(__file__).resolve().parents[2] / "docs" / "understanding.md").read_text()
+        for table, words in vocabulary.STATUS_WORDS.items():
+            assert all(word in page for word in words), table
+        assert all(f"`{table}`" in page for table in TABLE_COLUMNS)
+        assert all(name in page for name in vocabulary.__all__)
 
 
 class TestCompatibilityView:
