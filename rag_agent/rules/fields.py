@@ -86,7 +86,9 @@ _STEPS_RE = re.compile(
 _AMBIGUOUS_STATUS = frozenset({"new", "open", "live", "active", "running", "ended", "pending"})
 _NEGATION = r"(?P<neg>\bnot\s+|\bnon-?\s*|\bisn't\s+|\baren't\s+)?"
 _STATUS_CUE = re.compile(
-    r"(?:\bstatus\s*(?:is|:|=|of)?|\bis|\bare|\bwas|\bwere|\bstill|\bcurrently|\bas)\s*$", re.I
+    r"(?:\bstatus\s*(?:is|:|=|of)?|\bis|\bare|\bwas|\bwere|\bstill|\bcurrently|\bas|\bthat|"
+    r"\bwhich|\bwho)\s*$",
+    re.I,
 )
 _CHANNEL = r"(?P<channel>e-?mail|linkedin|phone)"
 _CHANNEL_RE = re.compile(

@@ -92,7 +92,7 @@ _KEYED_RE = re.compile(
     re.IGNORECASE,
 )
 _PREP_RE = re.compile(
-    rf"(?:\b(?i:at|from|for|by|works?\s+for|working\s+for|employed\s+by)\s+"
+    rf"(?:(?:\b(?i:at|from|for|by|works?\s+for|working\s+for|employed\s+by)|(?<!\S)@)\s+"
     rf"(?:{_QUOTED}|(?P<bare>(?=\S)))|\b(?i:with)\s+(?P<capital>(?=[A-Z]))"
     r"|(?<=\x00)\s+(?i:of)\s+(?P<after_title>(?=\S)))"
 )
@@ -245,7 +245,7 @@ def find_lone_name(text: str) -> NameMatch | None:
     """A run of capitalised words with no trigger (``"Initech?"``): weak evidence of a name.
 
     Not at the start of a sentence unless it is the whole request, never a stop word, never
-    followed by a number (``Route 66``, ``Studio 54``).
+    followed by a number and holding none (``Route 66``, ``Studio 54``, ``Catch-22``).
     """
     for match in _LONE_RE.finditer(text):
         words = match.group("name").split()
@@ -259,6 +259,6 @@ def find_lone_name(text: str) -> NameMatch | None:
         if rest[:1].isdigit():
             continue
         value = _clean(" ".join(words))
-        if value is not None:
+        if value is not None and not any(c.isdigit() for c in value):  # "Catch-22"
             return NameMatch(value, match.start(), match.end())
     return None
