@@ -9,6 +9,7 @@ recognised phrase becomes a condition on the table being read when it has the co
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from persistence import Op
 from rag_agent.rules import names
@@ -194,6 +195,19 @@ def read_scores(reading: Reading) -> None:
         reading.apply(*match.span(), "step_count", op, value, "step count")
 
 
+def _status_re(words: Iterable[str]) -> re.Pattern[str]:
+    alternatives = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
+    return re.compile(rf"{_NEGATION}\b(?P<word>{alternatives})\b", re.IGNORECASE)
+
+
+_STATUS_RES = {table: _status_re(words) for table, words in STATUS_WORDS.items()}
+# The nouns a cue-needing status word ("new", "open") must stand before.
+_NOUNS = {
+    table: {word for word, named in TABLE_WORDS.items() if named == table} | {"ones"}
+    for table in STATUS_WORDS
+}
+
+
 def _noun_follows(rest: str, nouns: set[str]) -> bool:
     """Whether a table noun follows, past channel and other status words ("open linkedin
     threads", "new or contacted leads")."""
@@ -215,9 +229,7 @@ def read_statuses(reading: Reading) -> None:
     words = STATUS_WORDS.get(reading.table)
     if not words:
         return
-    alternatives = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
-    regex = re.compile(rf"{_NEGATION}\b(?P<word>{alternatives})\b", re.IGNORECASE)
-    nouns = {w for w, t in TABLE_WORDS.items() if t == reading.table} | {"ones"}
+    regex, nouns = _STATUS_RES[reading.table], _NOUNS[reading.table]
     positive: list[str] = []
     for match in reading.finditer(regex):
         word = " ".join(match["word"].lower().split())
