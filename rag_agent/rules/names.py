@@ -109,12 +109,11 @@ _LONE_RE = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class NameMatch:
-    """A name found at ``[start, end)``; ``keyed`` when a ``company:``-style key announced it."""
+    """A name found at ``[start, end)`` of the text."""
 
     value: str
     start: int
     end: int
-    keyed: bool = False
 
 
 def is_stop_word(word: str) -> bool:
@@ -209,20 +208,21 @@ def _clean(raw: str, stop: frozenset[str] | None = None) -> str | None:
 
 def find_company(text: str) -> NameMatch | None:
     """The first company name of ``text`` under a trigger, or ``None``."""
-    for regex, stop, keyed in ((_KEYED_RE, _STRUCTURAL, True), (_PREP_RE, STOP_WORDS, False)):
+    for regex, stop in ((_KEYED_RE, _STRUCTURAL), (_PREP_RE, STOP_WORDS)):
         for match in regex.finditer(text):
             quoted = match.group("dq") or match.group("sq") or match.group("cq")
             if quoted is not None:
                 value = _clean(quoted)
                 if value is not None:
-                    return NameMatch(value, match.start(), match.end(), keyed)
+                    return NameMatch(value, match.start(), match.end())
                 continue
             start_word = _TOKEN_RE.match(text, match.end())
-            if keyed and start_word is not None and _word(start_word.group(1)) in STOP_WORDS:
+            first = None if start_word is None else _word(start_word.group(1))
+            if regex is _KEYED_RE and first in STOP_WORDS:
                 continue  # "the company we met": a pronoun is no name
             found = _bare(text, match.end(), stop)
             if found is not None:
-                return NameMatch(found[0], match.start(), found[1], keyed)
+                return NameMatch(found[0], match.start(), found[1])
     for match in _BEFORE_NOUN_RE.finditer(text):
         words = match.group("name").split()
         kept: list[str] = []

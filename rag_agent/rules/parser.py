@@ -120,15 +120,18 @@ def _apply_references(
     reading: Reading, references: list[tuple[str, str | None, int | str, bool]]
 ) -> None:
     for table, key, value, _ in references:
-        if table in ("", reading.table):
-            reading.add("id", Op.EQ, value)
-        elif key is not None and key in reading.columns:
-            reading.add(key, Op.EQ, value)
-        else:
-            noun = table.removesuffix("s").replace("inquirie", "inquiry")
-            reason = f"{plural(reading.table)} do not reference {plural(table)}"
-            if all(item.text != f"{noun} {value}" for item in reading.ignored):
-                reading.ignored.append(Ignored(f"{noun} {value}", reason))
+        column = "id" if table in ("", reading.table) else key
+        if column is not None and column in reading.columns:
+            reading.add(column, Op.EQ, value)
+            continue
+        noun = table.removesuffix("s").replace("inquirie", "inquiry") or "id"
+        reason = (
+            f"{plural(reading.table)} have no id column"
+            if column == "id"
+            else f"{plural(reading.table)} do not reference {plural(table)}"
+        )
+        if all(item.text != f"{noun} {value}" for item in reading.ignored):
+            reading.ignored.append(Ignored(f"{noun} {value}", reason))
 
 
 def _named_table(reading: Reading) -> tuple[str, tuple[int, int]] | None:
@@ -163,10 +166,11 @@ def _keyed_columns(reading: Reading) -> None:
 
 
 def _dates(reading: Reading, now: dt.datetime) -> None:
-    column = DATE_COLUMNS[reading.table]
+    column = DATE_COLUMNS.get(reading.table)
     for match in find_dates(reading.text, now):
-        if match.ignored_reason is not None:
-            reading.ignore(match.start, match.end, match.ignored_reason)
+        if match.ignored_reason is not None or column is None:
+            reason = match.ignored_reason or f"{plural(reading.table)} have no date column"
+            reading.ignore(match.start, match.end, reason)
             continue
         for op, value in match.bounds:
             reading.add(column, op, value)
