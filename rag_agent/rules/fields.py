@@ -126,7 +126,7 @@ _INDUSTRY_RE = re.compile(
 )
 _SUBJECT_RE = re.compile(
     r"\b(?:about|regarding|re:|concerning|mentioning|that\s+mentions?|containing|saying|"
-    r"with\s+(?:the\s+)?subject(?:\s+line)?\s*(?::|is)?)\s+",
+    r"with\s+(?:the\s+)?subject(?:\s+line)?\s*(?::|is)?|with\s+the\s+words?)\s+",
     re.IGNORECASE,
 )
 _NAMED_RE = re.compile(

@@ -87,7 +87,8 @@ _QUOTED = (
 )
 _KEYED_RE = re.compile(
     r"\b(?:company[\s_-]*name|company|organi[sz]ation|employer|firm)(?![\w-])\s*"
-    r"""["'`]?\s*(?:[:=]{1,2}|\bis\b|\bnamed\b|\bcalled\b|\bequals\b|\blike\b)?\s*"""
+    r"""["'`]?\s*(?:[:=]{1,2}|\bis\b|\bnamed\b|\bcalled\b|\bequals\b|\blike\b|\bcontains\b|"""
+    r"""\bcontaining\b|\bincludes\b|\bincluding\b|\bmatching\b)?\s*"""
     rf"(?:{_QUOTED}|(?P<bare>(?=\S)))",
     re.IGNORECASE,
 )

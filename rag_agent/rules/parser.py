@@ -81,6 +81,19 @@ _PERSON_NAME_RE = re.compile(
     r"\b(?P<col>first\s+name|last\s+name|surname)\s*(?:is\s+|[:=]\s*)?(?P<value>[A-Za-z][\w'-]*)",
     re.IGNORECASE,
 )
+_EXCLUDE_RE = re.compile(
+    r"\b(?:not\s+(?:at|from|with|in|for)|except(?:\s+(?:for|at|from))?|excluding|other\s+than|"
+    r"outside(?:\s+of)?|besides|apart\s+from)\s+",
+    re.IGNORECASE,
+)
+# "in Berlin", "based in Germany": a capitalised place after the claimed dates ("in March").
+_PLACE_RE = re.compile(
+    r"\b(?:(?i:based|located)\s+)?(?i:in|near|around)\s+[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|[0-9]+))*"
+)
+_PERSON_RE = re.compile(
+    r"\b(?i:leads?|contacts?|prospects?|people|person|someone|anyone|somebody)\s+"
+    r"(?i:named|called)\s+(?P<first>[A-Z][\w'-]*)(?:\s+(?P<last>[A-Z][\w'-]*))?"
+)
 _WORDS = {
     "channel": CHANNEL_WORDS,
     "direction": DIRECTION_WORDS,
@@ -183,6 +196,26 @@ def _vague(reading: Reading) -> None:
         reading.ignore(*match.span(), reason)
 
 
+def _exclusions_places_people(reading: Reading) -> None:
+    """``not at Acme``, ``in Berlin``, ``leads named Ana Silva``: read before the company rule,
+    so none of them is taken for a company."""
+    for match in reading.finditer(_EXCLUDE_RE):
+        found = names.bare_phrase(reading.text, match.end())
+        if found is not None:
+            reading.ignore(match.start(), found[1], "the rules do not exclude values")
+    for match in reading.finditer(_PLACE_RE):
+        reading.ignore(*match.span(), f"no column of {plural(reading.table)} holds a location")
+    for match in reading.finditer(_PERSON_RE):
+        if match["last"] is None:
+            reading.ignore(*match.span(), "one name may be a first or a last name")
+        elif "first_name" in reading.columns:
+            reading.add("first_name", Op.IEQ, match["first"])
+            reading.add("last_name", Op.IEQ, match["last"])
+            reading.claim(*match.span())
+        else:
+            reading.ignore(*match.span(), f"{plural(reading.table)} have no person names")
+
+
 def _company(reading: Reading) -> bool:
     """Read the company; ``True`` when only weak evidence (a lone capitalised name) found one."""
     column = COMPANY_COLUMNS.get(reading.table)
@@ -260,6 +293,7 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
         fields.read_subjects,
         fields.read_industry,
         _vague,
+        _exclusions_places_people,
     ):
         read(reading)
     weak = _company(reading)

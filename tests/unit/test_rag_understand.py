@@ -165,6 +165,14 @@ class TestUnderstand:
                 (column, "lt", at("2025-06-18")),
             }
 
+    def test_table_outside_the_schema(self) -> None:
+        """On a table the schema lacks, everything recognised is ignored, nothing applied."""
+        found = read("lead 5 at Acme created yesterday with score above 3", table="users")
+        assert found.table == "users" and found.conditions == ()
+        assert {i.text for i in found.ignored} == {
+            "lead 5", "at Acme", "yesterday", "score above 3",
+        }  # fmt: skip
+
     def test_not_a_string_and_blank(self) -> None:
         """A non-str or blank text understands nothing, and keeps the caller's table."""
         assert read(None, table="leads") == Understanding(table="leads")  # type: ignore[arg-type]
