@@ -279,22 +279,23 @@ def read_missing(reading: Reading) -> None:
 
 def read_industry(reading: Reading) -> None:
     """``the logistics company`` / ``in fintech``: ``industry`` on clients, ignored elsewhere."""
-    spans = [m for m in reading.finditer(_DESCRIPTOR_RE) if not names.is_stop_word(m["ind"])]
-    spans = [m for m in spans if all(not names.is_stop_word(w) for w in m["ind"].split())]
-    known = reading.finditer(_INDUSTRY_RE)
-    for match in [*spans, *known]:
-        if (
-            reading.text[match.start() : match.end()]
-            != reading.original[match.start() : match.end()]
-        ):
+    found: list[tuple[int, int, str]] = []
+    for match in reading.finditer(_DESCRIPTOR_RE):
+        words, start = match["ind"].split(), match.start()
+        if len(words) == 2 and names.is_stop_word(words[0]):  # "from big companies"
+            words, start = words[1:], match.start("ind") + match["ind"].index(words[1], 1)
+        if not any(names.is_stop_word(word) for word in words):
+            found.append((start, match.end(), " ".join(words)))
+    found += [(m.start(), m.end(), m["ind"]) for m in reading.finditer(_INDUSTRY_RE)]
+    for start, end, described in found:
+        if reading.text[start:end] != reading.original[start:end]:
             continue  # partly claimed by an earlier match
-        value = " ".join(match["ind"].split())
         if reading.table == "clients":
-            reading.add("industry", Op.ICONTAINS, value)
-            reading.claim(*match.span())
+            reading.add("industry", Op.ICONTAINS, " ".join(described.split()))
+            reading.claim(start, end)
         else:
-            reason = f"no column of {plural(reading.table)} holds an industry"
-            reading.ignore(*match.span(), reason)
+            reason = f"no column of {plural(reading.table)} describes a company (industry, size)"
+            reading.ignore(start, end, reason)
 
 
 def read_subjects(reading: Reading) -> None:

@@ -181,8 +181,13 @@ def _keyed_columns(reading: Reading) -> None:
 def _dates(reading: Reading, now: dt.datetime) -> None:
     column = DATE_COLUMNS.get(reading.table)
     for match in find_dates(reading.text, now):
-        if match.ignored_reason is not None or column is None:
-            reason = match.ignored_reason or f"{plural(reading.table)} have no date column"
+        future = any(op is Op.GTE and value > now for op, value in match.bounds)
+        if match.ignored_reason is not None or column is None or future:
+            reason = match.ignored_reason or (
+                f"{plural(reading.table)} have no date column"
+                if column is None
+                else "a date in the future: no row is dated then yet"
+            )
             reading.ignore(match.start, match.end, reason)
             continue
         for op, value in match.bounds:
