@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from persistence import InvalidQueryError, Op, PersistenceError, ReadOnlyPersistenceFacade
 from rag_agent.conditions import legacy_conditions
 from rag_agent.filters import normalize_filters, understand
+from rag_agent.rules.vocabulary import DEFAULT_TABLE
 from rag_agent.specs import (
     ColumnInfo,
     Condition,
@@ -40,8 +41,6 @@ __all__ = [
     "understand_request",
 ]
 
-#: The table a request is about when neither the caller nor the text names one.
-DEFAULT_TABLE = "leads"
 
 #: Step 2's hook: an extraction request → what the model understood (``source="llm"``).
 ConditionExtractor = Callable[[ExtractionRequest], Understanding]

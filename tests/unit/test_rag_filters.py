@@ -194,6 +194,7 @@ class TestNormalizeFilters:
             {"company": "a\x00b"},
             {"table": "users"},
             {"id": "1; drop table leads"},
+            {"id": "²"},
         ],
     )
     def test_invalid_values_drop(self, raw: Any) -> None:

@@ -1,0 +1,78 @@
+"""The state of reading one request: the text with its claimed spans, and what was found.
+
+Each rule claims the span it reads (its characters become NUL, which cannot occur in the text),
+so a later rule cannot read it again: ``client_id=7`` never also yields ``id=7``, and a date or a
+title is never taken for a company.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from persistence import Op
+from persistence.schema import TABLE_COLUMNS
+from rag_agent.specs import Condition, Ignored
+
+__all__ = ["Reading", "plural"]
+
+_MASK = "\x00"
+
+
+def plural(table: str) -> str:
+    """How a reason names a table's rows: ``staging_leads`` → ``staging leads``."""
+    return table.replace("_", " ")
+
+
+@dataclass
+class Reading:
+    """One request being read for ``table`` (the table its words are read against)."""
+
+    original: str
+    table: str
+    text: str = ""
+    conditions: list[Condition] = field(default_factory=list)
+    ignored: list[Ignored] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.text = self.text or self.original
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The reference schema's columns of the table being read."""
+        return TABLE_COLUMNS.get(self.table, ())
+
+    def claim(self, start: int, end: int) -> None:
+        """Mark ``[start, end)`` as read."""
+        self.text = self.text[:start] + _MASK * (end - start) + self.text[end:]
+
+    def span(self, start: int, end: int) -> str:
+        """The original words of ``[start, end)``, whitespace collapsed."""
+        return " ".join(self.original[start:end].split())
+
+    def add(self, column: str, op: Op, value: Any) -> None:
+        """Add ``column op value`` once (a repeated condition is kept once)."""
+        condition = Condition(column, op, value)
+        if condition not in self.conditions:
+            self.conditions.append(condition)
+
+    def ignore(self, start: int, end: int, reason: str, *, claim: bool = True) -> None:
+        """Record ``[start, end)`` as recognised but not applied, and claim it (by default)."""
+        text = self.span(start, end).strip(" ,.;:!?")
+        if text and all(item.text != text for item in self.ignored):
+            self.ignored.append(Ignored(text, reason))
+        if claim:
+            self.claim(start, end)
+
+    def apply(self, start: int, end: int, column: str, op: Op, value: Any, what: str) -> None:
+        """Add ``column op value`` when the table has ``column``; otherwise ignore the span."""
+        if column in self.columns:
+            self.add(column, op, value)
+            self.claim(start, end)
+        else:
+            self.ignore(start, end, f"{plural(self.table)} have no {what}")
+
+    def finditer(self, regex: re.Pattern[str]) -> list[re.Match[str]]:
+        """The matches of ``regex`` in the unclaimed text (computed before any is claimed)."""
+        return list(regex.finditer(self.text))
