@@ -46,6 +46,7 @@ from rag_agent.envelope import (
     FallbackReadInfo,
     IgnoredPart,
     ReformulationAttempt,
+    canonical_value,
 )
 from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.hooks import FallbackCall, FallbackRequest, FallbackResult, FallbackRunner
@@ -407,7 +408,8 @@ class Pipeline:
         conditions: tuple[Condition, ...],
         window: _Window,
     ) -> None:
-        filters = query_filters_view(conditions)
+        # JSON-ready: the fallback shows the model what was tried (a date as its ISO text).
+        filters = canonical_value(query_filters_view(conditions))
         if conditions and outcome.filters is None:
             self._applied(outcome, conditions)
         if self.fallback is None:

@@ -103,6 +103,15 @@ _EVENT_RE = re.compile(
     re.IGNORECASE,
 )
 
+# Something to do on a date: "who should I call today", "leads to email this week". The date is
+# when to act, not a date any column holds.
+_TODO_RE = re.compile(
+    r"\b(?:should|must|shall|need\s+to|have\s+to|got\s+to|going\s+to|want\s+to|to)\s+"
+    r"(?:(?:i|we)\s+)?(?:call|phone|ring|contact|email|e-mail|mail|ping|text|message|meet|"
+    r"visit|follow\s+up(?:\s+with)?|reach\s+out(?:\s+to)?|chase)\b(?:\s+[\w']+){0,3}?\s*$",
+    re.IGNORECASE,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class DateMatch:
@@ -251,10 +260,15 @@ def _bounds(relation: str, period: tuple[dt.date, dt.date]) -> tuple[tuple[Op, d
     return ((Op.GTE, start), (Op.LT, end))
 
 
-def _event(prefix: str) -> str | None:
-    """The start (within ``prefix``) of an event phrase that ends right before a date."""
+def _event(prefix: str) -> tuple[str, str] | None:
+    """An event or to-do phrase that ends right before a date, and why no column holds it."""
     match = _EVENT_RE.search(prefix[-40:])
-    return None if match is None else match.group()
+    if match is not None:
+        return match.group(), f"no column records when {' '.join(match.group().split())}"
+    match = _TODO_RE.search(prefix[-40:])
+    if match is not None:
+        return match.group(), "a date to act on, which no column records"
+    return None
 
 
 def _name_follows(text: str, match: re.Match[str]) -> bool:
@@ -282,8 +296,8 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
         event = _event(text[:start])
         reason = None
         if event is not None:
-            start -= len(event)
-            reason = f"no column records when {' '.join(event.split())}"
+            phrase, reason = event
+            start -= len(phrase)
             bounds = ()
         taken.append((start, end))
         found.append(DateMatch(start, end, bounds, reason))

@@ -181,7 +181,7 @@ def read_scores(reading: Reading) -> None:
     for match in reading.finditer(_SCORE_RE):
         if match["lo"] is not None:
             low, high = sorted((int(match["lo"]), int(match["hi"])))
-            if "score" in reading.columns:
+            if reading.has("score"):
                 reading.add("score", Op.GTE, low)
             reading.apply(*match.span(), "score", Op.LTE, high, "score column")
         else:

@@ -134,7 +134,7 @@ def _apply_references(
 ) -> None:
     for table, key, value, _ in references:
         column = "id" if table in ("", reading.table) else key
-        if column is not None and column in reading.columns:
+        if column is not None and reading.has(column):
             reading.add(column, Op.EQ, value)
             continue
         noun = table.removesuffix("s").replace("inquirie", "inquiry") or "id"
@@ -213,7 +213,7 @@ def _exclusions_places_people(reading: Reading) -> None:
     for match in reading.finditer(_PERSON_RE):
         if match["last"] is None:
             reading.ignore(*match.span(), "one name may be a first or a last name")
-        elif "first_name" in reading.columns:
+        elif reading.has("first_name"):
             reading.add("first_name", Op.IEQ, match["first"])
             reading.add("last_name", Op.IEQ, match["last"])
             reading.claim(*match.span())
@@ -223,7 +223,7 @@ def _exclusions_places_people(reading: Reading) -> None:
 
 def _company(reading: Reading) -> bool:
     """Read the company; ``True`` when only weak evidence (a lone capitalised name) found one."""
-    column = COMPANY_COLUMNS.get(reading.table)
+    column = COMPANY_COLUMNS.get(reading.table, None if reading.known else "company_name")
     found = names.find_company(reading.text)
     weak = False
     if found is None and not reading.conditions and not reading.ignored:

@@ -39,9 +39,14 @@ class Reading:
         self.text = self.text or self.original
 
     @property
-    def columns(self) -> tuple[str, ...]:
-        """The reference schema's columns of the table being read."""
-        return TABLE_COLUMNS.get(self.table, ())
+    def known(self) -> bool:
+        """Whether the table being read is one of the reference schema's."""
+        return self.table in TABLE_COLUMNS
+
+    def has(self, column: str) -> bool:
+        """Whether the table has ``column``; for a table outside the reference schema the rules
+        cannot tell, so they answer yes and leave the verdict to the facade's own check."""
+        return column in TABLE_COLUMNS.get(self.table, ()) or not self.known
 
     def claim(self, start: int, end: int) -> None:
         """Mark ``[start, end)`` as read."""
@@ -67,7 +72,7 @@ class Reading:
 
     def apply(self, start: int, end: int, column: str, op: Op, value: Any, what: str) -> None:
         """Add ``column op value`` when the table has ``column``; otherwise ignore the span."""
-        if column in self.columns:
+        if self.has(column):
             self.add(column, op, value)
             self.claim(start, end)
         else:
