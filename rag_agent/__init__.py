@@ -1,8 +1,9 @@
 """Adaptive retrieval on top of a read-only persistence facade.
 
-Free text → filters (rules first, then an optional LLM) → a paginated, cached read → deterministic
-reformulations → a rate-limited fallback → an envelope whose every record carries verifiable
-provenance::
+Free text → conditions (rules first, then an optional schema-constrained LLM), each checked by
+the facade and applied or reported as ignored → a paginated, cached read (or a count) →
+deterministic reformulations → a rate-limited fallback → an envelope whose every record carries
+verifiable provenance::
 
     from rag_agent import create_rag_agent
     rag = create_rag_agent(kind="memory")
@@ -23,15 +24,21 @@ from rag_agent.envelope import (
     row_hash,
 )
 from rag_agent.factory import create_rag_agent
-from rag_agent.filters import filters_to_query, normalize_filters, parse_filters_from_text
+from rag_agent.filters import (
+    filters_to_query,
+    normalize_filters,
+    parse_filters_from_text,
+    understand,
+)
 from rag_agent.hooks import (
+    FallbackCall,
     FallbackRead,
     FallbackRequest,
     FallbackResult,
     FallbackRunner,
     FilterExtractor,
 )
-from rag_agent.llm_filters import parse_filters_with_llm
+from rag_agent.llm_filters import SchemaFilterExtractor, parse_filters_with_llm
 from rag_agent.ratelimit import (
     MemorySlidingWindowLimiter,
     RateLimiter,
@@ -41,20 +48,32 @@ from rag_agent.ratelimit import (
 )
 from rag_agent.reformulation import REFORMULATION_ORDER, reformulations
 from rag_agent.settings import RAGSettings
-from rag_agent.specs import FilterSpec
+from rag_agent.specs import (
+    ColumnInfo,
+    Condition,
+    ExtractionRequest,
+    FilterSpec,
+    Ignored,
+    Understanding,
+)
 from rag_agent.summary import summarize
 from rag_agent.tools import build_tools, openai_tool_schemas
 
 __all__ = [
     "REFORMULATION_ORDER",
+    "ColumnInfo",
+    "Condition",
     "Envelope",
     "ErrorInfo",
+    "ExtractionRequest",
+    "FallbackCall",
     "FallbackRead",
     "FallbackRequest",
     "FallbackResult",
     "FallbackRunner",
     "FilterExtractor",
     "FilterSpec",
+    "Ignored",
     "MemorySlidingWindowLimiter",
     "Metadata",
     "Provenance",
@@ -66,6 +85,8 @@ __all__ = [
     "Record",
     "RedisSlidingWindowLimiter",
     "ReformulationAttempt",
+    "SchemaFilterExtractor",
+    "Understanding",
     "build_records",
     "build_tools",
     "create_limiter",
@@ -79,4 +100,5 @@ __all__ = [
     "reformulations",
     "row_hash",
     "summarize",
+    "understand",
 ]
