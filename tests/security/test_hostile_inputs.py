@@ -24,6 +24,7 @@ from persistence import (
     QueryTimeoutError,
     TableNotAllowedError,
 )
+from persistence.backends._like import fold_case
 from tests.conftest import corpus_lines
 from tests.faults.worlds import (
     BACKENDS,
@@ -88,6 +89,8 @@ def unchanged(world: World) -> Iterator[None]:
 def _holds(op: Op, column: str, value: str, row: dict[str, Any]) -> bool:
     if op is Op.ICONTAINS:
         return value.lower() in str(row[column]).lower()
+    if op is Op.IEQ:
+        return row[column] is not None and fold_case(row[column]) == fold_case(value)
     return bool(row[column] == value)
 
 
@@ -128,7 +131,9 @@ class TestFacadeRead:
         problems: list[str] = []
         hits = 0
         for index, value in enumerate(values):
-            op, column = ((Op.ICONTAINS, "company_name"), (Op.EQ, "email"))[index % 2]
+            op, column = ((Op.ICONTAINS, "company_name"), (Op.EQ, "email"), (Op.IEQ, "email"))[
+                index % 3
+            ]
             try:
                 page = world.facade.read("leads", [Filter(column, op, value)], columns=["id"])
             except InvalidQueryError:
@@ -257,6 +262,9 @@ def _tool_cases(value: str) -> dict[str, list[object]]:
             {"company": value},
             {"email": value, "company": "acme"},
             {"id": value},
+            {"status": value, "title": value},
+            {"company": "acme", "created_after": value, "score_min": 1},
+            {"created_before": value, "count_only": True},
             value,
         ],
         "query_table": [
@@ -267,12 +275,18 @@ def _tool_cases(value: str) -> dict[str, list[object]]:
             {"table": "leads", "columns": [value]},
             {"table": "leads", "order": value, "filters": {"client_id": 1}},
             {"table": "leads", "filters": [{"column": value, "op": "eq", "value": 1}]},
+            {"table": "leads", "filters": [{"column": "email", "op": "ieq", "value": value}]},
+            {"table": "leads", "ranges": [{"column": "created_at", "gte": value, "lt": value}]},
+            {"table": "leads", "ranges": [{"column": value, "gt": 1}], "count_only": True},
+            {"table": "leads", "filters": [{"column": "id", "op": "eq", "value": value}]},
             value,
         ],
         "rag_agent": [
             {"query": value},
             {"query": "leads at acme", "table": value},
             {"metadata": {"query_filters": {"company": value}, "source": value}},
+            {"metadata": {"filters": [{"column": "title", "op": "ieq", "value": value}]}},
+            {"metadata": {"filters": [{"column": value, "op": "gte", "value": value}]}},
             value,
         ],
         "deliver_data": [{"data": value, "destination": value}],
