@@ -74,6 +74,8 @@ def format_envelope(envelope: Mapping[str, Any], *, max_rows: int | None = None)
     total = meta.get("total_count", len(records))
     offset = meta.get("offset") or 0
     status = [source, f"{total} match{'es' if total != 1 else ''}"]
+    if meta.get("count_only"):
+        status.append("count only")
     if records:
         status.append(f"rows {offset + 1}-{offset + len(records)}")
     for key in ("cache", "fallback"):

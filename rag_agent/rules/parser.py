@@ -31,6 +31,7 @@ from rag_agent.rules.vocabulary import (
 )
 from rag_agent.specs import Ignored, Understanding
 
+_ACRONYM = re.compile(r"[A-Z]{2,4}")
 __all__ = ["EMAIL_RE", "MAX_TEXT_LENGTH", "UUID_PATTERN", "understand"]
 
 #: Only this many leading characters are read: a query is a sentence, not a document.
@@ -286,7 +287,9 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
         reading.apply(*match.span(), "email", Op.IEQ, email, "email column")
     _apply_references(reading, references)
     for start, end, title in titles:
-        reading.apply(start, end, "title", Op.ICONTAINS, title, "title column")
+        # An acronym is the whole title or nothing: "CTO" as a substring is in "Director".
+        op = Op.IEQ if _ACRONYM.fullmatch(title) else Op.ICONTAINS
+        reading.apply(start, end, "title", op, title, "title column")
     for read in (
         _keyed_columns,
         fields.read_scores,

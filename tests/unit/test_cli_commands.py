@@ -241,6 +241,10 @@ class TestDemo:
             "== Pagination: page 2",
             "rows 6-10",
             f"{GLOBEX_LEADS} matches; summary of the returned page",
+            "== Counting",
+            "count only",
+            "persistence.campaigns",
+            "not applied: we met in March",
             "fallback: disabled",
         ):
             assert text in out, text

@@ -42,7 +42,7 @@ class TestUnderstand:
     def test_issue_example(self) -> None:
         """The CTO question keeps the title and ignores what no column holds, guessing nothing."""
         found = read("who is the CTO at the logistics company we met in March?")
-        assert conditions(found) == {("title", "icontains", "CTO")}
+        assert conditions(found) == {("title", "ieq", "CTO")}  # never "Director"
         assert {item.text for item in found.ignored} == {"the logistics company", "we met in March"}
         assert all(item.reason for item in found.ignored)
         assert found.table is None and not found.weak
