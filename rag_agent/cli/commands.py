@@ -264,9 +264,21 @@ def _demo_steps() -> list[tuple[str, str, dict[str, Any]]]:
             "find leads at Globex",
             {"limit": 20},
         ),
-        ("Counting: 'how many' answers the number, not rows", "how many qualified leads does client 3 have?", {}),
-        ("Other tables, in plain words: a table, a reference and a status", "active campaigns of client 3", {"limit": 5}),
-        ("Dates: a month becomes a range on the table's own date column", "inbound messages sent in June 2025", {"limit": 3}),
+        (
+            "Counting: 'how many' answers the number, not rows",
+            "how many qualified leads does client 3 have?",
+            {},
+        ),
+        (
+            "Other tables, in plain words: a table, a reference and a status",
+            "active campaigns of client 3",
+            {"limit": 5},
+        ),
+        (
+            "Dates: a month becomes a range on the table's own date column",
+            "inbound messages sent in June 2025",
+            {"limit": 3},
+        ),
         (
             "Honest answers: what cannot be applied is reported, never guessed",
             "who is the CTO at the logistics company we met in March?",
