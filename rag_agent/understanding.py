@@ -14,6 +14,7 @@ Thread-safety: pure functions over the facade and the extractor, both thread-saf
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -100,7 +101,7 @@ def understand_request(
     evidence, and no explicit conditions were given; what it found replaces the rules' answer
     when it found any condition.
     """
-    found = understand(text, table=table, now=now) if text.strip() else Understanding()
+    found = _rules(text, table, now.astimezone(dt.UTC).date()) if text.strip() else Understanding()
     if explicit is not None:
         given = {(c.column, c.op) for c in explicit}
         kept = tuple(c for c in found.conditions if (c.column, c.op) not in given)
@@ -125,6 +126,15 @@ def understand_request(
         count_only=found.count_only if count_only is None else count_only,
         ignored=found.ignored,
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _rules(text: str, table: str | None, today: dt.date) -> Understanding:
+    # The rules are pure and read the clock to the day (every date rule is day-granular, which
+    # a test holds them to), so a question asked again the same UTC day is not parsed again.
+    # The Understanding is frozen: sharing it is safe.
+    noon = dt.datetime.combine(today, dt.time(12), dt.UTC)
+    return understand(text, table=table, now=noon)
 
 
 def apply_conditions(

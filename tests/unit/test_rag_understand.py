@@ -341,3 +341,17 @@ class TestLabelledRequests:
 def test_docstring_examples(module: ModuleType) -> None:
     """The examples in the rules' docstrings run and give what they show."""
     assert doctest.testmod(module).failed == 0
+
+
+class TestDayGranularity:
+    def test_understanding_depends_on_the_day_not_the_time(self) -> None:
+        """Every labelled request reads the same at 00:00:01 and 23:59:59 UTC of one day: the
+        pipeline memoises the rules per day on this."""
+        day = dt.date(2025, 6, 18)
+        early = dt.datetime.combine(day, dt.time(0, 0, 1), dt.UTC)
+        late = dt.datetime.combine(day, dt.time(23, 59, 59), dt.UTC)
+        for request in accuracy.load():
+            table = request["table"]
+            assert understand(request["text"], table=table, now=early) == understand(
+                request["text"], table=table, now=late
+            ), request["text"]
