@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from persistence import Filter, InvalidQueryError, is_identifier
+from persistence import Filter, InvalidQueryError, is_identifier, redact_text
 from rag_agent.envelope import (
     AppliedFilter,
     Envelope,
@@ -66,7 +66,7 @@ def error_info(exc: BaseException | str) -> ErrorInfo:
     """An exception (or a runner's error text) as the envelope's ``metadata.error``."""
     if isinstance(exc, str):
         return ErrorInfo(type="FallbackError", message=exc[:MAX_ERROR_MESSAGE])
-    message = str(exc) or type(exc).__name__
+    message = redact_text(str(exc)) or type(exc).__name__  # a driver may echo a DSN
     return ErrorInfo(type=type(exc).__name__, message=message[:MAX_ERROR_MESSAGE])
 
 

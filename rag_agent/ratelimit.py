@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from persistence._secrets import mask_url, register_url_secret
 from persistence.errors import BackendUnavailableError, ConfigurationError
 
 __all__ = [
@@ -185,6 +186,7 @@ class RedisSlidingWindowLimiter:
         self.key = key
         self._clock = clock
         self._clock_lock = threading.Lock()
+        register_url_secret(url)  # its password is masked in logs from now on
         if client is None:
             try:
                 import redis
@@ -260,7 +262,7 @@ def create_limiter(
     if storage.startswith(REDIS_SCHEMES):
         return RedisSlidingWindowLimiter(storage, limit, window, key=key, clock=clock)
     raise ConfigurationError(
-        f"unsupported limiter storage {storage!r} (env RAG_RATE_LIMIT_STORAGE); "
+        f"unsupported limiter storage {mask_url(storage)!r} (env RAG_RATE_LIMIT_STORAGE); "
         "use memory:// or redis://host:port/db",
         variable="RAG_RATE_LIMIT_STORAGE",
     )
