@@ -75,8 +75,9 @@ def register_url_secret(url: str | None) -> None:
         # Not a URL a parser accepts (``postgresql//u:pw@h``), yet a driver may echo it.
         userinfo = url.rpartition("@")[0].rpartition("/")[2]
     if userinfo is not None:
-        user, colon, password = userinfo.partition(":")
-        register_secret(password if colon else user)
+        _, colon, password = userinfo.partition(":")
+        if colon:  # a lone name is a user name (shown masked, but not hunted for everywhere)
+            register_secret(password)
     for match in _KEYED_VALUE.finditer(url):
         register_secret(match.group("quoted") or match.group("bare"))
 

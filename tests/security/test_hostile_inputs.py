@@ -24,6 +24,7 @@ from persistence import (
     QueryTimeoutError,
     TableNotAllowedError,
 )
+from rag_agent.untrusted import unwrap_boundary
 from tests.conftest import corpus_lines
 from tests.faults.worlds import (
     BACKENDS,
@@ -390,6 +391,6 @@ class TestToolPayloadShapes:
     async def test_async_invocation_refuses_deep_input(self, world: World) -> None:
         """The async path refuses overly nested input the same way."""
         content = await world.tools["query_table"].ainvoke({"table": "leads", "x": _nested(5000)})
-        envelope = json.loads(content)
+        envelope = json.loads(unwrap_boundary(content))
         assert envelope["metadata"]["error"]["type"] == "ToolInputError"
         assert "nested deeper" in envelope["metadata"]["error"]["message"]
