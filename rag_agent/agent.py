@@ -146,6 +146,7 @@ class RAGAgent(Closing):
             cache = QueryCache(
                 settings.cache_maxsize,
                 settings.cache_ttl_seconds,
+                max_bytes=settings.cache_max_bytes,
                 enabled=not settings.cache_disabled,
                 timer=clock,
             )
