@@ -141,8 +141,11 @@ def fallback_page(
     offset: int,
     now: Callable[[], dt.datetime],
     summary_threshold: int,
+    include_raw: bool = False,
 ) -> PageResult:
     """The rows the fallback read, once each, as records; the page is ``offset``/``limit``.
+
+    With ``include_raw`` each record's provenance carries the row as read, as on the query path.
 
     Only well-formed reads of a real table count; each record carries the time of its read.
     """
@@ -153,7 +156,10 @@ def fallback_page(
             continue
         source = source_of(read.table)
         for record in build_records(
-            read.rows, source=source, retrieved_at=read.retrieved_at or now()
+            read.rows,
+            source=source,
+            retrieved_at=read.retrieved_at or now(),
+            include_raw=include_raw,
         ):
             identity = (source, record.provenance.row_hash)
             if identity not in seen:
