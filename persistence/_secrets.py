@@ -42,14 +42,17 @@ MASK = "***"
 # the structural rules below still hide it where it sits in a URL or after ``password=``.
 _MIN_SECRET = 4
 _SECRET_WORDS = r"password|passwd|pwd|apikey|api[_-]?key|authorization|secret|access[_-]?token"  # noqa: S105 - key names, not a password
-# Finds where a URL *starts and ends* in free text; masking the token is done by parsing it.
-_URL_TOKEN = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+# Where a URL ends in free text (it starts at a scheme before "://"); masking is done by parsing.
+_URL_REST = re.compile(r"[^\s'\"<>`]*")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_MAX_SCHEME = 32
+# A run of base64url text and dots, in which a JWT (three dot-separated parts) may sit.
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9_.-]{8,}")
 _KEYED_VALUE = re.compile(
     rf"(?i)(?P<key>\b(?:{_SECRET_WORDS})\b['\"]?\s*[:=]\s*)"
     r"(?:(?P<quote>['\"])(?P<quoted>(?:Bearer\s+|Basic\s+)?[^'\"]*)(?P=quote)"
     r"|(?P<bare>(?:Bearer\s+|Basic\s+)?[^\s,;&'\"})\]]+))"
 )
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*")
 _API_KEY = re.compile(r"\b(?:sb_secret_|sk-)[A-Za-z0-9_-]{8,}")
 _PASSWORD_PARAMS = frozenset({"password", "passwd", "pwd", "apikey", "api_key", "key", "token"})
 
@@ -123,14 +126,50 @@ def mask_url(url: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """``text`` with every secret the module knows how to find replaced by ``***``."""
+    """``text`` with every secret the module knows how to find replaced by ``***``.
+
+    Linear in the length of ``text`` (log lines may carry hostile input).
+    """
     for secret in sorted(_known, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, MASK)
-    text = _URL_TOKEN.sub(lambda match: mask_url(match.group()), text)
+    text = _mask_urls(text)
     text = _KEYED_VALUE.sub(_mask_keyed, text)
-    text = _JWT.sub(MASK, text)
+    text = _TOKEN_RUN.sub(_mask_jwts, text)
     return _API_KEY.sub(MASK, text)
+
+
+def _mask_urls(text: str) -> str:
+    # Each "://" is looked at once: back over at most _MAX_SCHEME scheme characters, forward to
+    # the first delimiter. No pattern backtracks over the text.
+    parts: list[str] = []
+    done = 0
+    hit = text.find("://")
+    while hit != -1:
+        start = hit
+        while start > done and hit - start < _MAX_SCHEME and text[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        while start < hit and not text[start].isalpha():
+            start += 1
+        rest = _URL_REST.match(text, hit + 3)
+        end = rest.end() if rest else hit + 3
+        if start < hit:
+            parts += (text[done:start], mask_url(text[start:end]))
+            done = end
+        hit = text.find("://", max(end, hit + 3))
+    parts.append(text[done:])
+    return "".join(parts)
+
+
+def _mask_jwts(run: re.Match[str]) -> str:
+    # A JWT is three base64url parts joined by dots, the first one starting "eyJ" (``{"``).
+    parts = run.group().split(".")
+    for index, part in enumerate(parts[:-1]):
+        at = part.find("eyJ")
+        if at != -1 and (at == 0 or part[at - 1] == "-") and len(parts[index + 1]) >= 2:
+            tail = ".".join(parts[:index] + [part[:at] + MASK])
+            return tail + ("." + ".".join(parts[index + 3 :]) if len(parts) > index + 3 else "")
+    return run.group()
 
 
 def _mask_keyed(match: re.Match[str]) -> str:
