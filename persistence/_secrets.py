@@ -167,8 +167,8 @@ def _mask_jwts(run: re.Match[str]) -> str:
     for index, part in enumerate(parts[:-1]):
         at = part.find("eyJ")
         if at != -1 and (at == 0 or part[at - 1] == "-") and len(parts[index + 1]) >= 2:
-            tail = ".".join(parts[:index] + [part[:at] + MASK])
-            return tail + ("." + ".".join(parts[index + 3 :]) if len(parts) > index + 3 else "")
+            head = ".".join([*parts[:index], part[:at] + MASK])
+            return head + ("." + ".".join(parts[index + 3 :]) if len(parts) > index + 3 else "")
     return run.group()
 
 
