@@ -51,7 +51,7 @@ from pydantic_settings import (
 )
 
 from persistence._options import check_options
-from persistence._secrets import mask_url
+from persistence._secrets import mask_url, register_secret, register_url_secret
 from persistence.errors import ConfigurationError
 
 __all__ = [
@@ -264,7 +264,11 @@ class PersistenceSettings(BaseSettings):
         for option, name in self.BACKEND_OPTIONS.get(kind, {}).items():
             value = getattr(self, name)
             if filled.get(option) is None and value is not None:
-                filled[option] = value.get_secret_value() if isinstance(value, SecretStr) else value
+                if isinstance(value, SecretStr):
+                    value = value.get_secret_value()
+                    # Unwrapped, so known to the log redaction from now on.
+                    register_url_secret(value) if option == "dsn" else register_secret(value)
+                filled[option] = value
         return filled
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
