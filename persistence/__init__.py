@@ -9,6 +9,7 @@ Supabase backends. Knows nothing about LLMs.
 
 from persistence._closing import Closing
 from persistence._logs import get_logger
+from persistence._secrets import RedactingFormatter, redact_secrets, redact_text, register_secret
 from persistence.backends._like import escape_like
 from persistence.backends.base import Backend
 from persistence.backends.memory import MemoryBackend, MemoryStore, default_store
@@ -64,6 +65,7 @@ __all__ = [
     "Query",
     "QueryTimeoutError",
     "ReadOnlyPersistenceFacade",
+    "RedactingFormatter",
     "TableNotAllowedError",
     "UnsupportedOperatorError",
     "column_type",
@@ -74,5 +76,8 @@ __all__ = [
     "get_logger",
     "is_identifier",
     "known_kinds",
+    "redact_secrets",
+    "redact_text",
     "register_backend",
+    "register_secret",
 ]

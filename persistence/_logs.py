@@ -6,6 +6,9 @@ until the application configures structlog (``structlog.configure``, or ``captur
 tests), our events go to a logger that drops everything below WARNING and writes to stderr; from
 then on the application's configuration applies. The choice is made at each use, so configuring
 structlog after importing this library works.
+
+Both chains mask secrets with :func:`persistence.redact_secrets`; an application configuring
+structlog itself should put that processor before its renderer.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import sys
 from typing import Any
 
 import structlog
+
+from persistence._secrets import redact_secrets
 
 __all__ = ["get_logger"]
 
@@ -32,9 +37,12 @@ _QUIET: Any = structlog.wrap_logger(
     _Stderr(),
     wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
     processors=[
+        redact_secrets,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=True),
-        structlog.dev.ConsoleRenderer(colors=False),
+        structlog.dev.ConsoleRenderer(
+            colors=False, exception_formatter=structlog.dev.plain_traceback
+        ),
     ],
 )
 

@@ -10,7 +10,11 @@ from collections.abc import Iterable
 
 from pydantic import SecretStr
 
+from persistence._secrets import register_secret, register_url_secret
 from persistence.errors import ConfigurationError
+
+# Connection options that carry a secret (a DSN's password, an API key).
+_SECRET_OPTIONS = frozenset({"dsn", "key"})
 
 
 def check_options(owner: str, given: Iterable[str], accepted: Iterable[str]) -> None:
@@ -36,6 +40,7 @@ def require_text(kind: str, option: str, value: object, *, what: str, variable: 
     factories read it from (``kind='postgres' needs a connection string: pass dsn= or set
     RAG_POSTGRES_DSN``).
     """
+    secret = isinstance(value, SecretStr) or option in _SECRET_OPTIONS
     if isinstance(value, SecretStr):
         value = value.get_secret_value()
     if value is None or (isinstance(value, str) and not value.strip()):
@@ -46,4 +51,7 @@ def require_text(kind: str, option: str, value: object, *, what: str, variable: 
         raise ConfigurationError(
             f"{option}= must be a str, not {type(value).__name__}", variable=variable
         )
+    if secret:
+        # Known from now on to the log redaction, wherever it turns up (a traceback, a repr).
+        register_url_secret(value) if option == "dsn" else register_secret(value)
     return value

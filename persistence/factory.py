@@ -78,15 +78,19 @@ def create_read_only_facade(
     *,
     tables: Iterable[str] = BUSINESS_TABLES,
     columns: Mapping[str, Iterable[str]] | None = None,
+    default_columns: Iterable[str] | None = None,
     settings: PersistenceSettings | None = None,
     **options: Any,
 ) -> ReadOnlyPersistenceFacade:
     """A read-only facade over a new ``kind`` backend; ``tables`` is the read allow-list.
 
+    ``columns`` restricts the columns of the tables it names; ``default_columns`` those of every
+    other table (``()``: they expose none), see :class:`~persistence.AccessPolicy`.
+
     ``kind="memory"`` reads ``default_store()`` unless ``store=`` is given. For ``postgres`` and
     ``supabase``, options not given come from ``settings`` (default: the environment).
     """
-    policy = AccessPolicy.read_only(tables, columns)
+    policy = AccessPolicy.read_only(tables, columns, default_columns)
     return ReadOnlyPersistenceFacade(_backend(kind, True, options, settings), policy)
 
 

@@ -1,5 +1,9 @@
 """Access policy: which tables may be read or written, and optionally which columns.
 
+Columns are open unless the policy restricts them: ``columns`` names the columns of given tables,
+and ``default_columns`` ("only these columns anywhere") applies to every table ``columns`` does
+not name, so a table nobody thought of exposes nothing but the defaults (default-deny).
+
 Names are matched **exactly**: no case folding, trimming, quoting or schema prefix. A name that is
 not a plain identifier is refused before any allow-list look-up, so ``"LEADS"``, ``" leads"``,
 ``"public.leads"`` and look-alike Unicode never reach a backend.
@@ -48,13 +52,22 @@ def _names(values: Iterable[str], what: str) -> frozenset[str]:
 class AccessPolicy:
     """Allow-lists for reads and writes; ``columns`` optionally restricts columns per table.
 
+    ``default_columns`` is the column allow-list of every table ``columns`` does not name
+    (``frozenset()``: such tables expose no column at all); ``None`` leaves them unrestricted.
     ``AccessPolicy.read_only()`` is what the facade uses: every business table readable, nothing
     writable. Immutable, so safe to share between threads.
+
+    >>> policy = AccessPolicy.read_only(
+    ...     columns={"leads": {"id", "email"}}, default_columns={"id", "name"}
+    ... )
+    >>> sorted(policy.allowed_columns("clients"))
+    ['id', 'name']
     """
 
     read_tables: frozenset[str]
     write_tables: frozenset[str] = frozenset()
     columns: Mapping[str, frozenset[str]] | None = field(default=None)
+    default_columns: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "read_tables", _names(self.read_tables, "read_tables"))
@@ -66,20 +79,26 @@ class AccessPolicy:
             }
             # Read-only view: the policy a facade exposes cannot be widened by its holder.
             object.__setattr__(self, "columns", MappingProxyType(columns))
+        if self.default_columns is not None:
+            object.__setattr__(
+                self, "default_columns", _names(self.default_columns, "default_columns")
+            )
 
     @classmethod
     def read_only(
         cls,
         tables: Iterable[str] = BUSINESS_TABLES,
         columns: Mapping[str, Iterable[str]] | None = None,
+        default_columns: Iterable[str] | None = None,
     ) -> AccessPolicy:
-        """Read ``tables``; write nothing."""
+        """Read ``tables``; write nothing. ``columns`` and ``default_columns`` as for the class."""
         cols = (
             None
             if columns is None
             else {t: _names(c, f"columns[{t!r}]") for t, c in columns.items()}
         )
-        return cls(_names(tables, "tables"), frozenset(), cols)
+        defaults = None if default_columns is None else _names(default_columns, "default_columns")
+        return cls(_names(tables, "tables"), frozenset(), cols, defaults)
 
     @classmethod
     def writer(cls, tables: Iterable[str] = BUSINESS_TABLES) -> AccessPolicy:
@@ -102,8 +121,12 @@ class AccessPolicy:
         return self._check_table(table, self.write_tables, operation)
 
     def allowed_columns(self, table: str) -> frozenset[str] | None:
-        """The columns of ``table`` the policy allows; ``None`` when it does not restrict them."""
-        return None if self.columns is None else self.columns.get(table)
+        """The columns of ``table`` the policy allows; ``None`` when it does not restrict them.
+
+        A table ``columns`` does not name gets ``default_columns``.
+        """
+        named = None if self.columns is None else self.columns.get(table)
+        return self.default_columns if named is None else named
 
     def check_columns(self, table: str, columns: Iterable[str], operation: str = "read") -> None:
         """Raise ``ColumnNotAllowedError`` for a malformed column or one outside the policy."""

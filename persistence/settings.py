@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextvars
 import os
-import re
 import typing
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
@@ -52,6 +51,7 @@ from pydantic_settings import (
 )
 
 from persistence._options import check_options
+from persistence._secrets import mask_url, register_secret, register_url_secret
 from persistence.errors import ConfigurationError
 
 __all__ = [
@@ -67,21 +67,18 @@ __all__ = [
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
-_URL_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^@/?#]*)@")
 
 
 def mask_userinfo(url: str) -> str:
     """``url`` with the password (or a lone user token) of its user info replaced by ``***``.
 
+    Parsed, not matched: a password may hold ``@``, ``/`` or ``#`` (see
+    :func:`persistence.mask_url`).
+
     >>> mask_userinfo("redis://:s3cret@127.0.0.1:6379/0")
     'redis://:***@127.0.0.1:6379/0'
     """
-    match = _URL_USERINFO.match(url)
-    if match is None:
-        return url
-    user, colon, _ = match.group("info").partition(":")
-    masked = f"{user}:***" if colon else "***"
-    return f"{match.group('scheme')}{masked}@{url[match.end() :]}"
+    return mask_url(url)
 
 
 # Environment values arrive as text and are parsed by these validators; values passed in Python
@@ -267,7 +264,11 @@ class PersistenceSettings(BaseSettings):
         for option, name in self.BACKEND_OPTIONS.get(kind, {}).items():
             value = getattr(self, name)
             if filled.get(option) is None and value is not None:
-                filled[option] = value.get_secret_value() if isinstance(value, SecretStr) else value
+                if isinstance(value, SecretStr):
+                    value = value.get_secret_value()
+                    # Unwrapped, so known to the log redaction from now on.
+                    register_url_secret(value) if option == "dsn" else register_secret(value)
+                filled[option] = value
         return filled
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:

@@ -46,6 +46,7 @@ from rag_agent.cache import QueryCache
 from rag_agent.conditions import legacy_conditions
 from rag_agent.envelope import Envelope
 from rag_agent.fallback import create_fallback_runner
+from rag_agent.fallback.scope import FallbackScope
 from rag_agent.filters import normalize_filters
 from rag_agent.hooks import FallbackRunner, FilterExtractor
 from rag_agent.llm_filters import SchemaFilterExtractor
@@ -87,6 +88,12 @@ class RAGAgent(Closing):
         envelope = rag.run("find leads at acme")
         envelope.metadata.total_count, envelope.records[0].provenance.row_hash
 
+    ``fallback_scope`` (default ``RAG_FALLBACK_SCOPE``, ``"related"``) says which tables the
+    LLM fallback may read for a question about a table: only it (``"table"``), it and its
+    related tables except the governance tables (``"related"``), or those too
+    (``"related+governance"``); a :class:`~rag_agent.fallback.scope.FallbackScope` may declare
+    its own relations. It applies to the fallback the agent builds from ``llm``.
+
     ``clock`` (monotonic seconds) drives the cache's TTL and the in-memory limiter; ``now``
     (aware UTC datetimes) stamps ``retrieved_at``. Both exist so tests can move time.
     """
@@ -104,6 +111,7 @@ class RAGAgent(Closing):
         cache: QueryCache | None = None,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], dt.datetime] = utc_now,
+        fallback_scope: FallbackScope | str | None = None,
     ) -> None:
         if not isinstance(facade, ReadOnlyPersistenceFacade):
             raise TypeError(
@@ -114,7 +122,7 @@ class RAGAgent(Closing):
         settings = settings if settings is not None else RAGSettings.from_env()
         self.llm = llm
         if llm is not None and fallback is None:
-            fallback = create_fallback_runner(facade, llm, settings=settings)
+            fallback = create_fallback_runner(facade, llm, settings=settings, scope=fallback_scope)
         if limiter is None:
             limiter = create_limiter(
                 settings.rate_limit_storage,
@@ -138,6 +146,7 @@ class RAGAgent(Closing):
             cache = QueryCache(
                 settings.cache_maxsize,
                 settings.cache_ttl_seconds,
+                max_bytes=settings.cache_max_bytes,
                 enabled=not settings.cache_disabled,
                 timer=clock,
             )

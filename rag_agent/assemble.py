@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from persistence import Filter, InvalidQueryError, is_identifier
+from persistence import Filter, InvalidQueryError, is_identifier, redact_text
 from rag_agent.envelope import (
     AppliedFilter,
     Envelope,
@@ -66,7 +66,7 @@ def error_info(exc: BaseException | str) -> ErrorInfo:
     """An exception (or a runner's error text) as the envelope's ``metadata.error``."""
     if isinstance(exc, str):
         return ErrorInfo(type="FallbackError", message=exc[:MAX_ERROR_MESSAGE])
-    message = str(exc) or type(exc).__name__
+    message = redact_text(str(exc)) or type(exc).__name__  # a driver may echo a DSN
     return ErrorInfo(type=type(exc).__name__, message=message[:MAX_ERROR_MESSAGE])
 
 
@@ -141,8 +141,11 @@ def fallback_page(
     offset: int,
     now: Callable[[], dt.datetime],
     summary_threshold: int,
+    include_raw: bool = False,
 ) -> PageResult:
     """The rows the fallback read, once each, as records; the page is ``offset``/``limit``.
+
+    With ``include_raw`` each record's provenance carries the row as read, as on the query path.
 
     Only well-formed reads of a real table count; each record carries the time of its read.
     """
@@ -153,7 +156,10 @@ def fallback_page(
             continue
         source = source_of(read.table)
         for record in build_records(
-            read.rows, source=source, retrieved_at=read.retrieved_at or now()
+            read.rows,
+            source=source,
+            retrieved_at=read.retrieved_at or now(),
+            include_raw=include_raw,
         ):
             identity = (source, record.provenance.row_hash)
             if identity not in seen:

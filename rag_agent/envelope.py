@@ -2,8 +2,11 @@
 
 ``row_hash`` is the SHA-256 hex digest of a row's canonical JSON: the record's fields without
 ``provenance``, ``json.dumps(fields, sort_keys=True, separators=(",", ":"),
-ensure_ascii=False)`` encoded as UTF-8, where dates, datetimes and times are ``isoformat()`` and
-UUIDs and Decimals are ``str``. Anyone holding an envelope can re-verify every record::
+ensure_ascii=False)`` encoded as UTF-8, where dates, datetimes and times are ``isoformat()``,
+UUIDs and Decimals are ``str``, bytes are hex, and the non-finite floats are the strings
+``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (as ``str(Decimal)`` and PostgreSQL write them;
+JSON has no number for them). The record shows each field in exactly that form. Anyone holding
+an envelope can re-verify every record::
 
     for record in envelope["records"]:
         fields = {k: v for k, v in record.items() if k != "provenance"}
@@ -27,6 +30,7 @@ import datetime as dt
 import decimal
 import hashlib
 import json
+import math
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
@@ -52,13 +56,19 @@ __all__ = [
 ]
 
 Fallback = Literal["agent", "reformulation", "suppressed", "disabled"]
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = (str, int, bool, type(None))
+
+
+def _non_finite(value: float) -> str:
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 def canonical_value(value: Any) -> Any:
     """The JSON form of one field value, as the hash and the JSON envelope both see it."""
     if isinstance(value, _SCALARS):
         return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _non_finite(value)
     if isinstance(value, dt.date | dt.time):  # datetime is a date
         return value.isoformat()
     if isinstance(value, uuid.UUID | decimal.Decimal):
@@ -310,6 +320,19 @@ def _canonical_and_hash(row: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     return fields, _hash_canonical(fields)
 
 
+def _raw_value(value: Any) -> Any:
+    # JSON cannot hold bytes (a bytea column): they are written as PostgreSQL writes them.
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "\\x" + bytes(value).hex()
+    if isinstance(value, float) and not math.isfinite(value):
+        return _non_finite(value)
+    return value
+
+
+def _raw_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _raw_value(value) for key, value in row.items()}
+
+
 def build_records(
     rows: Iterable[Mapping[str, Any]],
     *,
@@ -342,7 +365,7 @@ def build_records(
                 "row_id": fields.get("id"),
                 "row_hash": digest,
                 "retrieved_at": retrieved_at,
-                "raw_row": dict(row) if include_raw else None,
+                "raw_row": _raw_row(row) if include_raw else None,
             },
         )
         _set_attr(provenance, "__pydantic_fields_set__", provenance_fields)

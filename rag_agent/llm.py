@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
-from persistence import get_logger
+from persistence import get_logger, register_secret
 from persistence.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -79,8 +79,10 @@ def resolve_llm(
             )
         return llm
     if settings.openai_api_key is not None:
+        api_key = settings.openai_api_key.get_secret_value()
+        register_secret(api_key)  # masked in logs wherever it turns up
         return build_openai_chat_model(
-            api_key=settings.openai_api_key.get_secret_value(),
+            api_key=api_key,
             base_url=settings.openai_base_url,
             model=settings.openai_model or DEFAULT_OPENAI_MODEL,
             http_client=http_client,

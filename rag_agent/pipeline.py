@@ -199,7 +199,7 @@ class Pipeline:
                 self._retrieve(log, outcome, checked_table, applied, window, include_raw)
             counted = bool(applied) and request.count_only  # zero is a count's answer
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
-                self._fall_back(log, outcome, text, checked_table, applied, window)
+                self._fall_back(log, outcome, text, checked_table, applied, window, include_raw)
         except Exception as exc:
             self.log_error(log, "rag.error", exc, step="query", table=checked_table)
             outcome.fail(exc)
@@ -407,6 +407,7 @@ class Pipeline:
         table: str,
         conditions: tuple[Condition, ...],
         window: _Window,
+        include_raw: bool = False,
     ) -> None:
         # JSON-ready: the fallback shows the model what was tried (a date as its ISO text).
         filters = canonical_value(query_filters_view(conditions))
@@ -446,6 +447,7 @@ class Pipeline:
             offset=offset,
             now=self.now,
             summary_threshold=self.settings.summary_threshold,
+            include_raw=include_raw,
         )
         outcome.source = "agent"
         outcome.fallback = "agent"

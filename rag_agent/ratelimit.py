@@ -14,7 +14,10 @@ move time instead of sleeping::
 
 Two storages, chosen by URI with :func:`create_limiter`:
 
-- ``memory://``: one budget per process (:class:`MemorySlidingWindowLimiter`);
+- ``memory://``: one budget per process and ``key`` (:class:`MemorySlidingWindowLimiter`): every
+  limiter :func:`create_limiter` makes for the same key shares one window, as Redis does, so two
+  agents in one process share ``RAG_MAX_FALLBACKS_PER_MIN`` (an injected clock gets a private
+  window; :func:`reset_memory_budgets` forgets the shared ones, for tests);
 - ``redis://host:port/db`` (also ``rediss://``, ``unix://``): one budget shared by every process
   and host using the same key (:class:`RedisSlidingWindowLimiter`), kept in a sorted set updated
   atomically by a Lua script. Without an injected clock it uses the Redis server's clock, so
@@ -34,6 +37,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from persistence._secrets import mask_url, register_url_secret
 from persistence.errors import BackendUnavailableError, ConfigurationError
 
 __all__ = [
@@ -45,6 +49,7 @@ __all__ = [
     "RateLimiterUnavailableError",
     "RedisSlidingWindowLimiter",
     "create_limiter",
+    "reset_memory_budgets",
 ]
 
 #: The Redis key (sorted set) that holds the fallback budget's acquisitions.
@@ -81,8 +86,38 @@ def _check(limit: int, window: float) -> None:
         raise ConfigurationError(f"window must be a positive number of seconds, not {window!r}")
 
 
+class _Window:
+    """The acquisitions of one budget: time stamps and the lock that guards them."""
+
+    __slots__ = ("lock", "stamps")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.stamps: collections.deque[float] = collections.deque()
+
+
+# key -> the window every memory:// limiter of that key shares (monotonic clock only).
+_SHARED_WINDOWS: dict[str, _Window] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared_window(key: str) -> _Window:
+    with _SHARED_LOCK:
+        return _SHARED_WINDOWS.setdefault(key, _Window())
+
+
+def reset_memory_budgets() -> None:
+    """Forget every process-wide ``memory://`` window (for tests; running limiters keep theirs)."""
+    with _SHARED_LOCK:
+        _SHARED_WINDOWS.clear()
+
+
 class MemorySlidingWindowLimiter:
-    """A sliding window kept in process memory. Thread-safe (one lock)."""
+    """A sliding window kept in process memory. Thread-safe (one lock per window).
+
+    Each instance has its own window unless given ``key=``: then every limiter of that key in
+    the process shares one (each applying its own ``limit``, as limiters sharing a Redis key do).
+    """
 
     def __init__(
         self,
@@ -90,13 +125,16 @@ class MemorySlidingWindowLimiter:
         window: float = 60.0,
         *,
         clock: Callable[[], float] = time.monotonic,
+        key: str | None = None,
     ) -> None:
         _check(limit, window)
         self.limit = limit
         self.window = float(window)
+        self.key = key
         self._clock = clock
-        self._stamps: collections.deque[float] = collections.deque()
-        self._lock = threading.Lock()
+        shared = _shared_window(key) if key is not None else _Window()
+        self._stamps = shared.stamps
+        self._lock = shared.lock
 
     def _expire(self, now: float) -> None:
         horizon = now - self.window
@@ -121,7 +159,8 @@ class MemorySlidingWindowLimiter:
             return len(self._stamps)
 
     def __repr__(self) -> str:
-        return f"MemorySlidingWindowLimiter(limit={self.limit}, window={self.window})"
+        shared = "" if self.key is None else f", key={self.key!r}"
+        return f"MemorySlidingWindowLimiter(limit={self.limit}, window={self.window}{shared})"
 
 
 # KEYS[1]: the sorted set; ARGV: now ("" = use the server's clock), window, limit, member.
@@ -185,6 +224,7 @@ class RedisSlidingWindowLimiter:
         self.key = key
         self._clock = clock
         self._clock_lock = threading.Lock()
+        register_url_secret(url)  # its password is masked in logs from now on
         if client is None:
             try:
                 import redis
@@ -251,16 +291,20 @@ def create_limiter(
 ) -> MemorySlidingWindowLimiter | RedisSlidingWindowLimiter:
     """A limiter for ``storage`` (``memory://`` or ``redis://…``), as ``RAG_RATE_LIMIT_STORAGE``.
 
+    Both storages give one budget per ``key``: ``memory://`` per process, ``redis://`` per Redis.
+    An injected ``clock`` (tests) gives a ``memory://`` limiter a window of its own.
+
     The Redis client connects lazily: a Redis that is down shows up on ``try_acquire``.
     """
     if storage.startswith("memory://"):
         if clock is None:
-            return MemorySlidingWindowLimiter(limit, window)
+            # One budget per process and key: agents built side by side share it.
+            return MemorySlidingWindowLimiter(limit, window, key=key)
         return MemorySlidingWindowLimiter(limit, window, clock=clock)
     if storage.startswith(REDIS_SCHEMES):
         return RedisSlidingWindowLimiter(storage, limit, window, key=key, clock=clock)
     raise ConfigurationError(
-        f"unsupported limiter storage {storage!r} (env RAG_RATE_LIMIT_STORAGE); "
+        f"unsupported limiter storage {mask_url(storage)!r} (env RAG_RATE_LIMIT_STORAGE); "
         "use memory:// or redis://host:port/db",
         variable="RAG_RATE_LIMIT_STORAGE",
     )

@@ -9,6 +9,7 @@
     RAG_MAX_FALLBACKS_PER_MIN [30]    RAG_STATEMENT_TIMEOUT_MS [5000]
     RAG_REFORMULATION_MAX_ATTEMPTS [3] RAG_FALLBACK_MAX_STEPS [6]
     RAG_CACHE_DISABLED [unset]        RAG_DEBUG [0]
+    RAG_FALLBACK_SCOPE [related]      RAG_CACHE_MAX_BYTES [67108864]
     RAG_POSTGRES_DSN, SUPABASE_URL, SUPABASE_KEY, OPENAI_API_KEY, OPENAI_BASE_URL,
     RAG_OPENAI_MODEL [gpt-4o-mini]
 
@@ -38,6 +39,8 @@ from persistence.settings import (
     Text,
     unprefixed,
 )
+from rag_agent.cache import DEFAULT_CACHE_MAX_BYTES
+from rag_agent.fallback.scope import SCOPE_MODES
 from rag_agent.ratelimit import STORAGE_SCHEMES
 
 __all__ = ["ENV_VARIABLES", "RAGSettings"]
@@ -64,8 +67,10 @@ class RAGSettings(PersistenceSettings):
     cache_disabled: Flag = False
     cache_ttl_seconds: Count = Field(300, ge=1)
     cache_maxsize: Count = Field(1024, ge=1)
+    cache_max_bytes: Count = Field(DEFAULT_CACHE_MAX_BYTES, ge=1)
     rate_limit_storage: Text = "memory://"
     fallback_max_steps: Count = Field(6, ge=1)
+    fallback_scope: Text = "related"
     debug: Flag = False
     openai_api_key: Secret = unprefixed("OPENAI_API_KEY")
     openai_base_url: OptionalText = unprefixed("OPENAI_BASE_URL")
@@ -79,6 +84,13 @@ class RAGSettings(PersistenceSettings):
                 "is not a limiter storage URI; expected memory:// or redis://host:port/db "
                 "(rediss://, unix:// also accepted)"
             )
+        return value
+
+    @field_validator("fallback_scope")
+    @classmethod
+    def _scope_mode(cls, value: str) -> str:
+        if value not in SCOPE_MODES:
+            raise ValueError(f"is not a fallback scope; expected one of {', '.join(SCOPE_MODES)}")
         return value
 
     @model_validator(mode="after")

@@ -28,10 +28,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from persistence import Filter, Op, Order
+from persistence import Filter, InvalidQueryError, Op, Order
 
 __all__ = [
     "LLM_OPERATORS",
+    "MAX_TOOL_IN_VALUES",
     "SOURCES",
     "ColumnInfo",
     "Condition",
@@ -50,6 +51,9 @@ SOURCES: tuple[Source, ...] = ("rules", "llm", "tool")
 
 #: Operators a model may use: literal values only (``ilike`` would let it write patterns).
 LLM_OPERATORS: tuple[str, ...] = tuple(op.value for op in Op if op is not Op.ILIKE)
+#: The longest ``in`` list a tool call (LangChain, MCP or the fallback's) may send: a caller
+#: listing more keys is not looking rows up. Bounds the worst tool call on the memory backend.
+MAX_TOOL_IN_VALUES = 100
 
 
 class FilterSpec(BaseModel):
@@ -66,7 +70,16 @@ class FilterSpec(BaseModel):
     )
 
     def to_filter(self) -> Filter:
-        """This condition as a persistence ``Filter`` (a list value becomes a tuple)."""
+        """This condition as a persistence ``Filter`` (a list value becomes a tuple).
+
+        An ``in`` list longer than :data:`MAX_TOOL_IN_VALUES` is ``InvalidQueryError``.
+        """
+        if isinstance(self.value, list) and len(self.value) > MAX_TOOL_IN_VALUES:
+            raise InvalidQueryError(
+                f"in on {self.column!r} has {len(self.value)} values; a tool call may list at "
+                f"most {MAX_TOOL_IN_VALUES}",
+                field="value",
+            )
         value = tuple(self.value) if isinstance(self.value, list) else self.value
         return Filter(self.column, Op(self.op), value)
 

@@ -127,6 +127,14 @@ def store() -> Iterator[MemoryStore]:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_memory_budgets() -> None:
+    """Every test starts with the process-wide memory:// fallback budgets unspent."""
+    from rag_agent.ratelimit import reset_memory_budgets
+
+    reset_memory_budgets()
+
+
+@pytest.fixture(autouse=True)
 def _clean_default_store() -> Iterator[None]:
     """The process-wide default store starts every test empty."""
     from persistence import default_store

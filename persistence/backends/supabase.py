@@ -18,8 +18,9 @@ query builder, so that every value is encoded exactly as PostgREST's URL grammar
   retry a bounded number of times on 503/520 and broken connections.
 * Column types come from the OpenAPI description at the REST root (one request per backend,
   cached; see :mod:`persistence.backends._postgrest_schema`).
-* A ``service_role`` key bypasses row-level security: the read-only facade refuses it unless
-  ``allow_privileged=True``.
+* A key whose ``role`` claim is not ``anon``/``authenticated`` (``service_role``,
+  ``supabase_admin``, ``postgres``, ...; the ``allowed_roles=`` option widens the list) may bypass
+  row-level security: the read-only facade refuses it unless ``allow_privileged=True``.
 
 Thread-safety: a backend is safe to share between threads (the httpx client is, over HTTP/1.1;
 the only other state is a per-table cache of column names, filled once).
@@ -31,7 +32,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from persistence._logs import get_logger
@@ -69,7 +70,14 @@ from persistence.backends._postgrest_paging import Window, fetch_total, fetch_wi
 from persistence.backends._postgrest_schema import ApiDescription
 from persistence.types import ColumnType
 
-__all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_TIMEOUT", "SupabaseBackend", "create_backend", "key_role"]
+__all__ = [
+    "ALLOWED_KEY_ROLES",
+    "DEFAULT_PAGE_SIZE",
+    "DEFAULT_TIMEOUT",
+    "SupabaseBackend",
+    "create_backend",
+    "key_role",
+]
 
 log = get_logger("persistence.supabase")
 
@@ -82,8 +90,12 @@ DEFAULT_TIMEOUT = 10.0
 _DEFAULT_RETRIES = 2
 # Ids per DELETE when rows were selected on the client; keeps URLs well under gateway limits.
 _DELETE_CHUNK = 200
-_OPTIONS = ("url", "key", "http_client", "allow_privileged", "count", "page_size", "timeout",
-            "retries", "schema", "sleep")  # fmt: skip
+_OPTIONS = ("url", "key", "http_client", "allow_privileged", "allowed_roles", "count",
+            "page_size", "timeout", "retries", "schema", "sleep")  # fmt: skip
+#: The key roles a read-only facade accepts without ``allow_privileged=True``: they are subject
+#: to row-level security. Any other role (``service_role``, ``supabase_admin``, ``postgres``, a
+#: custom one) might bypass it, so it is refused rather than guessed about.
+ALLOWED_KEY_ROLES = frozenset({"anon", "authenticated"})
 
 
 def key_role(key: str) -> str | None:
@@ -123,6 +135,7 @@ class SupabaseBackend:
         http_client: httpx.Client | None = None,
         read_only: bool = True,
         allow_privileged: bool = False,
+        allowed_roles: Collection[str] = ALLOWED_KEY_ROLES,
         count: CountMode = "exact",
         page_size: int = DEFAULT_PAGE_SIZE,
         timeout: float = DEFAULT_TIMEOUT,
@@ -131,17 +144,23 @@ class SupabaseBackend:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         _check_options(count, page_size, timeout, retries, http_client)
-        if read_only and key_role(key) == "service_role":
+        if isinstance(allowed_roles, str):
+            raise ConfigurationError(
+                f"allowed_roles= must be a collection of role names, not {allowed_roles!r}"
+            )
+        role = key_role(key)
+        if read_only and role is not None and role not in frozenset(allowed_roles):
             if not allow_privileged:
                 raise ConfigurationError(
-                    "SUPABASE_KEY (or key=) is a service_role key, which bypasses row-level "
-                    "security; the read-only facade refuses it. Use the anon key with SELECT-only "
+                    f"SUPABASE_KEY (or key=) is a {role!r} key, which may bypass row-level "
+                    "security; the read-only facade accepts only "
+                    f"{', '.join(sorted(allowed_roles))} keys. Use the anon key with SELECT-only "
                     "policies, or pass allow_privileged=True to accept the risk",
                     variable="SUPABASE_KEY",
                 )
             log.warning(
                 "supabase.privileged_key",
-                role="service_role",
+                role=role,
                 hint="read-only facade with allow_privileged=True: row-level security is bypassed",
             )
         self._read_only = read_only
@@ -414,9 +433,10 @@ def create_backend(*, read_only: bool = True, **options: Any) -> SupabaseBackend
 
     The facade factories pass ``SUPABASE_URL``/``SUPABASE_KEY`` (through
     ``PersistenceSettings``) when a caller leaves them out; this hook reads no environment.
-    Optional: ``http_client=``, ``allow_privileged=``, ``count=`` (``"exact"``, ``"planned"``,
-    ``"estimated"``), ``page_size=``, ``timeout=`` (seconds), ``retries=``, ``schema=``,
-    ``sleep=``.
+    Optional: ``http_client=``, ``allow_privileged=``, ``allowed_roles=`` (key roles accepted
+    without ``allow_privileged``; default :data:`ALLOWED_KEY_ROLES`), ``count=`` (``"exact"``,
+    ``"planned"``, ``"estimated"``), ``page_size=``, ``timeout=`` (seconds), ``retries=``,
+    ``schema=``, ``sleep=``.
     """
     check_options("kind='supabase'", options, _OPTIONS)
     url = options.pop("url", None)

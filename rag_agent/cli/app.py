@@ -11,6 +11,7 @@ from typing import TextIO
 from persistence import (
     ConfigurationError,
     PersistenceError,
+    redact_text,
 )
 from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, UsageError
 from rag_agent.cli.commands import cmd_ask, cmd_chat, cmd_demo, cmd_load, cmd_tables, cmd_tools
@@ -45,7 +46,11 @@ def _add_backend_options(parser: argparse.ArgumentParser, *, memory_default: boo
         default="memory" if memory_default else "postgres",
         help="where to read (default: %(default)s)",
     )
-    group.add_argument("--dsn", help="PostgreSQL DSN (default: RAG_POSTGRES_DSN)")
+    group.add_argument(
+        "--dsn",
+        help="PostgreSQL DSN (default: RAG_POSTGRES_DSN); leave the password out (ps shows "
+        "arguments): use RAG_POSTGRES_DSN, PGPASSWORD or a PGPASSFILE",
+    )
     group.add_argument(
         "--url", help="Supabase project URL (default: SUPABASE_URL; key: SUPABASE_KEY)"
     )
@@ -188,10 +193,11 @@ def _dispatch(handler: Callable[[], int], err: TextIO, *, debug: bool) -> int:
 
 
 def _fail(err: TextIO, exc: BaseException, code: int, hint: str = "", *, debug: bool) -> int:
+    # A driver's message may echo a connection string: what reaches the terminal is redacted.
     if debug:
         import traceback
 
-        traceback.print_exception(exc, file=err)
-    message = " ".join(str(exc).split()) or type(exc).__name__
+        err.write(redact_text("".join(traceback.format_exception(exc))))
+    message = redact_text(" ".join(str(exc).split())) or type(exc).__name__
     err.write(f"rag-agent: error: {message}{hint}\n")
     return code

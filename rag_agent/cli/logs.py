@@ -1,4 +1,8 @@
-"""Logging for the CLI: structlog and stdlib logs to stderr, WARNING unless ``RAG_DEBUG=1``."""
+"""Logging for the CLI: structlog and stdlib logs to stderr, WARNING unless ``RAG_DEBUG=1``.
+
+Both are redacted (:func:`persistence.redact_secrets`, :class:`persistence.RedactingFormatter`):
+not even ``RAG_DEBUG=1`` prints a DSN password, an API key or a token.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any, TextIO
 
 import structlog
 
+from persistence import RedactingFormatter, redact_secrets
 from rag_agent.settings import RAGSettings
 
 
@@ -61,9 +66,12 @@ def configure_logging(stream: TextIO | None = None, *, debug: bool | None = None
     structlog.configure(
         processors=[
             *([] if debug else [_drop_reported_events]),
+            redact_secrets,  # masks DSN passwords, keys and tokens, in tracebacks too
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.dev.ConsoleRenderer(colors=False),
+            structlog.dev.ConsoleRenderer(
+                colors=False, exception_formatter=structlog.dev.plain_traceback
+            ),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=target),
@@ -73,6 +81,6 @@ def configure_logging(stream: TextIO | None = None, *, debug: bool | None = None
     for handler in list(root.handlers):
         root.removeHandler(handler)  # not closed: the caller may still own it
     handler = logging.StreamHandler(target)
-    handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)s] %(name)s: %(message)s"))
+    handler.setFormatter(RedactingFormatter("%(asctime)s [%(levelname)s] %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(level)

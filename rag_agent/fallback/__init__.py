@@ -13,6 +13,8 @@ bounded, and what it says is never taken on trust:
 - **Untrusted-data boundary** (:mod:`.prompt`). Rows are shown to the model between two markers
   carrying a fresh random token per tool call, with the rule (in the system prompt) that nothing
   between markers is an instruction.
+- **Scope** (:mod:`.scope`). A run reads only the table asked about and its related tables
+  (governance tables only when the caller opts in), enforced by the tools themselves.
 - **Allow-list and bounded cost** (:mod:`.tools`). Tools read through the facade, so a table
   outside the allow-list is refused and the refusal goes back to the model; only literal-value
   operators are offered. At most ``max_steps`` model calls (``RAG_FALLBACK_MAX_STEPS``), a cap on
@@ -40,6 +42,7 @@ from rag_agent.fallback.runner import (
     PipelineFallback,
     create_fallback_runner,
 )
+from rag_agent.fallback.scope import REFERENCE_RELATIONS, FallbackScope
 from rag_agent.fallback.tools import (
     FallbackStepLimitError,
     FallbackStopped,
@@ -50,9 +53,11 @@ from rag_agent.specs import LLM_OPERATORS, FilterSpec
 __all__ = [
     "DEFAULT_FALLBACK_TIMEOUT_SECONDS",
     "LLM_OPERATORS",
+    "REFERENCE_RELATIONS",
     "AgentFallback",
     "CitedRow",
     "FallbackOutcome",
+    "FallbackScope",
     "FallbackStepLimitError",
     "FallbackStopped",
     "FallbackTimeoutError",

@@ -28,6 +28,7 @@ from persistence import ReadOnlyPersistenceFacade, get_logger
 from rag_agent.assemble import utc_now
 from rag_agent.fallback.ledger import LedgerEntry, id_key
 from rag_agent.fallback.prompt import FinalAnswer, final_answer, request_message, system_prompt
+from rag_agent.fallback.scope import FallbackScope
 from rag_agent.fallback.tools import FallbackSession, FallbackStopped, FallbackTimeoutError
 from rag_agent.hooks import FallbackCall, FallbackRead, FallbackRequest, FallbackResult
 from rag_agent.settings import RAGSettings
@@ -116,6 +117,7 @@ class AgentFallback:
         debug: bool = False,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], dt.datetime] | None = None,
+        scope: FallbackScope | str = "related",
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, not {max_steps}")
@@ -128,6 +130,8 @@ class AgentFallback:
         self.debug = debug
         self._clock = clock
         self._now = now or utc_now
+        #: Which tables a run may read, given the table asked about (see :mod:`.scope`).
+        self.scope = FallbackScope.of(scope)
 
     def run(
         self,
@@ -150,6 +154,7 @@ class AgentFallback:
             deadline=self._clock() + self.timeout_seconds,
             clock=self._clock,
             now=self._now,
+            scope=self.scope.tables(table),
         )
         _log.info("rag.fallback.start", table=table, max_steps=steps)
         context = contextvars.copy_context()
@@ -302,8 +307,10 @@ def create_fallback_runner(
     settings: RAGSettings | None = None,
     timeout_seconds: float = DEFAULT_FALLBACK_TIMEOUT_SECONDS,
     clock: Callable[[], float] = time.monotonic,
+    scope: FallbackScope | str | None = None,
 ) -> PipelineFallback:
-    """The fallback hook for ``RAGAgent``: ``RAG_FALLBACK_MAX_STEPS`` and ``RAG_DEBUG`` apply."""
+    """The fallback hook for ``RAGAgent``: ``RAG_FALLBACK_MAX_STEPS``, ``RAG_FALLBACK_SCOPE``
+    (unless ``scope=`` is given) and ``RAG_DEBUG`` apply."""
     settings = settings if settings is not None else RAGSettings.from_env()
     return PipelineFallback(
         AgentFallback(
@@ -313,5 +320,6 @@ def create_fallback_runner(
             timeout_seconds=timeout_seconds,
             debug=settings.debug,
             clock=clock,
+            scope=settings.fallback_scope if scope is None else scope,
         )
     )

@@ -5,9 +5,13 @@ Four read-only tools over the facade: ``list_tables``, ``list_columns``, ``query
 over a :class:`FallbackSession`, the state of one run: its :class:`~.ledger.ReadLedger`, its
 counters and its deadline.
 
-- **Allow-list.** Tools read through the facade, so a table outside the allow-list (``secrets``,
-  ``public.leads``) is refused; the refusal goes back to the model as a tool error and the run
-  continues. Only literal-value operators are offered (no ``ilike`` patterns, no SQL).
+- **Allow-list and scope.** Tools read through the facade, so a table outside the allow-list
+  (``secrets``, ``public.leads``) is refused; so is an allow-listed table outside the run's
+  ``scope`` (the table asked about and its related tables, :mod:`.scope`), whatever the rows or
+  the prompt say. The refusal goes back to the model as a tool error and the run continues. Only
+  literal-value operators are offered (no ``ilike`` patterns, no SQL).
+- **Untrusted data.** Rows come back between markers with a fresh random token per call
+  (:func:`rag_agent.untrusted.boundary_block`), and the tool description says so.
 - **Bounded cost.** At most ``max_steps`` model calls, a cap on tool calls
   (``_TOOL_CALLS_PER_STEP`` a step) and on rows per call, and a deadline, checked before every
   model and tool call against an injectable clock.
@@ -18,17 +22,24 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from persistence import Filter, Order, PersistenceError, ReadOnlyPersistenceFacade, get_logger
+from persistence import (
+    Filter,
+    Order,
+    PersistenceError,
+    ReadOnlyPersistenceFacade,
+    TableNotAllowedError,
+    get_logger,
+)
 from rag_agent.fallback.ledger import ReadLedger, Row
-from rag_agent.fallback.prompt import boundary_block
 from rag_agent.hooks import FallbackCall
 from rag_agent.specs import FilterSpec, to_filters
+from rag_agent.untrusted import UNTRUSTED_DATA_NOTE, boundary_block
 
 __all__ = [
     "FallbackSession",
@@ -100,8 +111,11 @@ class FallbackSession:
         deadline: float,
         clock: Callable[[], float],
         now: Callable[[], dt.datetime],
+        scope: Collection[str] | None = None,
     ) -> None:
         self.facade = facade
+        #: The tables this run may read (``None``: every allow-listed table).
+        self.scope = None if scope is None else frozenset(scope)
         self.max_steps = max_steps
         self.max_tool_calls = max_steps * _TOOL_CALLS_PER_STEP
         self.deadline = deadline
@@ -157,6 +171,17 @@ class FallbackSession:
             self.rows_read += len(rows)
             self.calls.append(FallbackCall(table, shown, len(rows)))
 
+    def _in_scope(self, table: str) -> str:
+        # Enforced here, in the tool, so no prompt and no row text can widen it.
+        if self.scope is not None and table not in self.scope:
+            raise TableNotAllowedError(
+                f"table {table!r} is outside this question's scope; you may read only "
+                f"{', '.join(sorted(self.scope))}",
+                table=table,
+                operation="read",
+            )
+        return table
+
     def _guarded(self, call: Callable[[], str]) -> str:
         # Every tool: count it against the budget, and hand a refusal back to the model as text.
         refused = self.start_tool_call()
@@ -173,14 +198,15 @@ class FallbackSession:
         """The four tools of this run, for the agent graph."""
         query_table = (
             "Read rows of a table matching all filters (each {column, op, value}). "
-            f"Returns at most {_MAX_ROWS_PER_CALL} rows and the total match count."
+            f"Returns at most {_MAX_ROWS_PER_CALL} rows and the total match count. "
+            + UNTRUSTED_DATA_NOTE
         )
         return [
             StructuredTool.from_function(
                 method, name=method.__name__, description=text, args_schema=args
             )
             for method, text, args in (
-                (self.list_tables, "List the tables you may read.", _NoArgs),
+                (self.list_tables, "List the tables you may read for this request.", _NoArgs),
                 (self.list_columns, "List the columns of a table.", _TableArgs),
                 (self.query_table, query_table, _QueryArgs),
                 (self.count_rows, "Count the rows of a table matching all filters.", _CountArgs),
@@ -188,12 +214,16 @@ class FallbackSession:
         ]
 
     def list_tables(self) -> str:
-        """The allow-listed tables, as JSON."""
-        return self._guarded(lambda: json.dumps(list(self.facade.tables())))
+        """The allow-listed tables in this run's scope, as JSON."""
+        return self._guarded(
+            lambda: json.dumps(
+                [t for t in self.facade.tables() if self.scope is None or t in self.scope]
+            )
+        )
 
     def list_columns(self, table: str) -> str:
         """The columns of ``table``, as JSON (or the refusal)."""
-        return self._guarded(lambda: json.dumps(list(self.facade.columns(table))))
+        return self._guarded(lambda: json.dumps(list(self.facade.columns(self._in_scope(table)))))
 
     def query_table(
         self,
@@ -213,7 +243,7 @@ class FallbackSession:
                 shown = ["id", *shown]  # rows must stay citable
             wanted = to_filters(filters)
             page = self.facade.read(
-                table,
+                self._in_scope(table),
                 wanted,
                 columns=shown,
                 order=[Order(order_by, descending)] if order_by else (),
@@ -235,4 +265,6 @@ class FallbackSession:
 
     def count_rows(self, table: str, filters: list[FilterSpec] | None = None) -> str:
         """How many rows of ``table`` match ``filters`` (or the refusal)."""
-        return self._guarded(lambda: str(self.facade.count(table, to_filters(filters))))
+        return self._guarded(
+            lambda: str(self.facade.count(self._in_scope(table), to_filters(filters)))
+        )

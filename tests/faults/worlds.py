@@ -28,6 +28,7 @@ from persistence import (
 )
 from persistence.schema import TABLE_DDL
 from rag_agent import RAGAgent, RAGSettings, build_tools, row_hash
+from rag_agent.untrusted import unwrap_boundary
 from tests.conftest import PostgresDatabase
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, fake_key
 
@@ -208,7 +209,7 @@ def invoke_tool(tool: BaseTool, args: object) -> Any:
         content = message.content
     else:
         content = tool.invoke(args)  # type: ignore[arg-type]
-    return json.loads(content) if isinstance(content, str) else content
+    return json.loads(unwrap_boundary(content)) if isinstance(content, str) else content
 
 
 # -- what a correct answer looks like -----------------------------------------------------------

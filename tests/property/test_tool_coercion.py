@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
 from rag_agent import Envelope, RAGAgent, RAGSettings, build_tools
 from rag_agent.tools import ToolInputError, coerce_tool_input
+from rag_agent.untrusted import unwrap_boundary
 
 _KEYS = st.text(
     st.characters(categories=["L", "N"], include_characters="_"), min_size=1, max_size=8
@@ -90,7 +91,7 @@ class TestToolsNeverRaise:
             else raw
         )
         content = message.content if hasattr(message, "content") else message
-        envelope = Envelope.model_validate(json.loads(content))
+        envelope = Envelope.model_validate(json.loads(unwrap_boundary(content)))
         assert envelope.metadata.total_count >= len(envelope.records)
         if envelope.records:
             assert envelope.metadata.error is None

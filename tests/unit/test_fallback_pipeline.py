@@ -131,12 +131,14 @@ class TestEnvelopes:
     def test_rows_from_another_table_keep_their_source(
         self, facade: ReadOnlyPersistenceFacade
     ) -> None:
-        """A cited row of clients is a record whose provenance names clients."""
+        """With governance tables in scope, a cited clients row's provenance names clients."""
         read_client = calls(
             call("query_table", table="clients", filters=[{"column": "id", "op": "eq", "value": 1}])
         )
         model = ScriptedChatModel(script=[NO_EXTRACTION, read_client, final(("clients", 1))])
-        envelope = agent_with(facade, model).run(NO_FILTERS, return_json=True)
+        envelope = agent_with(facade, model, fallback_scope="related+governance").run(
+            NO_FILTERS, return_json=True
+        )
         assert envelope["records"][0]["provenance"]["source"] == "persistence.clients"
 
     def test_model_error_is_an_error_envelope(self, facade: ReadOnlyPersistenceFacade) -> None:

@@ -154,6 +154,52 @@ class TestPrivilegedKeys:
             )
         assert info.value.variable == "SUPABASE_KEY"
 
+    @pytest.mark.parametrize("role", ["supabase_admin", "postgres", "dashboard_user", ""])
+    def test_any_role_but_anon_or_authenticated_refused(
+        self, http: httpx.Client, role: str
+    ) -> None:
+        """A key whose role is not anon/authenticated is refused, not only service_role."""
+        with pytest.raises(ConfigurationError, match="row-level security") as info:
+            create_read_only_facade(
+                kind="supabase", url=BASE_URL, key=fake_key(role), http_client=http
+            )
+        assert info.value.variable == "SUPABASE_KEY"
+
+    @pytest.mark.parametrize("role", ["anon", "authenticated"])
+    def test_row_level_security_roles_accepted(self, http: httpx.Client, role: str) -> None:
+        """The anon and authenticated roles are subject to row-level security: accepted."""
+        facade = create_read_only_facade(
+            kind="supabase", url=BASE_URL, key=fake_key(role), http_client=http
+        )
+        assert facade.count("leads") == 0
+
+    def test_allowed_roles_widens_the_list(self, http: httpx.Client) -> None:
+        """A configured allow-list accepts its roles and still refuses the others."""
+        facade = create_read_only_facade(
+            kind="supabase",
+            url=BASE_URL,
+            key=fake_key("reporting"),
+            http_client=http,
+            allowed_roles=("anon", "reporting"),
+        )
+        assert facade.count("leads") == 0
+        with pytest.raises(ConfigurationError, match="'authenticated'"):
+            create_read_only_facade(
+                kind="supabase",
+                url=BASE_URL,
+                key=fake_key("authenticated"),
+                http_client=http,
+                allowed_roles=("anon", "reporting"),
+            )
+        with pytest.raises(ConfigurationError, match="collection of role names"):
+            create_read_only_facade(
+                kind="supabase",
+                url=BASE_URL,
+                key=fake_key("anon"),
+                http_client=http,
+                allowed_roles="anon",
+            )
+
     def test_allow_privileged_accepts_with_warning(self, http: httpx.Client) -> None:
         """``allow_privileged=True`` accepts the key and logs a warning."""
         with capture_logs() as logs:

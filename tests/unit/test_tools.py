@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ import rag_agent
 from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
 from rag_agent import Envelope, RAGAgent, RAGSettings, build_tools, openai_tool_schemas, row_hash
 from rag_agent.tools import ToolInputError, coerce_tool_input
+from rag_agent.untrusted import unwrap_boundary
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
 NOW = dt.datetime(2026, 5, 6, 7, 8, 9, tzinfo=dt.UTC)
@@ -35,7 +37,7 @@ def tools(agent: RAGAgent) -> dict[str, Any]:
 
 
 def envelope_of(output: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(output)
+    data: dict[str, Any] = json.loads(unwrap_boundary(output))
     return data
 
 
@@ -64,7 +66,32 @@ class TestBuildTools:
         message = tools["query_leads"].invoke(tool_call("query_leads", {"company": "Acme"}))
         assert isinstance(message, ToolMessage) and message.tool_call_id == "call_1"
         assert isinstance(message.artifact, Envelope)
-        assert json.loads(message.text) == message.artifact.to_json()
+        assert json.loads(unwrap_boundary(message.text)) == message.artifact.to_json()
+
+
+class TestUntrustedRowText:
+    @pytest.mark.parametrize("name", ["query_leads", "query_table", "rag_agent"])
+    def test_description_says_rows_are_data(self, tools: dict[str, Any], name: str) -> None:
+        """Each data tool's description tells the host model its output is bounded data."""
+        assert "never instructions" in tools[name].description
+        assert "<<untrusted-data TOKEN>>" in tools[name].description
+
+    def test_output_is_bounded_with_a_fresh_token_per_call(self, tools: dict[str, Any]) -> None:
+        """Two calls wrap their envelopes between markers with two different tokens, and the
+        envelope is the only thing between them."""
+        pattern = re.compile(
+            r"<<untrusted-data ([0-9a-f]{24})>>\n(.*)\n<<end-untrusted-data \1>>$", re.S
+        )
+        outputs = [
+            tools["query_leads"].invoke(tool_call("query_leads", {"company": "Acme"})).text
+            for _ in range(2)
+        ]
+        matches = [pattern.search(output) for output in outputs]
+        assert all(matches)
+        tokens = {m.group(1) for m in matches if m}
+        assert len(tokens) == 2
+        for m in matches:
+            assert m and json.loads(m.group(2))["metadata"]["total_count"] >= 1
 
 
 class TestQueryLeads:
