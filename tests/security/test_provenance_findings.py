@@ -25,7 +25,9 @@ ODD_ROW = {
 
 
 def agent_over(row: dict[str, Any], **options: Any) -> RAGAgent:
-    store = MemoryStore()
+    # Untyped columns: the store keeps the values as given, as a float8 or bytea column would
+    # hand them over from PostgreSQL.
+    store = MemoryStore({"leads": tuple(row)})
     store.insert("leads", [row])
     return RAGAgent(create_read_only_facade("memory", store=store), **options)
 
