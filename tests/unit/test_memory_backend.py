@@ -63,3 +63,19 @@ class TestBoolIsNotANumber:
     def test_numbers_still_compare_across_int_and_float(self, seeded: Any) -> None:
         """Integers and floats stay comparable, as numeric types are in SQL."""
         assert seeded.count("leads", [Filter("score", Op.GTE, 1.0)]) == 2
+
+
+class TestInLists:
+    def test_in_matches_as_equality_does_over_any_row_value(self) -> None:
+        """`in` matches what `eq` would (1.0 is 1, True is not 1) and a JSON value in a row, which
+        equals no scalar, matches nothing rather than raising."""
+        store = MemoryStore(schema={"leads": ["id", "value"]})
+        create_persistence_agent(kind="memory", store=store).batch(
+            "leads",
+            [{"value": 1}, {"value": True}, {"value": [1]}, {"value": {"a": 1}}, {"value": "1"}],
+        )
+        reader = create_read_only_facade(kind="memory", store=store)
+        page = reader.read("leads", [Filter("value", Op.IN, [1.0, "x"])])
+        assert [row["id"] for row in page.rows] == [1]
+        page = reader.read("leads", [Filter("value", Op.IN, [True])])
+        assert [row["id"] for row in page.rows] == [2]
