@@ -42,7 +42,7 @@ from urllib.parse import unquote_plus
 import httpx
 
 from persistence import BackendError, InvalidQueryError, MemoryStore
-from persistence.backends._like import fold_case, like_regex
+from persistence.backends._like import compile_like, fold_case
 from persistence.types import ColumnKind, ColumnType, coerce_value
 
 __all__ = [
@@ -261,7 +261,7 @@ def _condition(
     test: Condition
     if op in {"like", "ilike"}:
         pattern = operand.replace("*", "%")
-        regex = like_regex(fold_case(pattern) if op == "ilike" else pattern)
+        like = compile_like(fold_case(pattern) if op == "ilike" else pattern)
 
         def test(row: Row) -> Verdict:
             value = row.get(column)
@@ -274,7 +274,7 @@ def _condition(
                     f"operator does not exist: {type(value).__name__} ~~* unknown",
                 )
             text = fold_case(value) if op == "ilike" else value
-            return regex.fullmatch(text) is not None
+            return like.matches(text)
 
     elif op in _SCALAR_OPS:
         typed = _typed(operand, ctype, f"{table}.{column}")
