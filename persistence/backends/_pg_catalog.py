@@ -55,6 +55,22 @@ _ROLE_SQL = (
     b"SELECT current_user, rolsuper, rolbypassrls FROM pg_catalog.pg_roles"
     b" WHERE rolname = current_user"
 )
+# Every other role the connected one belongs to or can SET ROLE to, directly or not, that
+# bypasses row-level security or reaches past SELECT (the predefined roles below).
+_POWERS_SQL = b"""
+SELECT r.rolname FROM pg_catalog.pg_roles r
+WHERE r.rolname <> current_user
+  AND pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
+  AND (r.rolsuper OR r.rolbypassrls OR r.rolname = ANY(%s))
+ORDER BY r.rolname
+"""
+#: Predefined roles that write any table or reach the server's files or programs.
+POWERFUL_ROLES = (
+    "pg_write_all_data",
+    "pg_read_server_files",
+    "pg_write_server_files",
+    "pg_execute_server_program",
+)
 # One row per key column of every index on a table of the schema (INCLUDE columns left out):
 # a plain column's name, or the expression's text as pg_get_indexdef prints it, and its opclass.
 _INDEXES_SQL = b"""
@@ -151,11 +167,14 @@ class Catalog:
 
 
 class RoleFacts(NamedTuple):
-    """The connected role: its name and the two attributes that bypass row-level security."""
+    """The connected role: its name, the two attributes that bypass row-level security, and the
+    powerful roles it belongs to or can ``SET ROLE`` to (superusers, ``BYPASSRLS`` roles,
+    :data:`POWERFUL_ROLES`)."""
 
     name: str
     superuser: bool
     bypass_rls: bool
+    powers: tuple[str, ...] = ()
 
 
 def read_role(conn: psycopg.Connection[Any]) -> RoleFacts | None:
@@ -163,7 +182,8 @@ def read_role(conn: psycopg.Connection[Any]) -> RoleFacts | None:
     row = conn.execute(_ROLE_SQL).fetchone()
     if row is None:
         return None
-    return RoleFacts(str(row[0]), bool(row[1]), bool(row[2]))
+    powers = tuple(str(r[0]) for r in conn.execute(_POWERS_SQL, (list(POWERFUL_ROLES),)))
+    return RoleFacts(str(row[0]), bool(row[1]), bool(row[2]), powers)
 
 
 class IndexKey(NamedTuple):
@@ -205,26 +225,37 @@ def read_extensions(conn: psycopg.Connection[Any]) -> frozenset[str]:
     return frozenset(str(row[0]) for row in conn.execute(_EXTENSIONS_SQL))
 
 
-def check_role(conn: psycopg.Connection[Any], writable: Collection[str], allow: bool) -> None:
-    """Refuse a superuser or ``BYPASSRLS`` role for a read-only backend unless ``allow``; warn
-    about an allowed one, and about ``writable`` tables (the role should only SELECT)."""
-    role = read_role(conn)
+def role_problems(role: RoleFacts | None, writable: Collection[str]) -> list[str]:
+    """Why ``role`` is not a least-privilege reader: empty when it is one. A role the catalog
+    does not show cannot be vouched for, so it is a problem too."""
     if role is None:
-        return
-    user, superuser, bypass_rls = role
-    if superuser or bypass_rls:
-        what = "a superuser" if superuser else "a BYPASSRLS role"
-        if not allow:
-            raise ConfigurationError(
-                f"postgres role {user!r} is {what}: connect the read-only facade as a "
-                "least-privilege role (see docs/backends/postgres.md), or pass "
-                "allow_privileged=True to accept the risk"
-            )
-        log.warning("postgres.privileged_role", role=user, privilege=what)
+        return ["the connected role is not visible in pg_catalog.pg_roles"]
+    problems = []
+    if role.superuser:
+        problems.append("is a superuser")
+    if role.bypass_rls:
+        problems.append("has BYPASSRLS")
+    if role.powers:
+        problems.append("belongs to, or can SET ROLE to, " + ", ".join(role.powers))
     if writable:
-        log.warning(
-            "postgres.role_can_write",
-            role=user,
-            tables=sorted(writable),
-            hint="grant the read-only role SELECT only",
+        problems.append("may INSERT, UPDATE or DELETE on " + ", ".join(sorted(writable)))
+    return problems
+
+
+def check_role(conn: psycopg.Connection[Any], writable: Collection[str], allow: bool) -> None:
+    """Refuse, for a read-only backend, a role that is more than a reader: a superuser, a
+    ``BYPASSRLS`` role, one that can become either or a :data:`POWERFUL_ROLES` member, one that
+    can write an allowed table, or one the catalog does not show. ``allow`` accepts it with one
+    warning."""
+    role = read_role(conn)
+    problems = role_problems(role, writable)
+    if not problems:
+        return
+    user = role.name if role is not None else "?"
+    if not allow:
+        raise ConfigurationError(
+            f"postgres role {user!r} " + "; ".join(problems) + ": connect the read-only facade "
+            "as a least-privilege role that may only SELECT (see docs/backends/postgres.md), or "
+            "pass allow_privileged=True to accept the risk"
         )
+    log.warning("postgres.privileged_role", role=user, problems=problems)

@@ -124,15 +124,70 @@ class TestReadOnlyEnforcement:
         events = [entry["event"] for entry in logs if entry["log_level"] == "warning"]
         assert "postgres.privileged_role" in events
 
-    def test_role_with_write_grants_gets_a_warning(self, db: PostgresDatabase) -> None:
-        """A read-only facade connected as a role that can write is warned about, by table."""
+    def test_role_with_write_grants_is_refused(self, db: PostgresDatabase) -> None:
+        """A read-only facade connected as a role that can write is refused, naming the tables;
+        allow_privileged=True accepts it with one warning."""
         with (
-            capture_logs() as logs,
+            pytest.raises(ConfigurationError, match=r"may INSERT, UPDATE or DELETE on .*leads"),
             create_read_only_facade(kind="postgres", dsn=db.writer_dsn) as facade,
         ):
             facade.count("leads")
-        warnings = [entry for entry in logs if entry["event"] == "postgres.role_can_write"]
-        assert warnings and "leads" in warnings[0]["tables"]
+        with (
+            capture_logs() as logs,
+            create_read_only_facade(
+                kind="postgres", dsn=db.writer_dsn, allow_privileged=True
+            ) as facade,
+        ):
+            facade.count("leads")
+        warnings = [entry for entry in logs if entry["event"] == "postgres.privileged_role"]
+        assert len(warnings) == 1 and "leads" in " ".join(warnings[0]["problems"])
+
+    @pytest.mark.parametrize(
+        "grant", ["pg_write_all_data", "pg_read_server_files", "pg_execute_server_program"]
+    )
+    def test_a_reader_with_a_powerful_predefined_role_is_refused(
+        self, db: PostgresDatabase, grant: str
+    ) -> None:
+        """SELECT-only on the tables is not enough: membership of a predefined role that writes
+        anything or reaches the server's files is refused too."""
+        db.execute(f"GRANT {grant} TO {db.reader_role}")
+        try:
+            with (
+                pytest.raises(ConfigurationError, match=grant),
+                create_read_only_facade(kind="postgres", dsn=db.reader_dsn) as facade,
+            ):
+                facade.count("leads")
+        finally:
+            db.execute(f"REVOKE {grant} FROM {db.reader_role}")
+
+    def test_a_role_the_catalog_does_not_show_is_not_vouched_for(self) -> None:
+        """No row for the connected role (a shadowed or filtered catalog) is a problem, never a
+        pass; a plain reader has none."""
+        from persistence.backends._pg_catalog import RoleFacts, role_problems
+
+        assert role_problems(None, ()) == [
+            "the connected role is not visible in pg_catalog.pg_roles"
+        ]
+        assert role_problems(RoleFacts("reader", False, False), ()) == []
+
+    def test_a_reader_that_can_become_a_superuser_is_refused(self, db: PostgresDatabase) -> None:
+        """A role granted a superuser role (so it can SET ROLE to it) is refused, through a
+        role in between too."""
+        power, middle = f"{db.name}_power", f"{db.name}_middle"
+        db.execute(f"CREATE ROLE {power} SUPERUSER NOLOGIN")
+        db.execute(f"CREATE ROLE {middle} NOLOGIN")
+        try:
+            db.execute(f"GRANT {power} TO {middle}")
+            db.execute(f"GRANT {middle} TO {db.reader_role}")
+            with (
+                pytest.raises(ConfigurationError, match=power),
+                create_read_only_facade(kind="postgres", dsn=db.reader_dsn) as facade,
+            ):
+                facade.count("leads")
+        finally:
+            db.execute(f"REVOKE {middle} FROM {db.reader_role}")
+            db.execute(f"DROP ROLE IF EXISTS {middle}")
+            db.execute(f"DROP ROLE IF EXISTS {power}")
 
     def test_least_privilege_role_reads_without_warnings(self, db: PostgresDatabase) -> None:
         """The SELECT-only role logs no privilege warning."""
