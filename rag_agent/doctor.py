@@ -253,6 +253,11 @@ def role_problems(
         problems.append(f"role {role.name} is a superuser: it bypasses row-level security")
     if role is not None and role.bypass_rls and not role.superuser:
         problems.append(f"role {role.name} has BYPASSRLS: it bypasses row-level security")
+    if role is not None and role.powers:
+        problems.append(
+            f"role {role.name} belongs to, or can SET ROLE to, {', '.join(role.powers)}: "
+            "revoke the membership"
+        )
     written = sorted(set(writable) & set(allowed))
     if written:
         problems.append(

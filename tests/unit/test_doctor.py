@@ -314,6 +314,15 @@ class TestRoleProblems:
             "the role may INSERT, UPDATE or DELETE on leads: grant SELECT only",
         ]
 
+    def test_powerful_memberships(self) -> None:
+        """A role that can become a powerful one is named with the roles it can become."""
+        problems = role_problems(
+            RoleFacts("app", False, False, ("pg_write_all_data",)), writable=[], allowed=["leads"]
+        )
+        assert problems == [
+            "role app belongs to, or can SET ROLE to, pg_write_all_data: revoke the membership"
+        ]
+
 
 class TestOtherBackends:
     """Memory needs no index; Supabase gets advice it cannot check."""
