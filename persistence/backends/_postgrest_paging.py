@@ -15,7 +15,7 @@ from persistence.backends._postgrest_client import PostgrestClient, json_rows
 from persistence.backends._postgrest_encoding import CountMode, parse_content_range
 from persistence.errors import BackendError
 
-__all__ = ["Window", "fetch_total", "fetch_window"]
+__all__ = ["MAX_READ_ROWS", "Window", "fetch_total", "fetch_window"]
 
 Params = Sequence[tuple[str, str]]
 
@@ -29,6 +29,11 @@ class Window(NamedTuple):
     ended: bool
 
 
+#: The most rows one read may fetch from PostgREST (filters re-checked on this side fetch every
+#: candidate row): a bound on memory and time, not on what a page may hold.
+MAX_READ_ROWS = 100_000
+
+
 def fetch_window(
     client: PostgrestClient,
     table: str,
@@ -40,9 +45,16 @@ def fetch_window(
     page_size: int,
     count_mode: CountMode,
     columns: Iterable[str] = (),
+    max_rows: int = MAX_READ_ROWS,
 ) -> Window:
     """Rows ``offset .. offset+limit`` (all when ``limit`` is None), at most ``page_size`` a
-    request, refilling answers the server capped."""
+    request, refilling answers the server capped.
+
+    Bounded: more than ``max_rows`` rows for one read (a filter the server cannot apply exactly,
+    re-checked here, over a large table), or an answer whose ``Content-Range`` starts elsewhere
+    than the offset asked for (a gateway ignoring ``offset``), is a ``BackendError`` rather than
+    a read that downloads a table or never ends.
+    """
     rows: list[dict[str, Any]] = []
     total: int | None = None
     first = True
@@ -63,10 +75,17 @@ def fetch_window(
         if not response.is_success:
             return Window(rows, total, True)  # the start lies past the last row: an empty page
         batch = json_rows(response, table, operation)
+        content_range = parse_content_range(response.headers.get("content-range"))
         if first:
-            content_range = parse_content_range(response.headers.get("content-range"))
             total = content_range.total if content_range else None
             first = False
+        if batch and content_range is not None and content_range.first not in (None, position):
+            raise BackendError(
+                f"the Supabase API answered rows {content_range.first}- of {table!r} when asked "
+                f"for offset {position}: a proxy or gateway seems to ignore 'offset'",
+                backend="supabase",
+                operation=operation,
+            )
         if len(batch) > ask:
             raise BackendError(
                 f"the Supabase API returned {len(batch)} rows for a limit of {ask}",
@@ -74,6 +93,14 @@ def fetch_window(
                 operation=operation,
             )
         rows.extend(batch)
+        if len(rows) > max_rows:
+            raise BackendError(
+                f"reading {table!r} needs more than {max_rows} rows from the Supabase API for one "
+                "request (a filter only re-checked on this side, such as a literal '*', over a "
+                "large table): narrow the filters",
+                backend="supabase",
+                operation=operation,
+            )
         if not batch and ask:
             return Window(rows, total, True)
         if ask == 0 or (limit is not None and len(rows) >= limit):

@@ -66,7 +66,12 @@ from persistence.backends._postgrest_encoding import (
     order_param,
     select_param,
 )
-from persistence.backends._postgrest_paging import Window, fetch_total, fetch_window
+from persistence.backends._postgrest_paging import (
+    MAX_READ_ROWS,
+    Window,
+    fetch_total,
+    fetch_window,
+)
 from persistence.backends._postgrest_schema import ApiDescription
 from persistence.types import ColumnType
 
@@ -91,7 +96,7 @@ _DEFAULT_RETRIES = 2
 # Ids per DELETE when rows were selected on the client; keeps URLs well under gateway limits.
 _DELETE_CHUNK = 200
 _OPTIONS = ("url", "key", "http_client", "allow_privileged", "allowed_roles", "count",
-            "page_size", "timeout", "retries", "schema", "sleep")  # fmt: skip
+            "page_size", "max_read_rows", "timeout", "retries", "schema", "sleep")  # fmt: skip
 #: The key roles a read-only facade accepts without ``allow_privileged=True``: they are subject
 #: to row-level security. Any other role (``service_role``, ``supabase_admin``, ``postgres``, a
 #: custom one) might bypass it, so it is refused rather than guessed about.
@@ -138,12 +143,18 @@ class SupabaseBackend:
         allowed_roles: Collection[str] = ALLOWED_KEY_ROLES,
         count: CountMode = "exact",
         page_size: int = DEFAULT_PAGE_SIZE,
+        max_read_rows: int = MAX_READ_ROWS,
         timeout: float = DEFAULT_TIMEOUT,
         retries: int = _DEFAULT_RETRIES,
         schema: str = "public",
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         _check_options(count, page_size, timeout, retries, http_client)
+        if type(max_read_rows) is not int or max_read_rows < 1:
+            raise ConfigurationError(
+                f"max_read_rows= must be a positive integer, not {max_read_rows!r}"
+            )
+        self._max_read_rows = max_read_rows
         if isinstance(allowed_roles, str):
             raise ConfigurationError(
                 f"allowed_roles= must be a collection of role names, not {allowed_roles!r}"
@@ -302,6 +313,7 @@ class SupabaseBackend:
             offset=offset,
             limit=limit,
             page_size=self._page_size,
+            max_rows=self._max_read_rows,
             count_mode=self._count_mode,
             columns=query.referenced_columns(),
         )
@@ -435,7 +447,8 @@ def create_backend(*, read_only: bool = True, **options: Any) -> SupabaseBackend
     ``PersistenceSettings``) when a caller leaves them out; this hook reads no environment.
     Optional: ``http_client=``, ``allow_privileged=``, ``allowed_roles=`` (key roles accepted
     without ``allow_privileged``; default :data:`ALLOWED_KEY_ROLES`), ``count=`` (``"exact"``,
-    ``"planned"``, ``"estimated"``), ``page_size=``, ``timeout=`` (seconds), ``retries=``,
+    ``"planned"``, ``"estimated"``), ``page_size=``, ``max_read_rows=`` (the most rows one read
+    may fetch, default :data:`MAX_READ_ROWS`), ``timeout=`` (seconds), ``retries=``,
     ``schema=``, ``sleep=``.
     """
     check_options("kind='supabase'", options, _OPTIONS)

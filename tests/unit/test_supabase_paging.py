@@ -97,6 +97,26 @@ class TestRowCap:
             backend_over(server).read(Query("leads", limit=1))
 
 
+class TestBoundedReads:
+    def test_a_gateway_ignoring_offset_is_an_error_not_an_endless_read(self) -> None:
+        """A server answering the first rows whatever the offset (Content-Range 0-1) ends the
+        read with a BackendError at the second request."""
+        server = ScriptedServer([rows_response([{"id": 1}, {"id": 2}], "0-1/*")])
+        backend = backend_over(server, page_size=2)
+        with pytest.raises(BackendError, match="ignore 'offset'"):
+            backend.read(Query("leads"))
+        assert len(server.requests) == 2
+
+    def test_a_literal_star_over_a_large_table_is_bounded(self) -> None:
+        """icontains '*' is re-checked on this side, so every candidate row is fetched: past the
+        read bound (max_read_rows=) that is a BackendError, not a download of the whole table."""
+        emulator = PostgrestEmulator(seeded_store(120))
+        with pytest.raises(BackendError, match="more than 50 rows"):
+            backend_over(emulator, page_size=20, max_read_rows=50).read(
+                Query("leads", (Filter("email", Op.ICONTAINS, "*"),), limit=1)
+            )
+
+
 class TestStarTotals:
     def test_unknown_total_at_the_end_is_derived(self) -> None:
         """``*`` as total with the rows ending on this page: the total is what was read."""

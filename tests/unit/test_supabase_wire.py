@@ -23,7 +23,13 @@ from tests.support.postgrest import decode_query, fake_key, parse_in_list
 
 
 def one_page() -> ScriptedServer:
-    return ScriptedServer([rows_response([{"id": 1}], "0-0/1")])
+    """One row at whatever offset is asked, with the Content-Range PostgREST would send."""
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        offset = int(dict(decode_query(request.url.query)).get("offset", "0"))
+        return rows_response([{"id": 1}], f"{offset}-{offset}/{offset + 1}")
+
+    return ScriptedServer([reply])
 
 
 class TestFilterEncoding:
