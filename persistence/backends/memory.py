@@ -41,6 +41,7 @@ from typing import Any
 from persistence._coerce import coerce_filters, coerce_value
 from persistence._column_kinds import ColumnKind, ColumnType, column_type
 from persistence._options import check_options
+from persistence._read_only import refuse_write
 from persistence.backends._like import text_predicate
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
@@ -387,8 +388,15 @@ class MemoryBackend:
     #: Every operator.
     capabilities = Capabilities()
 
-    def __init__(self, store: MemoryStore | None = None) -> None:
+    def __init__(self, store: MemoryStore | None = None, *, read_only: bool = False) -> None:
         self._store = store if store is not None else default_store()
+        # Built for a read-only facade, the backend refuses writes itself too, as the PostgreSQL
+        # and Supabase ones do: the facade is not the only line of defence.
+        self._read_only = read_only
+
+    def _check_writable(self, table: str, operation: str) -> None:
+        if self._read_only:
+            refuse_write(operation, table, "this memory backend")
 
     def read(self, query: Query) -> Page:
         """One page of ``query`` and the number of matching rows (rows are copies)."""
@@ -427,16 +435,19 @@ class MemoryBackend:
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[Row]:
         """Insert ``rows`` atomically; see :meth:`MemoryStore.insert`."""
+        self._check_writable(table, "insert")
         return self._store.insert(table, rows)
 
     def upsert(
         self, table: str, rows: Sequence[Mapping[str, Any]], on_conflict: str = "id"
     ) -> list[Row]:
         """Insert or update ``rows``; see :meth:`MemoryStore.upsert`."""
+        self._check_writable(table, "upsert")
         return self._store.upsert(table, rows, on_conflict)
 
     def delete(self, table: str, filters: Sequence[Filter]) -> int:
         """Delete the rows matching every filter; return how many."""
+        self._check_writable(table, "delete")
         typed = coerce_filters(table, filters, self._store.column_types(table))
         predicates = [_predicate(f) for f in typed]
         return self._store.delete(table, lambda row: all(p(row) for p in predicates))
@@ -452,4 +463,4 @@ def create_backend(
     check_options("kind='memory'", options, ["store"])
     if store is not None and not isinstance(store, MemoryStore):
         raise ConfigurationError(f"store= must be a MemoryStore, not {type(store).__name__}")
-    return MemoryBackend(store)
+    return MemoryBackend(store, read_only=read_only)

@@ -79,3 +79,24 @@ class TestInLists:
         assert [row["id"] for row in page.rows] == [1]
         page = reader.read("leads", [Filter("value", Op.IN, [True])])
         assert [row["id"] for row in page.rows] == [2]
+
+
+class TestReadOnlyBackend:
+    def test_a_backend_built_read_only_refuses_writes_itself(self) -> None:
+        """The factory builds the read-only facade's memory backend read-only: its own insert,
+        upsert and delete refuse, as the PostgreSQL and Supabase backends do; a writer's do not."""
+        from persistence import PersistencePermissionError
+        from persistence.backends.memory import create_backend
+
+        store = MemoryStore()
+        reader = create_backend(read_only=True, store=store)
+        for write in (
+            lambda: reader.insert("leads", [{"email": "a@x.io"}]),
+            lambda: reader.upsert("leads", [{"id": 1, "email": "a@x.io"}]),
+            lambda: reader.delete("leads", [Filter("id", Op.EQ, 1)]),
+        ):
+            with pytest.raises(PersistencePermissionError, match="memory backend is read-only"):
+                write()
+        assert store.rows("leads") == []
+        create_backend(read_only=False, store=store).insert("leads", [{"email": "a@x.io"}])
+        assert len(store.rows("leads")) == 1
