@@ -32,7 +32,7 @@ def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
     """Run one query and print its envelope."""
     with connect(args, agent=True, settings=settings) as conn:
         envelope = run_query(conn.agent, args.text, args)
-    emit(envelope, wants_json(args, out), out)
+    emit(envelope, wants_json(args, out), out, backend=args.backend)
     error = error_of(envelope)
     if error:
         err.write(f"rag-agent: query failed: {error}\n")
@@ -144,7 +144,7 @@ def cmd_chat(
                 chat.command(command, err)
                 continue
             envelope = chat.ask(text, offset)
-            emit(envelope, as_json, out)
+            emit(envelope, as_json, out, backend=args.backend)
             out.flush()
             error = error_of(envelope)
             if error:
@@ -220,8 +220,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RA
             )
             if getattr(agent, "llm", None) is None:
                 out.write(
-                    "LLM steps are off (no OPENAI_API_KEY): everything below is rules, queries "
-                    "and reformulations.\n"
+                    "LLM steps are off (no OPENAI_API_KEY, or RAG_LLM=off): everything below is "
+                    "rules, queries and reformulations.\n"
                 )
         failed = False
         for title, text, options in _demo_steps():
@@ -232,7 +232,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RA
                 continue
             flags = "".join(f" --{k} {v}" for k, v in options.items())
             out.write(f"\n== {title}\n$ rag-agent ask {json.dumps(text)}{flags}\n")
-            emit(envelope, False, out, max_rows=5)
+            emit(envelope, False, out, max_rows=5, backend=args.backend)
     if not as_json:
         out.write(
             "\nEvery record carries provenance (source, row_id, row_hash); try "

@@ -65,15 +65,21 @@ def format_grid(
     return "\n".join(lines)
 
 
-def format_envelope(envelope: Mapping[str, Any], *, max_rows: int | None = None) -> str:
-    """A readable rendering of an envelope: a status line, the records, the summary."""
+def format_envelope(
+    envelope: Mapping[str, Any], *, max_rows: int | None = None, backend: str | None = None
+) -> str:
+    """A readable rendering of an envelope: a status line, the records, the summary.
+
+    ``backend`` (``"postgres"``, …) opens the status line: the reader sees who answered.
+    """
     meta = envelope.get("metadata", {})
     records = list(envelope.get("records", []))
     source = str(meta.get("source", "?"))
     table = source.removeprefix("persistence.")
     total = meta.get("total_count", len(records))
     offset = meta.get("offset") or 0
-    status = [source, f"{total} match{'es' if total != 1 else ''}"]
+    status = [f"{backend}: {source}" if backend else source]
+    status.append(f"{total} match{'es' if total != 1 else ''}")
     if records:
         status.append(f"rows {offset + 1}-{offset + len(records)}")
     for key in ("cache", "fallback"):
@@ -130,11 +136,19 @@ def _format_summary(summary: Any) -> str:
     return "\n".join(lines)
 
 
-def emit(envelope: Envelope, as_json: bool, out: TextIO, *, max_rows: int | None = None) -> None:
+def emit(
+    envelope: Envelope,
+    as_json: bool,
+    out: TextIO,
+    *,
+    max_rows: int | None = None,
+    backend: str | None = None,
+) -> None:
+    """Write ``envelope``: JSON (the envelope alone) or the readable view naming ``backend``."""
     if as_json:
         out.write(_json_text(envelope) + "\n")
     else:
-        out.write(_inert(format_envelope(envelope, max_rows=max_rows)) + "\n")
+        out.write(_inert(format_envelope(envelope, max_rows=max_rows, backend=backend)) + "\n")
 
 
 def wants_json(args: argparse.Namespace, out: TextIO) -> bool:
