@@ -1,4 +1,4 @@
-"""The ``rag-agent`` command line: ask, chat, tables, load, demo, tools, doctor.
+"""The ``rag-agent`` command line: ask, chat, tables, load, demo, tools, doctor, mcp.
 
 Run it as ``rag-agent`` or ``python -m rag_agent.cli``; ``main(argv)`` runs it in-process.
 
@@ -9,11 +9,12 @@ Output contract:
 - everything else (logs, errors, prompts) goes to **stderr**; logs at WARNING unless
   ``RAG_DEBUG=1``;
 - exit codes: ``0`` success, ``1`` a query failed (the envelope carries ``error``), ``2`` usage or
-  configuration error, ``3`` backend unavailable, ``4`` refused by the backend, ``5`` internal
-  error. An error is one line on stderr; the traceback only with ``RAG_DEBUG=1``.
+  configuration error, ``3`` backend unavailable or timed out, ``4`` internal error. An error
+  is one line on stderr; the traceback only with ``RAG_DEBUG=1``.
 
-With the memory backend (the default) the bundled sample dataset is loaded first, unless
-``--empty``.
+The backend is the one named (``--backend``, ``RAG_BACKEND``) or configured (``--dsn`` or
+``RAG_POSTGRES_DSN``: postgres; ``--url`` or ``SUPABASE_URL``: supabase), else memory, where the
+bundled sample dataset is loaded first, unless ``--empty``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from rag_agent.cli._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_QUERY_ERROR,
-    EXIT_REFUSED,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     UsageError,
@@ -41,7 +41,6 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_QUERY_ERROR",
-    "EXIT_REFUSED",
     "EXIT_UNAVAILABLE",
     "EXIT_USAGE",
     "UsageError",

@@ -15,10 +15,8 @@ EXIT_QUERY_ERROR = 1
 EXIT_USAGE = 2
 #: The backend could not be reached or did not answer in time.
 EXIT_UNAVAILABLE = 3
-#: The backend refused: the role lacks a privilege, or row-level security denied the read.
-EXIT_REFUSED = 4
 #: Something failed that the CLI did not anticipate (a bug, or an unclassified driver error).
-EXIT_INTERNAL = 5
+EXIT_INTERNAL = 4
 #: Interrupted (Ctrl-C), as shells report SIGINT.
 EXIT_INTERRUPTED = 130
 

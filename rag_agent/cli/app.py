@@ -19,7 +19,6 @@ from rag_agent.cli._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_QUERY_ERROR,
-    EXIT_REFUSED,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     UsageError,
@@ -29,8 +28,8 @@ if TYPE_CHECKING:
     from rag_agent.settings import RAGSettings
 
 _EPILOG = (
-    "Exit codes: 0 success, 1 query error, 2 usage or configuration error, 3 backend unavailable, "
-    "4 refused by the backend, 5 internal error. RAG_DEBUG=1 shows debug logs and tracebacks "
+    "Exit codes: 0 success, 1 query error, 2 usage or configuration error, 3 backend unavailable "
+    "or timed out, 4 internal error. RAG_DEBUG=1 shows debug logs and tracebacks "
     "(on stderr)."
 )
 
@@ -260,7 +259,6 @@ def _classify(exc: Exception, args: argparse.Namespace, settings: RAGSettings) -
         BackendUnavailableError,
         ConfigurationError,
         PersistenceError,
-        PersistencePermissionError,
         QueryTimeoutError,
     )
     from rag_agent.cli.connect import target_of
@@ -271,8 +269,6 @@ def _classify(exc: Exception, args: argparse.Namespace, settings: RAGSettings) -
         return EXIT_USAGE, text + hint
     if isinstance(exc, BackendUnavailableError | QueryTimeoutError):
         return EXIT_UNAVAILABLE, f"{target_of(args, settings)} unavailable: {text}"
-    if isinstance(exc, PersistencePermissionError):
-        return EXIT_REFUSED, f"{target_of(args, settings)} refused: {text}"
     if isinstance(exc, PersistenceError):
         return EXIT_QUERY_ERROR, text
     if isinstance(exc, ImportError):

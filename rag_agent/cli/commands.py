@@ -23,7 +23,7 @@ from rag_agent.cli.connect import (
     run_query,
     writable_backend,
 )
-from rag_agent.cli.render import emit, error_of, format_grid, wants_json
+from rag_agent.cli.render import emit, error_of, exit_code_of, format_grid, wants_json
 from rag_agent.settings import RAGSettings
 from rag_agent.tools import openai_tool_schemas
 
@@ -36,8 +36,7 @@ def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
     error = error_of(envelope)
     if error:
         err.write(f"rag-agent: query failed: {error}\n")
-        return EXIT_QUERY_ERROR
-    return EXIT_OK
+    return exit_code_of(envelope)
 
 
 _CHAT_HELP = (
@@ -121,11 +120,12 @@ def cmd_chat(
 ) -> int:
     """Read one request per line until end of input; print an envelope for each.
 
-    Exit code 1 when any request of the session failed, so scripts piping requests notice.
+    Exit code: that of the last request that failed (1, or 3 when the backend was unavailable),
+    so scripts piping requests notice; 0 when none did.
     """
     as_json = wants_json(args, out)
     read = _line_reader(inp, err)
-    failed = False
+    failed = EXIT_OK
     with connect(args, agent=True, settings=settings) as conn:
         chat = _Chat(conn.agent, args, [])
         if isatty(inp):
@@ -148,9 +148,9 @@ def cmd_chat(
             out.flush()
             error = error_of(envelope)
             if error:
-                failed = True
+                failed = exit_code_of(envelope)
                 err.write(f"rag-agent: query failed: {error}\n")
-    return EXIT_QUERY_ERROR if failed else EXIT_OK
+    return failed
 
 
 def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:

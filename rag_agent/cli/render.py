@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from rag_agent.cli._common import Envelope, isatty
+from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, EXIT_UNAVAILABLE, Envelope, isatty
 
 # Columns shown first on a terminal for the tables people ask about most; the rest follow.
 _PREFERRED_COLUMNS = {
@@ -164,3 +164,16 @@ def error_of(envelope: Mapping[str, Any]) -> str | None:
         kind, message = error.get("type"), error.get("message")
         error = f"{kind}: {message}" if kind else message
     return _inert(" ".join(str(error).split()))
+
+
+# Envelope errors that mean the backend did not answer, not that the request was wrong.
+_UNAVAILABLE = frozenset({"BackendUnavailableError", "QueryTimeoutError"})
+
+
+def exit_code_of(envelope: Mapping[str, Any]) -> int:
+    """0 for an answer; 3 when the backend was unavailable or timed out; 1 for other errors."""
+    error = envelope.get("metadata", {}).get("error")
+    if error in (None, ""):
+        return EXIT_OK
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    return EXIT_UNAVAILABLE if kind in _UNAVAILABLE else EXIT_QUERY_ERROR
