@@ -15,9 +15,9 @@ from persistence import (
     AccessPolicy,
     PersistenceAgent,
 )
+from rag_agent.cli import connect as connection  # backend_options, looked up at each call
 from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, Envelope, UsageError, isatty
 from rag_agent.cli.connect import (
-    backend_options,
     connect,
     create_postgres_tables,
     run_query,
@@ -184,7 +184,7 @@ def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RA
             "load needs --backend postgres or supabase: the memory backend lives in one process, "
             "and ask/chat/tables/demo load the sample into it themselves"
         )
-    options = backend_options(args, settings)
+    options = connection.backend_options(args, settings)
     if args.create_tables:
         if args.backend != "postgres":
             raise UsageError("--create-tables works with --backend postgres only")
