@@ -33,7 +33,7 @@ try:
     from mcp.server.fastmcp.tools import Tool
     from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase, FuncMetadata
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
-except ImportError as exc:  # pragma: no cover - the mcp extra is part of [all]
+except ImportError as exc:
     raise ImportError(
         'the MCP server needs the MCP SDK: pip install "readonly-rag[mcp]"', name=exc.name
     ) from exc
@@ -45,13 +45,22 @@ from rag_agent.assemble import error_envelope
 from rag_agent.envelope import Envelope, envelope_json_schema
 from rag_agent.tools import DeliverDataTool, _EnvelopeTool, build_tools
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "SERVER_NAME", "create_mcp_server", "mcp_tools"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "INSTRUCTIONS",
+    "SERVER_NAME",
+    "LangChainMCPTool",
+    "create_mcp_server",
+    "mcp_tools",
+]
 
 SERVER_NAME = "readonly-rag"
 #: Streamable HTTP binds the loopback interface unless told otherwise: the server has no auth.
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
+#: What the server tells every client on initialisation.
 INSTRUCTIONS = (
     "Read-only access to allow-listed business tables. Every tool answers with a JSON envelope: "
     "metadata (total_count, the filters applied and ignored, has_more and next_offset for "

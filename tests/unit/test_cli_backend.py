@@ -197,6 +197,21 @@ class TestLLMSwitch:
         assert ("rag.llm.disabled" in err) is warned
 
 
+class TestMissingExtra:
+    """Without the MCP SDK, `rag-agent mcp` says which extra to install, in one line."""
+
+    def test_mcp_without_the_sdk(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The SDK missing is a configuration error (exit 2) naming the `mcp` extra."""
+        # Every module of the SDK, loaded or not, becomes unimportable.
+        for name in ["mcp", *(m for m in sys.modules if m.startswith("mcp."))]:
+            monkeypatch.setitem(sys.modules, name, None)
+        monkeypatch.delitem(sys.modules, "rag_agent.mcp_server", raising=False)
+        code, out, err = run("mcp")
+        assert (code, out) == (EXIT_USAGE, "")
+        assert err.startswith("rag-agent: error: the MCP server needs the MCP SDK: ")
+        assert err.endswith(' pip install "readonly-rag[mcp]"\n')
+
+
 class TestStartup:
     """`rag-agent --help` loads the parser only: no LangChain, no settings, no backend."""
 
