@@ -20,7 +20,8 @@ EXIT_INTERNAL = 4
 #: Interrupted (Ctrl-C), as shells report SIGINT.
 EXIT_INTERRUPTED = 130
 
-#: The bundled backends (``--backend``); the same names as ``RAG_BACKEND``.
+#: The bundled backends (``--backend``); ``rag_agent.settings.BACKEND_KINDS``, repeated here so
+#: that the parser needs no settings.
 BACKENDS = ("memory", "postgres", "supabase")
 
 Envelope = dict[str, Any]

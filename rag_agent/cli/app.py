@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from rag_agent.cli._common import (
     BACKENDS,
@@ -199,7 +199,7 @@ def main(
 
 
 @contextlib.contextmanager
-def _logging(err: TextIO, settings: RAGSettings) -> Any:
+def _logging(err: TextIO, settings: RAGSettings) -> Iterator[None]:
     from rag_agent.cli.logs import logging_for_cli
 
     with logging_for_cli(err, debug=settings.debug):

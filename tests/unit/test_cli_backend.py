@@ -79,6 +79,13 @@ class TestBackendInference:
         assert "both RAG_POSTGRES_DSN and SUPABASE_URL are set" in err
         assert "RAG_BACKEND" in err
 
+    def test_the_parser_and_the_settings_name_the_same_backends(self) -> None:
+        """--backend offers exactly the backends RAG_BACKEND accepts."""
+        from rag_agent.cli._common import BACKENDS
+        from rag_agent.settings import BACKEND_KINDS
+
+        assert BACKENDS == BACKEND_KINDS
+
     def test_unknown_rag_backend(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """RAG_BACKEND names one of the three backends, or is a configuration error."""
         monkeypatch.setenv("RAG_BACKEND", "mysql")
