@@ -8,56 +8,109 @@ verifiable provenance::
     from rag_agent import create_rag_agent
     rag = create_rag_agent(kind="memory")
     envelope = rag.run("find leads at acme", return_json=True)
+
+The public names are imported on first use (PEP 562), so ``import rag_agent`` (and the
+``rag-agent`` command's ``--help``) loads neither LangChain nor pydantic-settings nor a backend
+until something needs them.
 """
 
-from rag_agent.agent import RAGAgent
-from rag_agent.cache import QueryCache
-from rag_agent.envelope import (
-    Envelope,
-    ErrorInfo,
-    Metadata,
-    Provenance,
-    Record,
-    ReformulationAttempt,
-    build_records,
-    envelope_json_schema,
-    row_hash,
-)
-from rag_agent.factory import create_rag_agent
-from rag_agent.filters import (
-    filters_to_query,
-    normalize_filters,
-    parse_filters_from_text,
-    understand,
-)
-from rag_agent.hooks import (
-    FallbackCall,
-    FallbackRead,
-    FallbackRequest,
-    FallbackResult,
-    FallbackRunner,
-    FilterExtractor,
-)
-from rag_agent.llm_filters import SchemaFilterExtractor, parse_filters_with_llm
-from rag_agent.ratelimit import (
-    MemorySlidingWindowLimiter,
-    RateLimiter,
-    RateLimiterUnavailableError,
-    RedisSlidingWindowLimiter,
-    create_limiter,
-)
-from rag_agent.reformulation import REFORMULATION_ORDER, reformulations
-from rag_agent.settings import RAGSettings
-from rag_agent.specs import (
-    ColumnInfo,
-    Condition,
-    ExtractionRequest,
-    FilterSpec,
-    Ignored,
-    Understanding,
-)
-from rag_agent.summary import summarize
-from rag_agent.tools import build_tools, openai_tool_schemas
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from rag_agent.agent import RAGAgent
+    from rag_agent.cache import QueryCache
+    from rag_agent.envelope import (
+        Envelope,
+        ErrorInfo,
+        Metadata,
+        Provenance,
+        Record,
+        ReformulationAttempt,
+        build_records,
+        envelope_json_schema,
+        row_hash,
+    )
+    from rag_agent.factory import create_rag_agent
+    from rag_agent.filters import (
+        filters_to_query,
+        normalize_filters,
+        parse_filters_from_text,
+        understand,
+    )
+    from rag_agent.hooks import (
+        FallbackCall,
+        FallbackRead,
+        FallbackRequest,
+        FallbackResult,
+        FallbackRunner,
+        FilterExtractor,
+    )
+    from rag_agent.llm_filters import SchemaFilterExtractor, parse_filters_with_llm
+    from rag_agent.ratelimit import (
+        MemorySlidingWindowLimiter,
+        RateLimiter,
+        RateLimiterUnavailableError,
+        RedisSlidingWindowLimiter,
+        create_limiter,
+    )
+    from rag_agent.reformulation import REFORMULATION_ORDER, reformulations
+    from rag_agent.settings import RAGSettings
+    from rag_agent.specs import (
+        ColumnInfo,
+        Condition,
+        ExtractionRequest,
+        FilterSpec,
+        Ignored,
+        Understanding,
+    )
+    from rag_agent.summary import summarize
+    from rag_agent.tools import build_tools, openai_tool_schemas
+
+#: Each public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "ColumnInfo": "rag_agent.specs",
+    "Condition": "rag_agent.specs",
+    "Envelope": "rag_agent.envelope",
+    "ErrorInfo": "rag_agent.envelope",
+    "ExtractionRequest": "rag_agent.specs",
+    "FallbackCall": "rag_agent.hooks",
+    "FallbackRead": "rag_agent.hooks",
+    "FallbackRequest": "rag_agent.hooks",
+    "FallbackResult": "rag_agent.hooks",
+    "FallbackRunner": "rag_agent.hooks",
+    "FilterExtractor": "rag_agent.hooks",
+    "FilterSpec": "rag_agent.specs",
+    "Ignored": "rag_agent.specs",
+    "MemorySlidingWindowLimiter": "rag_agent.ratelimit",
+    "Metadata": "rag_agent.envelope",
+    "Provenance": "rag_agent.envelope",
+    "QueryCache": "rag_agent.cache",
+    "RAGAgent": "rag_agent.agent",
+    "RAGSettings": "rag_agent.settings",
+    "REFORMULATION_ORDER": "rag_agent.reformulation",
+    "RateLimiter": "rag_agent.ratelimit",
+    "RateLimiterUnavailableError": "rag_agent.ratelimit",
+    "Record": "rag_agent.envelope",
+    "RedisSlidingWindowLimiter": "rag_agent.ratelimit",
+    "ReformulationAttempt": "rag_agent.envelope",
+    "SchemaFilterExtractor": "rag_agent.llm_filters",
+    "Understanding": "rag_agent.specs",
+    "build_records": "rag_agent.envelope",
+    "build_tools": "rag_agent.tools",
+    "create_limiter": "rag_agent.ratelimit",
+    "create_rag_agent": "rag_agent.factory",
+    "envelope_json_schema": "rag_agent.envelope",
+    "filters_to_query": "rag_agent.filters",
+    "normalize_filters": "rag_agent.filters",
+    "openai_tool_schemas": "rag_agent.tools",
+    "parse_filters_from_text": "rag_agent.filters",
+    "parse_filters_with_llm": "rag_agent.llm_filters",
+    "reformulations": "rag_agent.reformulation",
+    "row_hash": "rag_agent.envelope",
+    "summarize": "rag_agent.summary",
+    "understand": "rag_agent.filters",
+}
 
 __all__ = [
     "REFORMULATION_ORDER",
@@ -102,3 +155,16 @@ __all__ = [
     "summarize",
     "understand",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rag_agent' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

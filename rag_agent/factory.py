@@ -26,7 +26,8 @@ def create_rag_agent(
     ``RAG_POSTGRES_DSN`` and the statement timeout to ``RAG_STATEMENT_TIMEOUT_MS``; for
     ``kind="supabase"`` the URL and key default to ``SUPABASE_URL`` and ``SUPABASE_KEY``. ``llm``
     is any LangChain chat model; without one, a ``ChatOpenAI`` is built when ``OPENAI_API_KEY``
-    is set, and otherwise the LLM steps are off (``fallback: "disabled"``).
+    is set, and otherwise the LLM steps are off (``fallback: "disabled"``), with a warning once per
+    process; ``llm=False`` (or ``RAG_LLM=off``) turns them off on purpose, without it.
 
     >>> rag = create_rag_agent(kind="memory")
     >>> rag.run("find leads at acme", return_json=True)["metadata"]["total_count"]

@@ -6,7 +6,8 @@ Resolution order, first match wins:
 2. ``OPENAI_API_KEY`` set (or ``settings.openai_api_key``): a ``ChatOpenAI`` from
    ``langchain-openai`` with ``OPENAI_BASE_URL`` (any OpenAI-compatible server), the model
    ``RAG_OPENAI_MODEL`` (default ``gpt-4o-mini``), a request timeout and bounded retries;
-3. otherwise no model: one warning per process (structlog event ``rag.llm.disabled``) and the
+3. ``llm=False`` or ``RAG_LLM=off``: no model, deliberately, so no warning;
+4. otherwise no model: one warning per process (structlog event ``rag.llm.disabled``) and the
    LLM steps are skipped (the fallback reports ``"disabled"``).
 
 ``langchain_openai`` is imported here only, and only in case 2, so the library works without the
@@ -23,7 +24,7 @@ Example::
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 
@@ -58,7 +59,7 @@ _warned = False
 
 
 def resolve_llm(
-    llm: BaseChatModel | None,
+    llm: BaseChatModel | Literal[False] | None,
     settings: RAGSettings,
     *,
     http_client: httpx.Client | None = None,
@@ -70,8 +71,12 @@ def resolve_llm(
     An injected ``llm`` wins; otherwise a ``ChatOpenAI`` is built when ``settings`` holds an
     OpenAI key. ``http_client`` is handed to the OpenAI client (a proxy, custom TLS, or an
     ``httpx.MockTransport`` in tests). Raises ``ConfigurationError`` when ``llm`` is not a chat
-    model, or when a key is set but ``langchain-openai`` is not installed.
+    model, or when a key is set but ``langchain-openai`` is not installed. ``llm=False`` (or
+    ``settings.llm`` off, ``RAG_LLM=off``) means no model on purpose: ``None``, without the
+    warning.
     """
+    if llm is False or (llm is None and not settings.llm):
+        return None
     if llm is not None:
         if not isinstance(llm, BaseChatModel):
             raise ConfigurationError(

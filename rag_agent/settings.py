@@ -10,6 +10,7 @@
     RAG_REFORMULATION_MAX_ATTEMPTS [3] RAG_FALLBACK_MAX_STEPS [6]
     RAG_CACHE_DISABLED [unset]        RAG_DEBUG [0]
     RAG_FALLBACK_SCOPE [related]      RAG_CACHE_MAX_BYTES [67108864]
+    RAG_LLM [on]                      RAG_BACKEND [inferred by the CLI]
     RAG_POSTGRES_DSN, SUPABASE_URL, SUPABASE_KEY, OPENAI_API_KEY, OPENAI_BASE_URL,
     RAG_OPENAI_MODEL [gpt-4o-mini]
 
@@ -25,7 +26,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -43,7 +44,10 @@ from rag_agent.cache import DEFAULT_CACHE_MAX_BYTES
 from rag_agent.fallback.scope import SCOPE_MODES
 from rag_agent.ratelimit import STORAGE_SCHEMES
 
-__all__ = ["ENV_VARIABLES", "RAGSettings"]
+__all__ = ["BACKEND_KINDS", "ENV_VARIABLES", "RAGSettings"]
+
+#: The bundled backends, as ``RAG_BACKEND`` and the CLI's ``--backend`` name them.
+BACKEND_KINDS = ("memory", "postgres", "supabase")
 
 _DEFAULT_LIMIT = 50
 
@@ -75,6 +79,19 @@ class RAGSettings(PersistenceSettings):
     openai_api_key: Secret = unprefixed("OPENAI_API_KEY")
     openai_base_url: OptionalText = unprefixed("OPENAI_BASE_URL")
     openai_model: OptionalText = "gpt-4o-mini"
+    #: Off: no chat model and no warning about it, even with ``OPENAI_API_KEY`` set.
+    llm: Flag = True
+    #: The backend the ``rag-agent`` CLI reads when no option names one (else it is inferred).
+    backend: Literal["memory", "postgres", "supabase"] | None = None
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _backend_name(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip().lower() or None
+            if value is not None and value not in BACKEND_KINDS:
+                raise ValueError(f"is not a backend; expected one of {', '.join(BACKEND_KINDS)}")
+        return value
 
     @field_validator("rate_limit_storage")
     @classmethod

@@ -18,7 +18,13 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from persistence import InvalidQueryError, Op, PersistenceError, ReadOnlyPersistenceFacade
+from persistence import (
+    BackendError,
+    InvalidQueryError,
+    Op,
+    PersistenceError,
+    ReadOnlyPersistenceFacade,
+)
 from rag_agent.conditions import legacy_conditions
 from rag_agent.filters import normalize_filters, understand
 from rag_agent.rules.vocabulary import DEFAULT_TABLE
@@ -157,6 +163,8 @@ def apply_conditions(
                     f"a second {op.value!r} condition on {condition.column!r}", field="filters"
                 )
             [checked] = facade.check_filters(table, [condition.to_filter()])
+        except BackendError:
+            raise  # a backend that fails says nothing about the condition: the run reports it
         except (PersistenceError, ValueError) as exc:
             ignored.append(Ignored(describe(condition), str(exc)))
             continue

@@ -1,12 +1,28 @@
-"""What every part of the CLI shares: exit codes, the usage error, small stream helpers."""
+"""What every part of the CLI shares: exit codes, the usage error, small stream helpers.
+
+Kept free of heavy imports: ``rag-agent --help`` loads this module and the parser only.
+"""
 
 from __future__ import annotations
 
 from typing import Any, TextIO
 
 EXIT_OK = 0
+#: A query failed (the envelope carries ``metadata.error``), or ``doctor`` found a problem.
 EXIT_QUERY_ERROR = 1
+#: A usage or configuration error: a bad option or variable, a missing DSN, a malformed DSN, a
+#: privileged role, a missing optional extra.
 EXIT_USAGE = 2
+#: The backend could not be reached or did not answer in time.
+EXIT_UNAVAILABLE = 3
+#: Something failed that the CLI did not anticipate (a bug, or an unclassified driver error).
+EXIT_INTERNAL = 4
+#: Interrupted (Ctrl-C), as shells report SIGINT.
+EXIT_INTERRUPTED = 130
+
+#: The bundled backends (``--backend``); ``rag_agent.settings.BACKEND_KINDS``, repeated here so
+#: that the parser needs no settings.
+BACKENDS = ("memory", "postgres", "supabase")
 
 Envelope = dict[str, Any]
 

@@ -1,24 +1,37 @@
-"""The argument parser and ``main``: parse, configure logging, dispatch, map errors to codes."""
+"""The argument parser and ``main``: parse, configure logging, dispatch, map errors to codes.
+
+Only the standard library and :mod:`rag_agent.cli._common` are imported up front: the parser
+(``--help``, ``--version``, a usage error) needs nothing else, and answers at once. Settings,
+backends and LangChain are imported once a command runs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import sys
-from collections.abc import Callable, Sequence
-from typing import TextIO
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, TextIO
 
-from persistence import (
-    ConfigurationError,
-    PersistenceError,
-    redact_text,
+from rag_agent.cli._common import (
+    BACKENDS,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_QUERY_ERROR,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    UsageError,
 )
-from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, UsageError
-from rag_agent.cli.commands import cmd_ask, cmd_chat, cmd_demo, cmd_load, cmd_tables, cmd_tools
-from rag_agent.cli.connect import BACKENDS
-from rag_agent.cli.doctor import cmd_doctor
-from rag_agent.cli.logs import logging_for_cli
-from rag_agent.settings import RAGSettings
+
+if TYPE_CHECKING:
+    from rag_agent.settings import RAGSettings
+
+_EPILOG = (
+    "Exit codes: 0 success, 1 query error, 2 usage or configuration error, 3 backend unavailable "
+    "or timed out, 4 internal error. RAG_DEBUG=1 shows debug logs and tracebacks "
+    "(on stderr)."
+)
 
 
 def _non_negative(text: str) -> int:
@@ -40,12 +53,15 @@ def _positive(text: str) -> int:
 
 def _add_backend_options(parser: argparse.ArgumentParser, *, memory_default: bool = True) -> None:
     group = parser.add_argument_group("backend")
+    fallback = "memory" if memory_default else "postgres"
     group.add_argument(
         "--backend",
         choices=BACKENDS,
-        default="memory" if memory_default else "postgres",
-        help="where to read (default: %(default)s)",
+        help="where to read (default: postgres with --dsn, supabase with --url, else "
+        "RAG_BACKEND, else postgres if RAG_POSTGRES_DSN is set, supabase if SUPABASE_URL is, "
+        f"else {fallback})",
     )
+    parser.set_defaults(default_backend=fallback)
     group.add_argument(
         "--dsn",
         help="PostgreSQL DSN (default: RAG_POSTGRES_DSN); leave the password out (ps shows "
@@ -85,9 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rag-agent",
         description="Ask allow-listed business tables in plain words; read-only by construction.",
-        epilog="Exit codes: 0 success, 1 query error, 2 usage or configuration error. "
-        "RAG_DEBUG=1 shows debug logs and tracebacks (on stderr).",
+        epilog=_EPILOG,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ask = commands.add_parser("ask", help="run one query and print its envelope")
@@ -127,7 +143,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     tools = commands.add_parser("tools", help="print the tool schemas")
     tools.add_argument("--openai", action="store_true", help="OpenAI function-calling format")
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the read-only tools over MCP (stdio, or streamable HTTP with --http)",
+        description="An MCP server exposing the read-only tools (query_leads, query_table, "
+        "rag_agent, ...) with read-only annotations. stdio by default, for a client that "
+        "starts it; --http serves streamable HTTP at http://HOST:PORT/mcp, on the loopback "
+        "interface unless --host says otherwise (the server has no authentication).",
+    )
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="--http: address (default: %(default)s)")
+    mcp.add_argument(
+        "--port", type=_positive, default=8000, help="--http: port (default: %(default)s)"
+    )
+    _add_backend_options(mcp)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("readonly-rag")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree, not installed
+        return "(not installed)"
 
 
 def main(
@@ -149,55 +189,116 @@ def main(
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
         return code
+    from persistence.errors import ConfigurationError
+    from rag_agent.settings import RAGSettings
+
     try:
         # The environment is read once, here; every command gets these settings.
         settings = RAGSettings.from_env()
     except ConfigurationError as exc:
         # Unreadable settings include RAG_DEBUG: the error is one line, without a traceback.
         return _fail(err, exc, EXIT_USAGE, debug=False)
-    handlers: dict[str, Callable[[], int]] = {
-        "ask": lambda: cmd_ask(args, out, err, settings=settings),
-        "chat": lambda: cmd_chat(args, out, err, inp, settings=settings),
-        "tables": lambda: cmd_tables(args, out, err, settings=settings),
-        "load": lambda: cmd_load(args, out, err, settings=settings),
-        "demo": lambda: cmd_demo(args, out, err, settings=settings),
-        "tools": lambda: cmd_tools(args, out, err),
-        "doctor": lambda: cmd_doctor(args, out, err, settings=settings),
-    }
+    with _logging(err, settings):
+        return _dispatch(lambda: _run(args, settings, inp, out, err), err, args, settings)
+
+
+@contextlib.contextmanager
+def _logging(err: TextIO, settings: RAGSettings) -> Iterator[None]:
+    from rag_agent.cli.logs import logging_for_cli
+
     with logging_for_cli(err, debug=settings.debug):
-        return _dispatch(handlers[args.command], err, debug=settings.debug)
+        yield
 
 
-def _dispatch(handler: Callable[[], int], err: TextIO, *, debug: bool) -> int:
+def _run(
+    args: argparse.Namespace, settings: RAGSettings, inp: TextIO, out: TextIO, err: TextIO
+) -> int:
+    from rag_agent.cli.connect import resolve_backend
+
+    if hasattr(args, "default_backend"):
+        args.backend = resolve_backend(args, settings, default=args.default_backend)
+    if args.command == "doctor":
+        from rag_agent.cli.doctor import cmd_doctor
+
+        return cmd_doctor(args, out, err, settings=settings)
+    if args.command == "mcp":
+        from rag_agent.cli.serve import cmd_mcp
+
+        return cmd_mcp(args, out, err, settings=settings)
+    from rag_agent.cli import commands
+
+    handlers: dict[str, Callable[[], int]] = {
+        "ask": lambda: commands.cmd_ask(args, out, err, settings=settings),
+        "chat": lambda: commands.cmd_chat(args, out, err, inp, settings=settings),
+        "tables": lambda: commands.cmd_tables(args, out, err, settings=settings),
+        "load": lambda: commands.cmd_load(args, out, err, settings=settings),
+        "demo": lambda: commands.cmd_demo(args, out, err, settings=settings),
+        "tools": lambda: commands.cmd_tools(args, out, err),
+    }
+    return handlers[args.command]()
+
+
+def _dispatch(
+    handler: Callable[[], int], err: TextIO, args: argparse.Namespace, settings: RAGSettings
+) -> int:
     try:
         return handler()
-    except (UsageError, ConfigurationError) as exc:
-        hint = (
-            " (on the command line: --allow-privileged)" if "allow_privileged" in str(exc) else ""
-        )
-        return _fail(err, exc, EXIT_USAGE, hint, debug=debug)
-    except PersistenceError as exc:
-        return _fail(err, exc, EXIT_QUERY_ERROR, debug=debug)
     except KeyboardInterrupt:
         err.write("\n")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (e.g. `| head`); nothing more to say.
         return EXIT_OK
-    except ImportError as exc:
-        # An optional extra is missing: the hint says which.
-        return _fail(err, exc, EXIT_USAGE, debug=debug)
     except Exception as exc:
-        # A failure we did not anticipate (e.g. a database driver error): still one line.
-        return _fail(err, exc, EXIT_QUERY_ERROR, debug=debug)
+        from rag_agent.cli.connect import secrets_of
+
+        code, message = _classify(exc, args, settings)
+        secrets = secrets_of(args, settings)
+        return _fail(err, exc, code, message, secrets=secrets, debug=settings.debug)
 
 
-def _fail(err: TextIO, exc: BaseException, code: int, hint: str = "", *, debug: bool) -> int:
-    # A driver's message may echo a connection string: what reaches the terminal is redacted.
+def _classify(exc: Exception, args: argparse.Namespace, settings: RAGSettings) -> tuple[int, str]:
+    """The exit code of ``exc`` and the line that says it (naming the backend where it helps)."""
+    from persistence.errors import (
+        BackendUnavailableError,
+        ConfigurationError,
+        PersistenceError,
+        QueryTimeoutError,
+    )
+    from rag_agent.cli.connect import target_of
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, UsageError | ConfigurationError):
+        hint = " (on the command line: --allow-privileged)" if "allow_privileged" in text else ""
+        return EXIT_USAGE, text + hint
+    if isinstance(exc, BackendUnavailableError | QueryTimeoutError):
+        return EXIT_UNAVAILABLE, f"{target_of(args, settings)} unavailable: {text}"
+    if isinstance(exc, PersistenceError):
+        return EXIT_QUERY_ERROR, text
+    if isinstance(exc, ImportError):
+        return EXIT_USAGE, text  # an optional extra is missing: the message says which
+    # A failure we did not anticipate (e.g. a database driver error): still one line.
+    return EXIT_INTERNAL, f"{type(exc).__name__}: {text}"
+
+
+def _fail(
+    err: TextIO,
+    exc: BaseException,
+    code: int,
+    message: str | None = None,
+    *,
+    secrets: Sequence[str] = (),
+    debug: bool,
+) -> int:
+    from persistence import redact_text
+
     if debug:
         import traceback
 
         err.write(redact_text("".join(traceback.format_exception(exc))))
-    message = redact_text(" ".join(str(exc).split())) or type(exc).__name__
-    err.write(f"rag-agent: error: {message}{hint}\n")
+    line = message if message is not None else " ".join(str(exc).split()) or type(exc).__name__
+    # A driver may quote a connection string back; no secret of ours reaches the terminal.
+    for secret in secrets:
+        line = line.replace(secret, "***")
+    err.write(f"rag-agent: error: {redact_text(line)}\n")
     return code

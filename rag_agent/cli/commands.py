@@ -15,15 +15,15 @@ from persistence import (
     AccessPolicy,
     PersistenceAgent,
 )
+from rag_agent.cli import connect as connection  # backend_options, looked up at each call
 from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, Envelope, UsageError, isatty
 from rag_agent.cli.connect import (
-    backend_options,
     connect,
     create_postgres_tables,
     run_query,
     writable_backend,
 )
-from rag_agent.cli.render import emit, error_of, format_grid, wants_json
+from rag_agent.cli.render import emit, error_of, exit_code_of, format_grid, wants_json
 from rag_agent.settings import RAGSettings
 from rag_agent.tools import openai_tool_schemas
 
@@ -32,12 +32,11 @@ def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
     """Run one query and print its envelope."""
     with connect(args, agent=True, settings=settings) as conn:
         envelope = run_query(conn.agent, args.text, args)
-    emit(envelope, wants_json(args, out), out)
+    emit(envelope, wants_json(args, out), out, backend=args.backend)
     error = error_of(envelope)
     if error:
         err.write(f"rag-agent: query failed: {error}\n")
-        return EXIT_QUERY_ERROR
-    return EXIT_OK
+    return exit_code_of(envelope)
 
 
 _CHAT_HELP = (
@@ -121,11 +120,12 @@ def cmd_chat(
 ) -> int:
     """Read one request per line until end of input; print an envelope for each.
 
-    Exit code 1 when any request of the session failed, so scripts piping requests notice.
+    Exit code: that of the last request that failed (1, or 3 when the backend was unavailable),
+    so scripts piping requests notice; 0 when none did.
     """
     as_json = wants_json(args, out)
     read = _line_reader(inp, err)
-    failed = False
+    failed = EXIT_OK
     with connect(args, agent=True, settings=settings) as conn:
         chat = _Chat(conn.agent, args, [])
         if isatty(inp):
@@ -144,13 +144,13 @@ def cmd_chat(
                 chat.command(command, err)
                 continue
             envelope = chat.ask(text, offset)
-            emit(envelope, as_json, out)
+            emit(envelope, as_json, out, backend=args.backend)
             out.flush()
             error = error_of(envelope)
             if error:
-                failed = True
+                failed = exit_code_of(envelope)
                 err.write(f"rag-agent: query failed: {error}\n")
-    return EXIT_QUERY_ERROR if failed else EXIT_OK
+    return failed
 
 
 def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
@@ -184,7 +184,7 @@ def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RA
             "load needs --backend postgres or supabase: the memory backend lives in one process, "
             "and ask/chat/tables/demo load the sample into it themselves"
         )
-    options = backend_options(args, settings)
+    options = connection.backend_options(args, settings)
     if args.create_tables:
         if args.backend != "postgres":
             raise UsageError("--create-tables works with --backend postgres only")
@@ -220,8 +220,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RA
             )
             if getattr(agent, "llm", None) is None:
                 out.write(
-                    "LLM steps are off (no OPENAI_API_KEY): everything below is rules, queries "
-                    "and reformulations.\n"
+                    "LLM steps are off (no OPENAI_API_KEY, or RAG_LLM=off): everything below is "
+                    "rules, queries and reformulations.\n"
                 )
         failed = False
         for title, text, options in _demo_steps():
@@ -232,7 +232,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RA
                 continue
             flags = "".join(f" --{k} {v}" for k, v in options.items())
             out.write(f"\n== {title}\n$ rag-agent ask {json.dumps(text)}{flags}\n")
-            emit(envelope, False, out, max_rows=5)
+            emit(envelope, False, out, max_rows=5, backend=args.backend)
     if not as_json:
         out.write(
             "\nEvery record carries provenance (source, row_id, row_hash); try "

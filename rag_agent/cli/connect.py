@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import re
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,11 +18,10 @@ from persistence import (
     create_read_only_facade,
 )
 from persistence.schema import TABLE_DDL
+from persistence.settings import mask_userinfo
 from rag_agent.cli._common import Envelope, UsageError
 from rag_agent.factory import create_rag_agent
 from rag_agent.settings import RAGSettings
-
-BACKENDS = ("memory", "postgres", "supabase")
 
 
 @dataclass
@@ -30,6 +31,101 @@ class Connection:
     facade: ReadOnlyPersistenceFacade
     agent: Any = None
     loaded: Mapping[str, int] | None = None
+
+
+def resolve_backend(args: argparse.Namespace, settings: RAGSettings, *, default: str) -> str:
+    """The backend a command reads: named, else inferred from what is configured.
+
+    ``--backend`` wins; then ``--dsn`` (postgres) or ``--url`` (supabase); then ``RAG_BACKEND``;
+    then ``RAG_POSTGRES_DSN`` or ``SUPABASE_URL``, whichever is set; else ``default``. Two
+    candidates at the same level are a usage error: the CLI never picks one silently.
+    """
+    if args.backend:
+        return str(args.backend)
+    variables = settings.env_variables()
+    flags = [kind for kind, given in (("postgres", args.dsn), ("supabase", args.url)) if given]
+    if len(flags) > 1:
+        raise UsageError("--dsn and --url name two backends; choose one with --backend")
+    if flags:
+        return flags[0]
+    if settings.backend:
+        return settings.backend
+    configured = [
+        kind
+        for kind, value in (
+            ("postgres", settings.postgres_dsn),
+            ("supabase", settings.supabase_url),
+        )
+        if value is not None
+    ]
+    if len(configured) > 1:
+        raise UsageError(
+            f"both {variables['postgres_dsn']} and {variables['supabase_url']} are set; choose "
+            f"with --backend or {variables['backend']}"
+        )
+    return configured[0] if configured else default
+
+
+def mask_dsn(dsn: str) -> str:
+    """``dsn`` with its password shown as ``***`` (URL or ``key=value`` form)."""
+    if "://" in dsn:
+        return mask_userinfo(dsn)
+    return _KEYWORD_PASSWORD.sub(r"\1***", dsn)
+
+
+_KEYWORD_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def target_of(args: argparse.Namespace, settings: RAGSettings) -> str:
+    """The backend a command read, for an error line: ``postgres (postgresql://u:***@h/db)``."""
+    kind = getattr(args, "backend", None) or "the backend"
+    if kind == "postgres":
+        dsn = args.dsn or _secret(settings.postgres_dsn)
+        return f"postgres ({mask_dsn(dsn)})" if dsn else kind
+    if kind == "supabase":
+        url = args.url or settings.supabase_url
+        return f"supabase ({mask_userinfo(url)})" if url else kind
+    return str(kind)
+
+
+def secrets_of(args: argparse.Namespace, settings: RAGSettings) -> list[str]:
+    """The secrets an error line must never show: keys, and the password of any DSN."""
+    found = [_secret(settings.supabase_key), _secret(settings.openai_api_key)]
+    for dsn in (getattr(args, "dsn", None), _secret(settings.postgres_dsn)):
+        if not dsn:
+            continue
+        if "://" in dsn:
+            with contextlib.suppress(ValueError):
+                found.append(urllib.parse.unquote(urllib.parse.urlsplit(dsn).password or ""))
+        found += [m.group(2).strip("'") for m in _KEYWORD_PASSWORD.finditer(dsn)]
+    return sorted({s for s in found if s and len(s) >= 3}, key=len, reverse=True)
+
+
+def _secret(value: Any) -> str:
+    return value.get_secret_value() if value is not None else ""
+
+
+def _check_dsn(dsn: str) -> None:
+    # libpq's own parser, before any connection: a malformed DSN is a configuration error.
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:  # pragma: no cover - the backend says which extra is missing
+        return
+    try:
+        ports = str(conninfo_to_dict(dsn).get("port") or "")
+        # libpq checks the port only when it connects, and then says "connection is bad".
+        if ports and not all(p.strip().isdigit() for p in ports.split(",")):
+            raise ValueError(f"the port {ports!r} is not a number")
+    except Exception as exc:
+        # libpq quotes the pieces it could not read, which may be a password: never shown.
+        reason = _QUOTED.sub(
+            lambda m: '"…"' if len(m[1]) > 1 and m[1] in dsn else m[0], " ".join(str(exc).split())
+        )
+        shown = f" {mask_dsn(dsn)!r}" if "://" in dsn else ""
+        raise UsageError(f"the DSN{shown} is malformed: {reason}") from None
+
+
+_QUOTED = re.compile(r'"([^"]*)"')
 
 
 def backend_options(args: argparse.Namespace, settings: RAGSettings) -> dict[str, Any]:
@@ -44,6 +140,7 @@ def backend_options(args: argparse.Namespace, settings: RAGSettings) -> dict[str
         options = settings.backend_options(kind, {"dsn": args.dsn or None})
         if not options.get("dsn"):
             raise UsageError(f"the postgres backend needs --dsn or {variables['postgres_dsn']}")
+        _check_dsn(options["dsn"])
     elif kind == "supabase":
         options = settings.backend_options(kind, {"url": args.url or None})
         if not options.get("url"):
@@ -54,7 +151,7 @@ def backend_options(args: argparse.Namespace, settings: RAGSettings) -> dict[str
             )
     else:
         if args.dsn or args.url:
-            raise UsageError("--dsn and --url need --backend postgres or --backend supabase")
+            raise UsageError("--dsn and --url name a postgres or supabase backend, not memory")
         return {}
     if getattr(args, "allow_privileged", False):
         options["allow_privileged"] = True

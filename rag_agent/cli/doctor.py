@@ -12,8 +12,8 @@ from typing import TextIO
 
 from persistence import BUSINESS_TABLES, create_read_only_facade, is_identifier
 from persistence.schema import TABLE_COLUMNS
+from rag_agent.cli import connect as connection  # backend_options, looked up at each call
 from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR
-from rag_agent.cli.connect import backend_options
 from rag_agent.cli.render import _inert, wants_json
 from rag_agent.doctor import Report, format_report, memory_report, postgres_report, supabase_report
 from rag_agent.settings import RAGSettings
@@ -24,7 +24,7 @@ SCHEMA = "public"
 def _postgres(args: argparse.Namespace, settings: RAGSettings) -> Report:
     from persistence.backends.postgres import inspect_database
 
-    options = backend_options(args, settings)
+    options = connection.backend_options(args, settings)
     facts = inspect_database(
         options["dsn"],
         schema=SCHEMA,
@@ -57,7 +57,7 @@ def _postgres(args: argparse.Namespace, settings: RAGSettings) -> Report:
 
 
 def _supabase(args: argparse.Namespace, settings: RAGSettings) -> Report:
-    options = backend_options(args, settings)
+    options = connection.backend_options(args, settings)
     # One attempt per table: an unreachable project still gets the advice, without waiting.
     with create_read_only_facade("supabase", settings=settings, retries=0, **options) as facade:
         # The columns of a readable row, else the reference schema's (an empty table, RLS,

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from rag_agent.cli._common import Envelope, isatty
+from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, EXIT_UNAVAILABLE, Envelope, isatty
 
 # Columns shown first on a terminal for the tables people ask about most; the rest follow.
 _PREFERRED_COLUMNS = {
@@ -65,15 +65,21 @@ def format_grid(
     return "\n".join(lines)
 
 
-def format_envelope(envelope: Mapping[str, Any], *, max_rows: int | None = None) -> str:
-    """A readable rendering of an envelope: a status line, the records, the summary."""
+def format_envelope(
+    envelope: Mapping[str, Any], *, max_rows: int | None = None, backend: str | None = None
+) -> str:
+    """A readable rendering of an envelope: a status line, the records, the summary.
+
+    ``backend`` (``"postgres"``, …) opens the status line: the reader sees who answered.
+    """
     meta = envelope.get("metadata", {})
     records = list(envelope.get("records", []))
     source = str(meta.get("source", "?"))
     table = source.removeprefix("persistence.")
     total = meta.get("total_count", len(records))
     offset = meta.get("offset") or 0
-    status = [source, f"{total} match{'es' if total != 1 else ''}"]
+    status = [f"{backend}: {source}" if backend else source]
+    status.append(f"{total} match{'es' if total != 1 else ''}")
     if meta.get("count_only"):
         status.append("count only")
     if records:
@@ -132,11 +138,19 @@ def _format_summary(summary: Any) -> str:
     return "\n".join(lines)
 
 
-def emit(envelope: Envelope, as_json: bool, out: TextIO, *, max_rows: int | None = None) -> None:
+def emit(
+    envelope: Envelope,
+    as_json: bool,
+    out: TextIO,
+    *,
+    max_rows: int | None = None,
+    backend: str | None = None,
+) -> None:
+    """Write ``envelope``: JSON (the envelope alone) or the readable view naming ``backend``."""
     if as_json:
         out.write(_json_text(envelope) + "\n")
     else:
-        out.write(_inert(format_envelope(envelope, max_rows=max_rows)) + "\n")
+        out.write(_inert(format_envelope(envelope, max_rows=max_rows, backend=backend)) + "\n")
 
 
 def wants_json(args: argparse.Namespace, out: TextIO) -> bool:
@@ -152,3 +166,16 @@ def error_of(envelope: Mapping[str, Any]) -> str | None:
         kind, message = error.get("type"), error.get("message")
         error = f"{kind}: {message}" if kind else message
     return _inert(" ".join(str(error).split()))
+
+
+# Envelope errors that mean the backend did not answer, not that the request was wrong.
+_UNAVAILABLE = frozenset({"BackendUnavailableError", "QueryTimeoutError"})
+
+
+def exit_code_of(envelope: Mapping[str, Any]) -> int:
+    """0 for an answer; 3 when the backend was unavailable or timed out; 1 for other errors."""
+    error = envelope.get("metadata", {}).get("error")
+    if error in (None, ""):
+        return EXIT_OK
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    return EXIT_UNAVAILABLE if kind in _UNAVAILABLE else EXIT_QUERY_ERROR

@@ -63,7 +63,14 @@ class TestConfigurationErrors:
                 ("tables", "--backend", "supabase", "--url", "https://x.supabase.co"),
                 "needs SUPABASE_KEY",
             ),
-            (("tables", "--dsn", "postgresql://127.0.0.1/x"), "--dsn and --url need --backend"),
+            (
+                ("tables", "--backend", "memory", "--dsn", "postgresql://127.0.0.1/x"),
+                "--dsn and --url name a postgres or supabase backend, not memory",
+            ),
+            (
+                ("tables", "--dsn", "postgresql://127.0.0.1/x", "--url", "https://x.supabase.co"),
+                "--dsn and --url name two backends; choose one with --backend",
+            ),
             (("load", "--backend", "memory"), "load needs --backend postgres or supabase"),
             (("load",), "needs --dsn or RAG_POSTGRES_DSN"),
         ],

@@ -61,7 +61,7 @@ class TestAsk:
         code, out, _ = run("ask", "find leads at acme", "--limit", "3", tty=True)
         assert code == EXIT_OK
         lines = out.splitlines()
-        assert lines[0].startswith(f"persistence.leads · {ACME_LEADS} matches · rows 1-3")
+        assert lines[0].startswith(f"memory: persistence.leads · {ACME_LEADS} matches · rows 1-3")
         assert lines[1].split()[:4] == ["id", "first_name", "last_name", "email"]
         assert len(lines) == 2 + 1 + 3 + 1
         assert "{" not in lines[2]
@@ -218,7 +218,7 @@ class TestChat:
         code, out, err = run("chat", stdin=stdin, tty=True)
         assert code == EXIT_OK
         assert "rag> " in err and "Commands:" in err
-        assert out.startswith("persistence.leads · 1 match")
+        assert out.startswith("memory: persistence.leads · 1 match")
         assert "rag>" not in out
 
     def test_end_of_input(self) -> None:

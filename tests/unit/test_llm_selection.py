@@ -91,6 +91,25 @@ class TestResolveLLM:
         assert warnings[0]["log_level"] == "warning"
         assert "OPENAI_API_KEY" in warnings[0]["hint"]
 
+    @pytest.mark.parametrize(
+        ("llm", "settings"),
+        [
+            (False, RAGSettings(openai_api_key="sk-test")),
+            (None, RAGSettings(llm=False, openai_api_key="sk-test")),
+            (None, RAGSettings.from_env({"RAG_LLM": "off"})),
+        ],
+    )
+    def test_off_on_purpose_is_silent(self, llm: bool | None, settings: RAGSettings) -> None:
+        """llm=False or RAG_LLM=off: None even with a key, and no warning."""
+        with capture_logs() as logs:
+            assert resolve_llm(llm, settings) is None  # type: ignore[arg-type]
+        assert [e for e in logs if e["event"] == "rag.llm.disabled"] == []
+
+    def test_injected_model_wins_over_rag_llm_off(self) -> None:
+        """An explicit model is used even with RAG_LLM=off: arguments win over settings."""
+        model = ScriptedChatModel(script=[])
+        assert resolve_llm(model, RAGSettings(llm=False)) is model
+
     def test_missing_extra_gives_an_install_hint(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A key without langchain-openai installed names the extra to install."""
         monkeypatch.setitem(sys.modules, "langchain_openai", None)

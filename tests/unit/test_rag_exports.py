@@ -6,6 +6,8 @@ import ast
 import inspect
 from pathlib import Path
 
+import pytest
+
 import rag_agent
 
 
@@ -27,6 +29,8 @@ class TestExports:
         """Every name in __all__ exists, and every public non-module attribute is in __all__."""
         import types
 
+        for name in rag_agent.__all__:
+            getattr(rag_agent, name)  # loaded on first use: afterwards an ordinary attribute
         public = {
             name
             for name, value in vars(rag_agent).items()
@@ -40,6 +44,38 @@ class TestExports:
             value = getattr(rag_agent, name)
             if isinstance(value, type) or inspect.isfunction(value):
                 assert value.__doc__, name
+
+
+class TestLazyExports:
+    """The package's names are loaded on first use, and are the objects their modules define."""
+
+    def test_import_loads_no_langchain(self) -> None:
+        """A fresh `import rag_agent, rag_agent.cli` loads neither LangChain nor the settings."""
+        import subprocess
+        import sys
+
+        probe = (
+            "import sys, rag_agent, rag_agent.cli; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('langchain', 'langchain_core', 'pydantic_settings', 'persistence')))"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        )
+        assert result.stdout.strip() == "[]"
+
+    def test_names_are_the_modules_objects(self) -> None:
+        """Each exported name is the very object of the module that defines it."""
+        import importlib
+
+        for name, module in rag_agent._EXPORTS.items():
+            assert getattr(rag_agent, name) is getattr(importlib.import_module(module), name)
+        assert set(rag_agent._EXPORTS) == set(rag_agent.__all__)
+
+    def test_unknown_name(self) -> None:
+        """A name the package does not define is an AttributeError, as for any module."""
+        with pytest.raises(AttributeError, match="no_such_name"):
+            _ = rag_agent.no_such_name  # type: ignore[attr-defined]
 
 
 def _import_graph() -> dict[str, set[str]]:
