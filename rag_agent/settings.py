@@ -41,7 +41,6 @@ from persistence.settings import (
     unprefixed,
 )
 from rag_agent.cache import DEFAULT_CACHE_MAX_BYTES
-from rag_agent.fallback.scope import SCOPE_MODES
 from rag_agent.ratelimit import STORAGE_SCHEMES
 
 __all__ = ["BACKEND_KINDS", "ENV_VARIABLES", "RAGSettings"]
@@ -106,6 +105,9 @@ class RAGSettings(PersistenceSettings):
     @field_validator("fallback_scope")
     @classmethod
     def _scope_mode(cls, value: str) -> str:
+        # Imported here: the fallback package imports these settings.
+        from rag_agent.fallback.scope import SCOPE_MODES
+
         if value not in SCOPE_MODES:
             raise ValueError(f"is not a fallback scope; expected one of {', '.join(SCOPE_MODES)}")
         return value

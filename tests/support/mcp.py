@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 from mcp import ClientSession
 from mcp.types import CallToolResult, TextContent
 
+from rag_agent.untrusted import unwrap_boundary
+
 __all__ = [
     "ROOT",
     "envelope_of",
@@ -48,9 +50,12 @@ def text_of(result: CallToolResult) -> str:
 
 
 def envelope_of(result: CallToolResult) -> dict[str, Any]:
-    """The envelope of a tool result: its structured content, checked equal to its text."""
+    """The envelope of a tool result: its structured content, checked equal to its text, which
+    holds it between untrusted-data markers (row text is data for the model, never orders)."""
     assert result.structuredContent is not None
-    assert json.loads(text_of(result)) == result.structuredContent
+    text = text_of(result)
+    assert "<<untrusted-data " in text
+    assert json.loads(unwrap_boundary(text)) == result.structuredContent
     return result.structuredContent
 
 
