@@ -13,7 +13,9 @@ from persistence.backends._like import escape_like
 from persistence.backends.base import Backend
 from persistence.backends.memory import MemoryBackend, MemoryStore, default_store
 from persistence.capabilities import Capabilities
+from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.errors import (
+    AggregatesDisabledError,
     BackendError,
     BackendUnavailableError,
     ColumnNotAllowedError,
@@ -38,6 +40,10 @@ from persistence.settings import PersistenceSettings
 from persistence.types import ColumnKind, ColumnType, column_type
 
 __all__ = [
+    "AggregateResult",
+    "AggregatesDisabledError",
+    "Group",
+    "Metric",
     "BUSINESS_TABLES",
     "GOVERNANCE_TABLES",
     "AccessPolicy",
