@@ -9,11 +9,11 @@ Supabase backends. Knows nothing about LLMs.
 
 from persistence._closing import Closing
 from persistence._logs import get_logger
+from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.backends._like import escape_like
 from persistence.backends.base import Backend
 from persistence.backends.memory import MemoryBackend, MemoryStore, default_store
 from persistence.capabilities import Capabilities
-from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.errors import (
     AggregatesDisabledError,
     BackendError,
@@ -40,13 +40,11 @@ from persistence.settings import PersistenceSettings
 from persistence.types import ColumnKind, ColumnType, column_type
 
 __all__ = [
-    "AggregateResult",
-    "AggregatesDisabledError",
-    "Group",
-    "Metric",
     "BUSINESS_TABLES",
     "GOVERNANCE_TABLES",
     "AccessPolicy",
+    "AggregateResult",
+    "AggregatesDisabledError",
     "Backend",
     "BackendError",
     "BackendUnavailableError",
@@ -57,9 +55,11 @@ __all__ = [
     "ColumnType",
     "ConfigurationError",
     "Filter",
+    "Group",
     "InvalidQueryError",
     "MemoryBackend",
     "MemoryStore",
+    "Metric",
     "Op",
     "Order",
     "Page",

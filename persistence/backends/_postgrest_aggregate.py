@@ -17,17 +17,25 @@ from __future__ import annotations
 
 import decimal
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
 
 from persistence._coerce import coerce_value
 from persistence._column_kinds import ColumnKind, ColumnType
-from persistence.aggregate import Metric
+from persistence.aggregate import AggregateResult, Group, Metric
+from persistence.backends._postgrest_client import PostgrestClient
 from persistence.errors import BackendError
 
-__all__ = ["AGGREGATE_FUNCTIONS", "aggregate_params", "aggregate_rows_from"]
+__all__ = [
+    "AGGREGATE_FUNCTIONS",
+    "aggregate_params",
+    "aggregate_rows_from",
+    "fetch_aggregate",
+    "typed_rows",
+    "typed_value",
+]
 
 #: What PostgREST computes: its ``avg()``, ``count()``, ``max()``, ``min()``, ``sum()``.
 AGGREGATE_FUNCTIONS = frozenset({"count", "sum", "avg", "min", "max"})
@@ -82,6 +90,11 @@ def typed_value(value: Any, ctype: ColumnType | None, table: str, column: str) -
     return coerce_value(value, ctype, table=table, column=column)
 
 
+def typed_rows(rows: Sequence[Row], types: Mapping[str, ColumnType], table: str) -> list[Row]:
+    """``rows`` as JSON gave them, each value read as its column's type."""
+    return [{c: typed_value(v, types.get(c), table, c) for c, v in row.items()} for row in rows]
+
+
 def _metric_value(metric: Metric, value: Any, ctype: ColumnType | None, table: str) -> Any:
     """``value`` as the type PostgreSQL's aggregate returns (see :mod:`persistence.aggregate`)."""
     if value is None or metric.column is None or metric.function == "count":
@@ -121,3 +134,36 @@ def aggregate_rows_from(
         matched += int(row.get(MATCHED) or 0)
         groups.append((keys, values))
     return groups, matched
+
+
+def fetch_aggregate(
+    client: PostgrestClient,
+    table: str,
+    filters: Params,
+    shape: tuple[tuple[str, ...], tuple[Metric, ...], int],
+    types: Mapping[str, ColumnType],
+    page_size: int,
+    total: Callable[[], int],
+) -> AggregateResult:
+    """One aggregate request for ``shape`` (group-by columns, metrics, cap), and ``total()``
+    for the rows matched when the groups returned do not count them all (capped)."""
+    group_by, metrics, limit = shape
+    measured = [m.column for m in metrics if m.column is not None]
+    response = client.request(
+        "GET",
+        table,
+        "aggregate",
+        aggregate_params(filters, group_by, metrics, limit),
+        columns=[*group_by, *measured, *(key for key, _ in filters)],
+    )
+    found, matched = aggregate_rows_from(response, table, group_by, metrics, types)
+    # A server row cap (db-max-rows) at or below the limit hides whether more groups exist.
+    capped = len(found) > limit or len(found) == page_size <= limit
+    return AggregateResult(
+        group_by=group_by,
+        metrics=metrics,
+        groups=tuple(Group(keys, values) for keys, values in found[:limit]),
+        capped=capped,
+        matched=total() if capped else matched,
+        total_groups=None if capped else len(found),
+    )

@@ -53,14 +53,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         'the Supabase backend needs the supabase package: pip install "readonly-rag[supabase]"'
     ) from exc
 
-from persistence.aggregate import AggregateResult, Group, Metric
+from persistence.aggregate import AggregateResult, Metric
 from persistence.backends._aggregate_rows import aggregate_rows
 from persistence.backends._like import text_predicate
 from persistence.backends._postgrest_aggregate import (
     AGGREGATE_FUNCTIONS,
-    aggregate_params,
-    aggregate_rows_from,
-    typed_value,
+    fetch_aggregate,
+    typed_rows,
 )
 from persistence.backends._postgrest_client import PostgrestClient, json_body, json_rows
 from persistence.backends._postgrest_client import default_http_client as _default_http_client
@@ -226,40 +225,18 @@ class SupabaseBackend:
     def aggregate(
         self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
     ) -> AggregateResult:
-        """One request with PostgREST's aggregate functions (see
-        :mod:`persistence.backends._postgrest_aggregate`), plus a count when capped. A filter
-        PostgREST cannot apply exactly (a literal ``*``) is checked here, as :meth:`count`
-        does: over the rows the wider server filter returns."""
-        table = query.table
-        types = self.column_types(table) or {}
+        """PostgREST's aggregate functions (:mod:`~persistence.backends._postgrest_aggregate`);
+        with a literal ``*`` filter, over the exactly checked rows, as :meth:`count` does."""
+        table, types = query.table, self.column_types(query.table) or {}
         checks = [f for f in query.filters if needs_client_check(f)]
         base = self._filter_params(table, query.filters, "aggregate")
-        measured = [m.column for m in metrics if m.column is not None]
         if checks:
-            wanted = list(dict.fromkeys([*group_by, *measured])) or ["id"]
+            wanted = [*group_by, *(m.column for m in metrics if m.column)] or ["id"]
             rows = self._checked_rows(table, base, checks, "aggregate", wanted)
-            typed = [{c: typed_value(v, types.get(c), table, c) for c, v in r.items()} for r in rows]
-            return aggregate_rows(typed, group_by, metrics, types, limit)
-        response = self._client.request(
-            "GET",
-            table,
-            "aggregate",
-            aggregate_params(base, group_by, metrics, limit),
-            columns=[*group_by, *measured, *(f.column for f in query.filters)],
-        )
-        found, matched = aggregate_rows_from(response, table, group_by, metrics, types)
-        # A server row cap (db-max-rows) below limit + 1 hides whether more groups exist.
-        capped = len(found) > limit or len(found) == self._page_size <= limit
-        if capped:
-            matched = self._total(table, base, "aggregate")
-        return AggregateResult(
-            group_by=group_by,
-            metrics=metrics,
-            groups=tuple(Group(keys, values) for keys, values in found[:limit]),
-            capped=capped,
-            matched=matched,
-            total_groups=None if capped else len(found),
-        )
+            return aggregate_rows(typed_rows(rows, types, table), group_by, metrics, types, limit)
+        total = lambda: self._total(table, base, "aggregate")  # noqa: E731 - only when capped
+        shape = (group_by, metrics, limit)
+        return fetch_aggregate(self._client, table, base, shape, types, self._page_size, total)
 
     def columns(self, table: str) -> frozenset[str] | None:
         """The columns of ``table``'s first readable row, cached; ``None`` when none can be read.

@@ -45,9 +45,9 @@ from urllib.parse import unquote_plus
 import httpx
 
 from persistence import BackendError, InvalidQueryError, MemoryStore
-from tests.support import postgrest_aggregates
 from persistence.backends._like import fold_case, like_regex
 from persistence.types import ColumnKind, ColumnType, coerce_value
+from tests.support import postgrest_aggregates
 
 __all__ = [
     "BASE_URL",
@@ -547,9 +547,11 @@ class PostgrestEmulator:
                     raise _parse_error("ordering by an aggregate is not supported", term)
             by_key = {item.column: item.key for item in items if item.function is None}
             renamed = [{col: row[key] for col, key in by_key.items()} | row for row in rows]
-            rows = [
-                {k: r[k] for k in rows[0]} for r in self._sorted(table, renamed, order)
-            ] if rows else rows
+            rows = (
+                [{k: r[k] for k in rows[0]} for r in self._sorted(table, renamed, order)]
+                if rows
+                else rows
+            )
         offset = self._count(special, "offset") or 0
         limit = self._count(special, "limit")
         if self.max_rows is not None:

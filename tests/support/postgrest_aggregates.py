@@ -104,8 +104,7 @@ def run(
 
 def _in_group(row: Row, keys: Any) -> bool:
     return all(
-        row.get(c) == v and (type(row.get(c)) is bool) is (type(v) is bool)
-        for c, v in keys.items()
+        row.get(c) == v and (type(row.get(c)) is bool) is (type(v) is bool) for c, v in keys.items()
     )
 
 
