@@ -10,11 +10,13 @@ Supabase backends. Knows nothing about LLMs.
 from persistence._closing import Closing
 from persistence._logs import get_logger
 from persistence._secrets import RedactingFormatter, redact_secrets, redact_text, register_secret
+from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.backends._like import escape_like
 from persistence.backends.base import Backend
 from persistence.backends.memory import MemoryBackend, MemoryStore, default_store
 from persistence.capabilities import Capabilities
 from persistence.errors import (
+    AggregatesDisabledError,
     BackendError,
     BackendUnavailableError,
     ColumnNotAllowedError,
@@ -42,6 +44,8 @@ __all__ = [
     "BUSINESS_TABLES",
     "GOVERNANCE_TABLES",
     "AccessPolicy",
+    "AggregateResult",
+    "AggregatesDisabledError",
     "Backend",
     "BackendError",
     "BackendUnavailableError",
@@ -52,9 +56,11 @@ __all__ = [
     "ColumnType",
     "ConfigurationError",
     "Filter",
+    "Group",
     "InvalidQueryError",
     "MemoryBackend",
     "MemoryStore",
+    "Metric",
     "Op",
     "Order",
     "Page",

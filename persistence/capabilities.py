@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from persistence.aggregate import FUNCTIONS
 from persistence.query import Op
 
 __all__ = ["Capabilities"]
@@ -11,7 +12,9 @@ __all__ = ["Capabilities"]
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """A backend's declared abilities: the filter operators it serves.
+    """A backend's declared abilities: the filter operators and the aggregate metric functions
+    it serves (``aggregates``, a subset of :data:`persistence.aggregate.FUNCTIONS`; empty when the
+    backend cannot aggregate at all).
 
     The facade refuses a filter whose operator is not declared with
     ``UnsupportedOperatorError`` before the backend is asked anything. A backend serves any
@@ -23,7 +26,12 @@ class Capabilities:
     """
 
     operators: frozenset[Op] = frozenset(Op)
+    aggregates: frozenset[str] = frozenset(FUNCTIONS)
 
     def supports(self, op: Op) -> bool:
         """True when ``op`` is among the declared operators."""
         return op in self.operators
+
+    def aggregates_with(self, function: str) -> bool:
+        """True when the metric ``function`` (``"sum"``, ``"count_distinct"``...) is declared."""
+        return function in self.aggregates

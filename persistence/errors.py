@@ -8,6 +8,7 @@
      │    └── ColumnNotAllowedError       .table .column .operation
      ├── InvalidQueryError (ValueError)  .field               (a malformed Filter/Order/Query)
      ├── UnsupportedOperatorError        .operator .backend
+ │    └── AggregatesDisabledError                         (PostgREST: db-aggregates-enabled off)
      ├── BackendError                    .backend .operation  (a run-time failure of the store)
      │    ├── BackendUnavailableError                         (refused, lost, pool exhausted)
      │    └── QueryTimeoutError                               (statement timeout)
@@ -21,6 +22,7 @@ backend's boundary, with ``raise ... from exc`` so the driver's error stays on `
 from __future__ import annotations
 
 __all__ = [
+    "AggregatesDisabledError",
     "BackendError",
     "BackendUnavailableError",
     "ColumnNotAllowedError",
@@ -81,6 +83,15 @@ class UnsupportedOperatorError(PersistenceError):
         super().__init__(message)
         self.operator = operator
         self.backend = backend
+
+
+class AggregatesDisabledError(UnsupportedOperatorError):
+    """The server refuses aggregate functions: PostgREST's ``db-aggregates-enabled`` setting
+    (``pgrst.db_aggregates_enabled``) is off, as it is by default. The message says how to turn
+    it on; nothing is computed by reading rows instead."""
+
+    #: The PostgREST setting that enables aggregates.
+    setting = "db-aggregates-enabled"
 
 
 class BackendError(PersistenceError):

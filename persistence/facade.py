@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from persistence._closing import Closing
 from persistence._read_only import refuse_write
 from persistence._versions import process_versions
+from persistence.aggregate import AggregateResult, Metric, check_aggregate, check_kinds
 from persistence.backends.base import Backend
 from persistence.capabilities import Capabilities
 from persistence.errors import (
@@ -164,6 +165,45 @@ class _Reader(Closing):
         table = self.__policy.check_read(table, "count")
         query, _ = self._checked(Query(table, filters=_filters(filters)), "count")
         return self.__backend.count(table, query.filters)
+
+    def aggregate(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        group_by: Iterable[str] = (),
+        metrics: Iterable[Metric | str] = ("count",),
+        limit: int | None = None,
+    ) -> AggregateResult:
+        """``metrics`` per group of the rows of ``table`` matching all ``filters``.
+
+        Metrics are ``"count"`` or ``"<function>:<column>"`` (``count_distinct``, ``sum``,
+        ``avg``, ``min``, ``max``) or :class:`~persistence.aggregate.Metric` objects; at most
+        three ``group_by`` columns; groups in key order, at most ``limit`` of them (100 by
+        default, at most 1000), ``capped`` when more existed. Grouped and aggregated columns
+        pass the same policy and catalog checks as read columns, filters the same checks and
+        coercion as :meth:`read`; a metric the column's type cannot take (``sum`` of text) is an
+        ``InvalidQueryError``, one the backend does not serve an ``UnsupportedOperatorError``.
+        Result types and NULL handling: :mod:`persistence.aggregate`.
+
+        >>> facade.aggregate("leads", group_by=["status"], metrics=["count", "avg:score"])
+        """
+        table = self.__policy.check_read(table, "aggregate")
+        names, parsed, cap = check_aggregate(group_by, metrics, limit)
+        measured = [m.column for m in parsed if m.column is not None]
+        columns = tuple(dict.fromkeys((*names, *measured)))
+        query = Query(table, filters=_filters(filters), columns=columns or None)
+        query, _ = self._checked(query, "aggregate")
+        check_kinds(table, names, parsed, self._known(table)[1])
+        capabilities = self.__backend.capabilities
+        for metric in parsed:
+            if not capabilities.aggregates_with(metric.function):
+                raise UnsupportedOperatorError(
+                    f"backend {self.__backend.name!r} cannot compute {metric.function!r}",
+                    operator=metric.function,
+                    backend=self.__backend.name,
+                )
+        return self.__backend.aggregate(replace(query, columns=None), names, parsed, cap)
 
     def _policy_columns(self, table: str, known: frozenset[str] | None) -> tuple[str, ...] | None:
         """The columns a read naming none may return: ``None`` (all) unless the policy restricts.

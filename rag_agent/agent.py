@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, Unpack, overload
 
-from persistence import Closing, Filter, Order, ReadOnlyPersistenceFacade, get_logger
+from persistence import Closing, Filter, Metric, Order, ReadOnlyPersistenceFacade, get_logger
 from rag_agent.assemble import utc_now
 from rag_agent.cache import QueryCache
 from rag_agent.conditions import legacy_conditions
@@ -267,6 +267,58 @@ class RAGAgent(Closing):
             lambda log: self._pipeline.read(
                 log, table, filters, columns, order, (limit, offset, include_raw), count_only
             ),
+        )
+
+    @overload
+    def aggregate(
+        self,
+        table: str,
+        filters: Iterable[Filter] = ...,
+        *,
+        group_by: Sequence[str] = ...,
+        metrics: Sequence[Metric | str] = ...,
+        limit: int | None = ...,
+        return_json: Literal[False] = ...,
+    ) -> Envelope: ...
+
+    @overload
+    def aggregate(
+        self,
+        table: str,
+        filters: Iterable[Filter] = ...,
+        *,
+        group_by: Sequence[str] = ...,
+        metrics: Sequence[Metric | str] = ...,
+        limit: int | None = ...,
+        return_json: Literal[True],
+    ) -> dict[str, Any]: ...
+
+    def aggregate(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        group_by: Sequence[str] = (),
+        metrics: Sequence[Metric | str] = ("count",),
+        limit: int | None = None,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """Counts and metrics per group of ``table``'s rows matching ``filters``, as an envelope
+        (the plain, structured twin of :meth:`read`; no text, no LLM).
+
+        ``metrics`` are ``"count"`` or ``"<function>:<column>"`` (``count_distinct``, ``sum``,
+        ``avg``, ``min``, ``max``); at most three ``group_by`` columns; at most ``limit`` groups
+        (100 by default, at most 1000). The envelope has no records: ``total_count`` is the rows
+        matched and ``metadata.aggregates`` the groups (``{group_by, metrics, groups: [{keys,
+        values}], capped, total_groups}``), exact numbers as decimal strings. Cached like reads.
+        Never raises::
+
+            rag.aggregate("leads", [Filter("client_id", Op.EQ, 7)], group_by=["campaign_id"])
+        """
+        return self._answer(
+            table,
+            return_json,
+            lambda log: self._pipeline.aggregate(log, table, filters, group_by, metrics, limit),
         )
 
     def error_envelope(self, table: object, error: BaseException | str) -> Envelope:

@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from persistence import Filter, InvalidQueryError, is_identifier, redact_text
+from persistence import AggregateResult, Filter, InvalidQueryError, is_identifier, redact_text
 from rag_agent.envelope import (
+    AggregateGroup,
+    Aggregates,
     AppliedFilter,
     Envelope,
     ErrorInfo,
@@ -29,6 +31,7 @@ from rag_agent.envelope import (
     Record,
     ReformulationAttempt,
     build_records,
+    canonical_value,
 )
 from rag_agent.hooks import FallbackRead, FallbackResult
 from rag_agent.summary import summarize_if_truncated
@@ -37,6 +40,7 @@ __all__ = [
     "MAX_ERROR_MESSAGE",
     "Outcome",
     "PageResult",
+    "aggregates_info",
     "assemble",
     "error_envelope",
     "error_info",
@@ -175,6 +179,23 @@ def fallback_page(
     )
 
 
+def aggregates_info(result: AggregateResult) -> Aggregates:
+    """``result`` as the envelope's ``metadata.aggregates``, values in canonical JSON form."""
+    return Aggregates(
+        group_by=list(result.group_by),
+        metrics=[str(m) for m in result.metrics],
+        groups=[
+            AggregateGroup(
+                keys={k: canonical_value(v) for k, v in group.keys.items()},
+                values={k: canonical_value(v) for k, v in group.metrics.items()},
+            )
+            for group in result.groups
+        ],
+        capped=result.capped,
+        total_groups=result.total_groups,
+    )
+
+
 Fallback = Literal["agent", "reformulation", "suppressed", "disabled"]
 
 
@@ -197,6 +218,14 @@ class Outcome:
     ignored: list[IgnoredPart] = field(default_factory=list)
     count_only: bool = False
     fallback_reads: list[FallbackReadInfo] = field(default_factory=list)
+    aggregates: Aggregates | None = None
+
+    def take_aggregate(self, result: AggregateResult, retrieved_at: dt.datetime) -> None:
+        """Use an aggregate's answer: no records, the rows matched, the groups."""
+        self.records, self.summary = [], None
+        self.total_count = result.matched
+        self.retrieved_at = retrieved_at
+        self.aggregates = aggregates_info(result)
 
     def take(self, page: PageResult, *, shared: bool) -> None:
         """Use ``page``'s records; copies of what a caller could change if ``shared``.
@@ -217,6 +246,7 @@ class Outcome:
         """Record the error that ended the run: no records."""
         self.error = error_info(exc)
         self.records, self.total_count, self.summary = [], 0, None
+        self.aggregates = None
 
 
 def assemble(
@@ -232,7 +262,8 @@ def assemble(
     set when the window is known and no error ended the run.
     """
     paging: dict[str, Any] = {}
-    if limit is not None and outcome.error is None and not outcome.count_only:
+    counted = outcome.count_only or outcome.aggregates is not None
+    if limit is not None and outcome.error is None and not counted:
         end = (offset or 0) + len(outcome.records)
         more = end < outcome.total_count
         paging = {"has_more": more, "next_offset": end if more else None}
@@ -247,6 +278,7 @@ def assemble(
         "reformulation_attempts": outcome.attempts or None,
         "fallback_dropped_ids": outcome.dropped_ids,
         "fallback_reads": outcome.fallback_reads or None,
+        "aggregates": outcome.aggregates,
         "summary": outcome.summary,
         **paging,
     }

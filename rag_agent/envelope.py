@@ -39,6 +39,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "AggregateGroup",
+    "Aggregates",
     "AppliedFilter",
     "Envelope",
     "ErrorInfo",
@@ -140,6 +142,29 @@ class IgnoredPart(_Frozen):
 
     text: str = Field(description="The words (or condition) not applied.")
     reason: str = Field(description="Why it was not applied.")
+
+
+class AggregateGroup(_Frozen):
+    """One group of an aggregate: its key values and its metric values, in canonical JSON form
+    (``Decimal``/UUID as ``str``, dates and times ISO 8601)."""
+
+    keys: dict[str, Any] = Field(description="The group-by columns' values ({} when ungrouped).")
+    values: dict[str, Any] = Field(
+        description="Each metric's value by its name ('count', 'sum:score', ...); exact numbers "
+        "(numeric/bigint sums, averages) as decimal strings."
+    )
+
+
+class Aggregates(_Frozen):
+    """What an aggregate run computed: the grouping, the metrics, the groups in key order."""
+
+    group_by: list[str] = Field(description="The columns grouped by (empty: one group).")
+    metrics: list[str] = Field(description="The metrics: 'count' or '<function>:<column>'.")
+    groups: list[AggregateGroup]
+    capped: bool = Field(description="True when more groups existed than were returned.")
+    total_groups: int | None = Field(
+        default=None, ge=0, description="How many groups there were in all, when known."
+    )
 
 
 class FallbackReadInfo(_Frozen):
@@ -246,6 +271,10 @@ class Metadata(_Frozen):
     )
     fallback_reads: list[FallbackReadInfo] | None = Field(
         default=None, description="The reads the agent fallback made, in order."
+    )
+    aggregates: Aggregates | None = Field(
+        default=None,
+        description="Counts and metrics per group, for an aggregate run (records are then empty).",
     )
 
 

@@ -27,6 +27,7 @@ from persistence import (
     Query,
     ReadOnlyPersistenceFacade,
 )
+from rag_agent.aggregating import DEFAULT_METRICS, aggregate_into
 from rag_agent.assemble import (
     MAX_ERROR_MESSAGE,
     Outcome,
@@ -192,12 +193,16 @@ class Pipeline:
                 sources=sorted({c.source for c in applied}),
                 ignored=len(outcome.ignored),
             )
-            if applied and request.count_only:
+            if request.group_by:  # numbers per group, never rows: no filter is needed
+                self._applied(outcome, applied)
+                self._aggregate(log, outcome, checked_table, applied, request.group_by)
+            elif applied and request.count_only:
                 self._applied(outcome, applied)
                 self._count(log, outcome, checked_table, applied)
             elif applied:
                 self._retrieve(log, outcome, checked_table, applied, window, include_raw)
-            counted = bool(applied) and request.count_only  # zero is a count's answer
+            # zero is a count's answer
+            counted = (bool(applied) and request.count_only) or bool(request.group_by)
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
                 self._fall_back(log, outcome, text, checked_table, applied, window, include_raw)
         except Exception as exc:
@@ -269,6 +274,52 @@ class Pipeline:
             self.log_error(log, "rag.error", exc, step="query", table=checked_table)
             outcome.fail(exc)
         return self._done(log, "rag.read", outcome, checked_table, window)
+
+    def aggregate(
+        self,
+        log: Any,
+        table: str,
+        filters: Iterable[Filter],
+        group_by: object,
+        metrics: object,
+        limit: object,
+    ) -> Envelope:
+        """``facade.aggregate`` as an envelope, for ``RAGAgent.aggregate``; arguments checked
+        here and by the facade."""
+        outcome = Outcome(source_of(table))
+        try:
+            checked_table = self.facade.policy.check_read(table, "aggregate")
+            given = Query(checked_table, filters=_sequence(filters, "filters")).filters
+            shown_filters(given)
+            checked = self.facade.check_filters(checked_table, given)
+            self._applied(
+                outcome, tuple(Condition(f.column, f.op, f.value, "tool") for f in checked)
+            )
+            if limit is not None and type(limit) is not int:
+                raise InvalidQueryError(f"limit must be an int, not {limit!r}", field="limit")
+            aggregate_into(
+                outcome, facade=self.facade, cache=self.cache, now=self.now, log=log,
+                table=checked_table, filters=checked, group_by=group_by, metrics=metrics,
+                limit=limit,
+            )  # fmt: skip
+        except Exception as exc:
+            self.log_error(log, "rag.error", exc, step="aggregate", table=table)
+            outcome.fail(exc)
+        return self.finish(outcome)
+
+    def _aggregate(
+        self,
+        log: Any,
+        outcome: Outcome,
+        table: str,
+        conditions: tuple[Condition, ...],
+        group_by: tuple[str, ...],
+    ) -> None:
+        filters = tuple(c.to_filter() for c in conditions)
+        aggregate_into(
+            outcome, facade=self.facade, cache=self.cache, now=self.now, log=log, table=table,
+            filters=filters, group_by=group_by, metrics=DEFAULT_METRICS,
+        )  # fmt: skip
 
     def _page(self, page: _Page) -> tuple[_Window, bool]:
         # The checks run and read share: the page window (defaulted and clamped here alone) and

@@ -139,6 +139,8 @@ class Understanding:
     ``table`` is the table the text names (``"campaigns of client 7"`` → ``"campaigns"``), or
     ``None`` when it names none. ``weak`` is true when the rules matched only on weak evidence (a
     lone capitalised word taken for a company, say): with an LLM configured, the LLM then decides.
+    ``group_by`` names the columns a count per group is asked by ("leads by status" →
+    ``("status",)``); empty when the text asks for rows or one count.
     """
 
     table: str | None = None
@@ -146,6 +148,7 @@ class Understanding:
     count_only: bool = False
     ignored: tuple[Ignored, ...] = ()
     weak: bool = False
+    group_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

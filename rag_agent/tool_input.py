@@ -25,6 +25,8 @@ from rag_agent.specs import Condition, FilterSpec, OrderSpec
 __all__ = [
     "MAX_DEPTH",
     "MAX_INPUT_CHARS",
+    "AggregateTableInput",
+    "CountRowsInput",
     "DeliverDataInput",
     "QueryLeadsInput",
     "QueryTableInput",
@@ -261,11 +263,53 @@ class QueryTableInput(_Args):
 
     def filter_specs(self) -> list[FilterSpec]:
         """The filters and ranges as specs: a ``{column: value}`` mapping means ``eq``."""
-        if isinstance(self.filters, dict):
-            specs = [FilterSpec(column=c, op="eq", value=v) for c, v in self.filters.items()]
-        else:
-            specs = list(self.filters or [])
-        return specs + [spec for bounds in self.ranges or () for spec in bounds.specs()]
+        return _filter_specs(self.filters, self.ranges)
+
+
+def _filter_specs(
+    filters: list[FilterSpec] | dict[str, _Scalar] | None, ranges: list[RangeSpec] | None
+) -> list[FilterSpec]:
+    if isinstance(filters, dict):
+        specs = [FilterSpec(column=c, op="eq", value=v) for c, v in filters.items()]
+    else:
+        specs = list(filters or [])
+    return specs + [spec for bounds in ranges or () for spec in bounds.specs()]
+
+
+class CountRowsInput(_Args):
+    """Count the rows of an allow-listed table matching structured filters (no filter: all)."""
+
+    table: str = Field(description="An allow-listed table, e.g. 'leads' or 'campaigns'.")
+    filters: list[FilterSpec] | dict[str, _Scalar] | None = Field(
+        default=None,
+        description="A list of {column, op, value} (ANDed) or a {column: value} mapping (eq).",
+    )
+    ranges: list[RangeSpec] | None = Field(
+        default=None,
+        description="Ranges, e.g. {column: created_at, gte: '2025-03-01', lt: '2025-04-01'}.",
+    )
+
+    def filter_specs(self) -> list[FilterSpec]:
+        """The filters and ranges as specs: a ``{column: value}`` mapping means ``eq``."""
+        return _filter_specs(self.filters, self.ranges)
+
+
+class AggregateTableInput(CountRowsInput):
+    """Counts and metrics per group of an allow-listed table's matching rows."""
+
+    group_by: list[str] = Field(
+        default_factory=list, max_length=3, description="Up to 3 columns to group by."
+    )
+    metrics: list[str] = Field(
+        default_factory=lambda: ["count"],
+        min_length=1,
+        max_length=8,
+        description="'count' (rows), or '<function>:<column>' with function count_distinct, "
+        "sum, avg (numeric columns), min or max (numbers, text, dates), e.g. 'avg:score'.",
+    )
+    limit: int | None = Field(
+        default=None, ge=1, le=1000, description="At most this many groups (default 100)."
+    )
 
 
 class RAGAgentInput(_Args):

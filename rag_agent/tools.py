@@ -1,5 +1,5 @@
 """LangChain tools over a ``RAGAgent``: ``query_leads``, ``query_table``, ``rag_agent``,
-``deliver_data``.
+``deliver_data``, ``count_rows``, ``aggregate_table``.
 
 ::
 
@@ -21,8 +21,9 @@ gracefully (see :func:`~rag_agent.tool_input.coerce_tool_input`) and anything ma
 or failing becomes an envelope whose ``metadata.error`` says why. Every envelope comes from the
 agent (:meth:`RAGAgent.run`, :meth:`RAGAgent.read`, :meth:`RAGAgent.error_envelope`): the tools
 never build one themselves. ``deliver_data`` is disabled: it always answers
-``{"status": "DISABLED"}``. :func:`openai_tool_schemas` gives the four tools as OpenAI
-function-calling schemas.
+``{"status": "DISABLED"}``. ``count_rows`` and ``aggregate_table`` answer with numbers, never
+rows (:meth:`RAGAgent.aggregate`: ``records`` empty, ``metadata.aggregates``).
+:func:`openai_tool_schemas` gives the tools as OpenAI function-calling schemas.
 
 The tools only ever read through the agent's :class:`~persistence.ReadOnlyPersistenceFacade`;
 values become bound ``eq``/``icontains``/comparison values, never a pattern or SQL (``ilike`` is
@@ -47,6 +48,8 @@ from rag_agent.envelope import Envelope
 from rag_agent.specs import LLM_OPERATORS, Condition, FilterSpec, to_filters
 from rag_agent.tool_input import (
     MAX_DEPTH,
+    AggregateTableInput,
+    CountRowsInput,
     DeliverDataInput,
     QueryLeadsInput,
     QueryTableInput,
@@ -62,6 +65,8 @@ from rag_agent.tool_input import (
 from rag_agent.untrusted import UNTRUSTED_DATA_NOTE, boundary_block
 
 __all__ = [
+    "AggregateTableTool",
+    "CountRowsTool",
     "DeliverDataTool",
     "QueryLeadsTool",
     "QueryTableTool",
@@ -273,6 +278,50 @@ class DeliverDataTool(_BoundedInput):
         return {"status": "DISABLED"}
 
 
+class CountRowsTool(_EnvelopeTool):
+    """How many rows of an allow-listed table match structured filters."""
+
+    name: str = "count_rows"
+    description: str = _prose(
+        f"""Count the rows of an allow-listed table that match structured filters (a list of
+        {{column, op, value}} with op one of {", ".join(LLM_OPERATORS)}, a {{column: value}}
+        mapping, and ranges), without reading them; no filter counts every row. Returns a JSON
+        envelope whose metadata.total_count is the count (records are empty)."""
+    )
+    args_schema: type[BaseModel] = CountRowsInput
+    table_label: str | None = None
+
+    def _answer(self, args: CountRowsInput) -> Envelope:
+        filters = to_filters(args.filter_specs())
+        return self._agent.aggregate(args.table, filters, metrics=["count"])
+
+
+class AggregateTableTool(_EnvelopeTool):
+    """Counts and metrics per group of an allow-listed table."""
+
+    name: str = "aggregate_table"
+    description: str = _prose(
+        """Aggregate an allow-listed table instead of reading its rows: group_by up to 3
+        columns, metrics 'count', 'count_distinct:<col>', 'sum:<col>', 'avg:<col>',
+        'min:<col>', 'max:<col>', over rows matching structured filters (as count_rows).
+        Answers 'how many ... by status/per campaign'. Returns a JSON envelope: records empty,
+        metadata.total_count (rows matched) and metadata.aggregates {group_by, metrics,
+        groups: [{keys, values}], capped} with groups in key order; exact numbers are
+        decimal strings."""
+    )
+    args_schema: type[BaseModel] = AggregateTableInput
+    table_label: str | None = None
+
+    def _answer(self, args: AggregateTableInput) -> Envelope:
+        return self._agent.aggregate(
+            args.table,
+            to_filters(args.filter_specs()),
+            group_by=args.group_by,
+            metrics=args.metrics,
+            limit=args.limit,
+        )
+
+
 def _table_of(metadata: Mapping[str, Any]) -> str | None:
     source = metadata.get("source")
     if isinstance(source, str) and source.startswith("persistence."):
@@ -297,7 +346,8 @@ def _int_or_none(value: object) -> int | None:
 
 
 def build_tools(agent: RAGAgent) -> list[BaseTool]:
-    """The four tools bound to ``agent``: query_leads, query_table, rag_agent, deliver_data."""
+    """The tools bound to ``agent``: query_leads, query_table, rag_agent, deliver_data, then
+    count_rows and aggregate_table."""
     if not isinstance(agent, RAGAgent):
         raise TypeError(f"build_tools needs a RAGAgent, not {type(agent).__name__}")
     return [
@@ -305,10 +355,20 @@ def build_tools(agent: RAGAgent) -> list[BaseTool]:
         QueryTableTool(agent=agent),
         RAGAgentTool(agent=agent),
         DeliverDataTool(),
+        CountRowsTool(agent=agent),
+        AggregateTableTool(agent=agent),
     ]
 
 
 def openai_tool_schemas() -> list[dict[str, Any]]:
-    """The four tools as OpenAI function-calling schemas (``{"type": "function", ...}``)."""
-    tools: list[BaseTool] = [QueryLeadsTool(), QueryTableTool(), RAGAgentTool(), DeliverDataTool()]
+    """The tools as OpenAI function-calling schemas (``{"type": "function", ...}``), in the
+    order of :func:`build_tools`."""
+    tools: list[BaseTool] = [
+        QueryLeadsTool(),
+        QueryTableTool(),
+        RAGAgentTool(),
+        DeliverDataTool(),
+        CountRowsTool(),
+        AggregateTableTool(),
+    ]
     return [convert_to_openai_tool(tool) for tool in tools]

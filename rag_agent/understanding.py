@@ -74,6 +74,7 @@ class Request:
     conditions: tuple[Condition, ...]
     count_only: bool = False
     ignored: tuple[Ignored, ...] = ()
+    group_by: tuple[str, ...] = ()
 
 
 def explicit_conditions(filters: object) -> tuple[Condition, ...]:
@@ -108,6 +109,7 @@ def understand_request(
     when it found any condition.
     """
     found = _rules(text, table, now.astimezone(dt.UTC).date()) if text.strip() else Understanding()
+    group_by = found.group_by  # the rules' reading of "by status": the extraction has no say
     if explicit is not None:
         given = {(c.column, c.op) for c in explicit}
         kept = tuple(c for c in found.conditions if (c.column, c.op) not in given)
@@ -131,6 +133,7 @@ def understand_request(
         conditions=found.conditions,
         count_only=found.count_only if count_only is None else count_only,
         ignored=found.ignored,
+        group_by=group_by,
     )
 
 

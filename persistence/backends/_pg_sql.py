@@ -24,10 +24,12 @@ from typing import Any
 
 from psycopg import sql
 
+from persistence.aggregate import Metric
 from persistence.backends._like import escape_like
 from persistence.query import Filter, Op, Query
 
 __all__ = [
+    "build_aggregate",
     "build_count",
     "build_delete",
     "build_insert",
@@ -141,6 +143,63 @@ def build_count(table: str, schema: str, filters: Sequence[Filter]) -> sql.Compo
     return sql.SQL("SELECT count(*) FROM {}{}").format(
         sql.Identifier(schema, table), _where(filters)
     )
+
+
+_METRIC_SQL = {
+    "count_distinct": "count(DISTINCT {})",
+    "sum": "sum({})",
+    "avg": "avg({})",
+    "min": "min({})",
+    "max": "max({})",
+}
+
+
+def _key(column: str, text_columns: frozenset[str]) -> sql.Composable:
+    # Code-point order for text whatever the database's collation: the order, and the min/max,
+    # every backend gives.
+    if column in text_columns:
+        return sql.SQL('{} COLLATE "C"').format(sql.Identifier(column))
+    return sql.Identifier(column)
+
+
+def _metric(metric: Metric, text_columns: frozenset[str]) -> sql.Composable:
+    if metric.column is None:
+        return sql.SQL("count(*)")
+    inner = (
+        _key(metric.column, text_columns)
+        if metric.function in ("min", "max")
+        else sql.Identifier(metric.column)
+    )
+    return sql.SQL(_METRIC_SQL[metric.function]).format(inner)
+
+
+def build_aggregate(
+    table: str,
+    schema: str,
+    filters: Sequence[Filter],
+    group_by: Sequence[str],
+    metrics: Sequence[Metric],
+    text_columns: frozenset[str],
+) -> sql.Composed:
+    """One ``GROUP BY`` statement: rows ``(*keys, *metrics, total_groups, matched)`` in key
+    order (ascending, NULL last, text in code-point order), ``LIMIT %s``.
+
+    The two window functions run over the grouped rows before the limit: the number of groups
+    and the number of rows matched (the sum of the groups' ``count(*)``). Values:
+    :func:`filter_params`, then the limit.
+    """
+    keys = [sql.Identifier(c) for c in group_by]
+    selected = [*keys, *(_metric(m, text_columns) for m in metrics)]
+    selected += [sql.SQL("count(*) OVER ()"), sql.SQL("sum(count(*)) OVER ()")]
+    statement = sql.SQL("SELECT {} FROM {}{}").format(
+        sql.SQL(", ").join(selected), sql.Identifier(schema, table), _where(filters)
+    )
+    if group_by:
+        order = [_key(c, text_columns) for c in group_by]
+        statement += sql.SQL(" GROUP BY {} ORDER BY {}").format(
+            sql.SQL(", ").join(keys), sql.SQL(", ").join(order)
+        )
+    return statement + sql.SQL(" LIMIT %s")
 
 
 def _insert_body(table: str, schema: str, row: Mapping[str, Any]) -> sql.Composed:

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from persistence.errors import (
+    AggregatesDisabledError,
     BackendError,
     BackendUnavailableError,
     ColumnNotAllowedError,
@@ -107,6 +108,14 @@ def error_from_response(
         f" ({body.details})" if body.details else ""
     )
     prefix = f"Supabase API refused {operation} on {table!r} (HTTP {status}, {described})"
+    if code == "PGRST123":
+        return AggregatesDisabledError(
+            f"{prefix}; the server has aggregate functions disabled: enable PostgREST's "
+            "db-aggregates-enabled setting (on Supabase: ALTER ROLE authenticator SET "
+            "pgrst.db_aggregates_enabled = 'true'; NOTIFY pgrst, 'reload config';)",
+            operator="aggregate",
+            backend=BACKEND,
+        )
     if code in _UNKNOWN_COLUMN:
         column = _column_named(f"{body.message} {body.details}", columns)
         return ColumnNotAllowedError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from persistence.aggregate import AggregateResult, Metric
 from persistence.capabilities import Capabilities
 from persistence.query import Filter, Page, Query
 from persistence.types import ColumnType
@@ -33,6 +34,14 @@ class Backend(Protocol):
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         """How many rows of ``table`` match ``filters``."""
+        ...
+
+    def aggregate(
+        self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
+    ) -> AggregateResult:
+        """``metrics`` per group of the rows matching ``query.filters`` (see
+        :mod:`persistence.aggregate` for the order, the cap and the result types); at most
+        ``limit`` groups. Only the metric functions in ``capabilities.aggregates`` are asked."""
         ...
 
     def columns(self, table: str) -> frozenset[str] | None:

@@ -42,6 +42,8 @@ from persistence._coerce import coerce_filters, coerce_value
 from persistence._column_kinds import ColumnKind, ColumnType, column_type
 from persistence._options import check_options
 from persistence._read_only import refuse_write
+from persistence.aggregate import AggregateResult, Metric
+from persistence.backends._aggregate_rows import aggregate_rows
 from persistence.backends._like import text_predicate
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
@@ -413,6 +415,14 @@ class MemoryBackend:
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         """How many rows of ``table`` match ``filters``."""
         return len(self._matching(table, filters))
+
+    def aggregate(
+        self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
+    ) -> AggregateResult:
+        """``metrics`` per group of the matching rows (:mod:`persistence.aggregate`)."""
+        matched = self._matching(query.table, query.filters)
+        types = self._store.column_types(query.table)
+        return aggregate_rows(matched, group_by, metrics, types, limit)
 
     def _matching(self, table: str, filters: Sequence[Filter]) -> list[Row]:
         # The facade has coerced the values already (then this returns the same filters); a

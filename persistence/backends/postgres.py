@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 from persistence._closing import Closing
 from persistence._options import check_options, require_text
 from persistence._read_only import refuse_write
+from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Page, Query
@@ -231,6 +232,37 @@ class PostgresBackend(Closing):
         statement = _pg_sql.build_count(table, self._schema, filters).as_bytes(None)
         rows = self._connections.select(statement, _pg_sql.filter_params(filters), "count")
         return int(rows[0][0])
+
+    def aggregate(
+        self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
+    ) -> AggregateResult:
+        """One ``GROUP BY`` statement over the read path (``READ ONLY``, statement timeout),
+        asking for ``limit + 1`` groups to know whether more existed."""
+        measured = [m.column for m in metrics if m.column is not None]
+        referenced = {*(f.column for f in query.filters), *group_by, *measured}
+        entry, filters = self._checked_filters(query.table, query.filters, "aggregate", referenced)
+        text = frozenset(c for c, t in entry.types.items() if t.kind is ColumnKind.TEXT)
+        statement = _pg_sql.build_aggregate(
+            query.table, self._schema, filters, group_by, metrics, text
+        ).as_bytes(None)
+        params = [*_pg_sql.filter_params(filters), limit + 1]
+        rows = self._connections.select(statement, params, "aggregate")
+        width = len(group_by)
+        groups = tuple(
+            Group(
+                keys=dict(zip(group_by, row[:width], strict=True)),
+                metrics={str(m): v for m, v in zip(metrics, row[width:-2], strict=True)},
+            )
+            for row in rows[:limit]
+        )
+        return AggregateResult(
+            group_by=group_by,
+            metrics=metrics,
+            groups=groups,
+            capped=len(rows) > limit,
+            matched=int(rows[0][-1]) if rows else 0,
+            total_groups=int(rows[0][-2]) if rows else 0,
+        )
 
     # --- writes (PersistenceAgent only) ----------------------------------------------------------
 

@@ -54,7 +54,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         'the Supabase backend needs the supabase package: pip install "readonly-rag[supabase]"'
     ) from exc
 
+from persistence.aggregate import AggregateResult, Metric
+from persistence.backends._aggregate_rows import aggregate_rows
 from persistence.backends._like import text_predicate
+from persistence.backends._postgrest_aggregate import (
+    AGGREGATE_FUNCTIONS,
+    fetch_aggregate,
+    typed_rows,
+)
 from persistence.backends._postgrest_client import PostgrestClient, json_body, json_rows
 from persistence.backends._postgrest_client import default_http_client as _default_http_client
 from persistence.backends._postgrest_encoding import (
@@ -129,8 +136,9 @@ class SupabaseBackend:
     """
 
     name = "supabase"
-    #: Every operator; any page size (capped answers are refilled here, where Content-Range is).
-    capabilities = Capabilities()
+    #: Every operator; any page size (capped answers are refilled here, where Content-Range is);
+    #: PostgREST's aggregate functions (it has no ``count(DISTINCT ...)``).
+    capabilities = Capabilities(aggregates=AGGREGATE_FUNCTIONS)
 
     def __init__(
         self,
@@ -243,6 +251,22 @@ class SupabaseBackend:
         if checks:
             return len(self._checked_rows(table, base, checks, "count", ("id",)))
         return self._total(table, base, "count")
+
+    def aggregate(
+        self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
+    ) -> AggregateResult:
+        """PostgREST's aggregate functions (:mod:`~persistence.backends._postgrest_aggregate`);
+        with a literal ``*`` filter, over the exactly checked rows, as :meth:`count` does."""
+        table, types = query.table, self.column_types(query.table) or {}
+        checks = [f for f in query.filters if needs_client_check(f)]
+        base = self._filter_params(table, query.filters, "aggregate")
+        if checks:
+            wanted = [*group_by, *(m.column for m in metrics if m.column)] or ["id"]
+            rows = self._checked_rows(table, base, checks, "aggregate", wanted)
+            return aggregate_rows(typed_rows(rows, types, table), group_by, metrics, types, limit)
+        total = lambda: self._total(table, base, "aggregate")  # noqa: E731 - only when capped
+        shape = (group_by, metrics, limit)
+        return fetch_aggregate(self._client, table, base, shape, types, self._page_size, total)
 
     def columns(self, table: str) -> frozenset[str] | None:
         """The columns of ``table``'s first readable row, cached; ``None`` when none can be read.

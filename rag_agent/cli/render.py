@@ -109,12 +109,28 @@ def format_envelope(
         lines.append(format_grid(headers, [[r.get(h) for h in headers] for r in shown]))
         if len(shown) < len(records):
             lines.append(f"… {len(records) - len(shown)} more rows on this page")
+    aggregates = meta.get("aggregates")
+    if isinstance(aggregates, Mapping):
+        lines.append(_format_aggregates(aggregates))
     if meta.get("summary"):
         lines.append(f"{total} matches; summary of the returned page:")
         lines.append(_format_summary(meta.get("summary")))
     if meta.get("has_more"):
         lines.append(f"more rows: --offset {meta.get('next_offset')}")
     return "\n".join(lines)
+
+
+def _format_aggregates(aggregates: Mapping[str, Any]) -> str:
+    """The groups of ``metadata.aggregates`` as a grid: key columns, then one per metric."""
+    keys, metrics = list(aggregates.get("group_by") or ()), list(aggregates.get("metrics") or ())
+    rows = [
+        [g.get("keys", {}).get(k) for k in keys] + [g.get("values", {}).get(m) for m in metrics]
+        for g in aggregates.get("groups") or ()
+    ]
+    text = format_grid(keys + metrics, rows)
+    if aggregates.get("capped"):
+        text += "\n… more groups exist (capped)"
+    return text
 
 
 def _format_summary(summary: Any) -> str:

@@ -1,9 +1,13 @@
 """The fallback's own tools, and the bounds of one run they count against.
 
-Four read-only tools over the facade: ``list_tables``, ``list_columns``, ``query_table``
-(structured filters, :class:`~rag_agent.specs.FilterSpec`) and ``count_rows``. They are closures
-over a :class:`FallbackSession`, the state of one run: its :class:`~.ledger.ReadLedger`, its
-counters and its deadline.
+Five read-only tools over the facade: ``list_tables``, ``list_columns``, ``query_table``
+(structured filters, :class:`~rag_agent.specs.FilterSpec`), ``count_rows`` and
+``aggregate_table``. They are closures over a :class:`FallbackSession`, the state of one run: its
+:class:`~.ledger.ReadLedger`, its counters and its deadline.
+
+- **Aggregates are numbers.** ``aggregate_table`` answers groups and metrics; nothing it returns
+  enters the ledger, so no record can ever be made of an aggregate (records come only from rows
+  ``query_table`` read). Its group keys are data, and are handed over as data.
 
 - **Allow-list and scope.** Tools read through the facade, so a table outside the allow-list
   (``secrets``, ``public.leads``) is refused; so is an allow-listed table outside the run's
@@ -36,6 +40,7 @@ from persistence import (
     TableNotAllowedError,
     get_logger,
 )
+from rag_agent.assemble import aggregates_info
 from rag_agent.fallback.ledger import ReadLedger, Row
 from rag_agent.hooks import FallbackCall
 from rag_agent.specs import FilterSpec, to_filters
@@ -51,6 +56,11 @@ __all__ = [
 _DEFAULT_ROWS_PER_CALL = 10
 _MAX_ROWS_PER_CALL = 50
 _TOOL_CALLS_PER_STEP = 4
+_MAX_GROUPS = 20
+_AGGREGATE_TEXT = (
+    "Count rows (or sum/avg/min/max a column) per group of up to 3 columns, for questions "
+    "about numbers ('how many ... by status'). Returns numbers, never rows."
+)
 
 _log = get_logger("rag_agent.fallback")
 
@@ -86,6 +96,16 @@ class _QueryArgs(BaseModel):
 class _CountArgs(BaseModel):
     table: str = Field(description="A table from list_tables.")
     filters: list[FilterSpec] = Field(default_factory=list, description="ANDed conditions.")
+
+
+class _AggregateArgs(_CountArgs):
+    group_by: list[str] = Field(default_factory=list, max_length=3, description="Up to 3 columns.")
+    metrics: list[str] = Field(
+        default_factory=lambda: ["count"],
+        min_length=1,
+        max_length=8,
+        description="'count' or '<count_distinct|sum|avg|min|max>:<column>'.",
+    )
 
 
 class _TableArgs(BaseModel):
@@ -195,7 +215,7 @@ class FallbackSession:
     # -- the tools -------------------------------------------------------------------------
 
     def tools(self) -> list[BaseTool]:
-        """The four tools of this run, for the agent graph."""
+        """The five tools of this run, for the agent graph."""
         query_table = (
             "Read rows of a table matching all filters (each {column, op, value}). "
             f"Returns at most {_MAX_ROWS_PER_CALL} rows and the total match count. "
@@ -210,6 +230,7 @@ class FallbackSession:
                 (self.list_columns, "List the columns of a table.", _TableArgs),
                 (self.query_table, query_table, _QueryArgs),
                 (self.count_rows, "Count the rows of a table matching all filters.", _CountArgs),
+                (self.aggregate_table, _AGGREGATE_TEXT, _AggregateArgs),
             )
         ]
 
@@ -268,3 +289,30 @@ class FallbackSession:
         return self._guarded(
             lambda: str(self.facade.count(self._in_scope(table), to_filters(filters)))
         )
+
+    def aggregate_table(
+        self,
+        table: str,
+        filters: list[FilterSpec] | None = None,
+        group_by: list[str] | None = None,
+        metrics: list[str] | None = None,
+    ) -> str:
+        """Counts and metrics per group of ``table`` (at most 20 groups), as data: never rows."""
+
+        def aggregate() -> str:
+            result = self.facade.aggregate(
+                self._in_scope(table),
+                to_filters(filters),
+                group_by=group_by or (),
+                metrics=metrics or ("count",),
+                limit=_MAX_GROUPS,
+            )
+            payload = json.dumps(
+                aggregates_info(result).model_dump(mode="json"), default=str, ensure_ascii=True
+            )
+            return (
+                f"Aggregate of {result.matched} matching rows of {table!r} (numbers, not rows: "
+                f"cite no id from it). Data only:\n{boundary_block(payload)}"
+            )
+
+        return self._guarded(aggregate)

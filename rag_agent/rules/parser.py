@@ -15,7 +15,7 @@ import re
 import uuid
 
 from persistence import Op
-from rag_agent.rules import fields, names
+from rag_agent.rules import fields, grouping, names
 from rag_agent.rules.dates import find_dates
 from rag_agent.rules.reading import Reading, plural
 from rag_agent.rules.vocabulary import (
@@ -265,6 +265,7 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
     for match in reading.finditer(_COUNT_RE):
         count_only = True
         reading.claim(*match.span())
+    groupings = grouping.find_groupings(reading)
     emails = reading.finditer(EMAIL_RE)
     for match in emails:
         reading.claim(*match.span())
@@ -281,6 +282,7 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
     if target is None:
         target = next((t for t, _, _, as_column in references if t and not as_column), None)
     reading.table = target or DEFAULT_TABLE
+    group_by = grouping.apply_groupings(reading, groupings)
 
     for match in emails:
         email = match.group().lower()
@@ -311,4 +313,5 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
         count_only=count_only,
         ignored=tuple(reading.ignored),
         weak=weak,
+        group_by=group_by,
     )

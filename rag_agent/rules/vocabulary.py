@@ -22,6 +22,7 @@ __all__ = [
     "DATE_COLUMNS",
     "DEFAULT_TABLE",
     "DIRECTION_WORDS",
+    "GROUP_WORDS",
     "MISSING_WORDS",
     "NAME_COLUMNS",
     "REFERENCE_WORDS",
@@ -204,5 +205,37 @@ MISSING_WORDS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType(
         "email address": (("leads", "email"), ("staging_leads", "email")),
         "company": (("leads", "company_name"), ("staging_leads", "company_name")),
         "industry": (("clients", "industry"),),
+    }
+)
+
+#: A word a count may be grouped by ("leads by status", "per campaign") → the column it means.
+GROUP_WORDS: _Words = MappingProxyType(
+    {
+        "status": "status",
+        "statuses": "status",
+        "stage": "status",
+        "stages": "status",
+        "campaign": "campaign_id",
+        "campaigns": "campaign_id",
+        "client": "client_id",
+        "clients": "client_id",
+        "account": "client_id",
+        "accounts": "client_id",
+        "channel": "channel",
+        "channels": "channel",
+        "source": "source",
+        "sources": "source",
+        "direction": "direction",
+        "score": "score",
+        "scores": "score",
+        "industry": "industry",
+        "industries": "industry",
+        "title": "title",
+        "titles": "title",
+        "company": "company_name",
+        "companies": "company_name",
+        "lead": "lead_id",
+        "conversation": "conversation_id",
+        "thread": "conversation_id",
     }
 )

@@ -3,7 +3,8 @@
 Usage: ``python -m tests.benchmarks.run [--quick] [--output PATH] [--json PATH]``.
 
 Full mode: memory at 10k / 100k / 1M leads, PostgreSQL at 1M, the lookups on a uuid-keyed table
-(``pg_lookups``) at 100k (under 10 minutes on 2 cores). ``--quick``: smaller sizes and fewer
+(``pg_lookups``) at 100k, the grouped counts (``pg_aggregates``) on the PostgreSQL size (under 10
+minutes on 2 cores). ``--quick``: smaller sizes and fewer
 rounds (about a minute), for development. ``--sizes``, ``--pg-rows`` and ``--lookup-rows``
 override the sizes (``--lookup-rows 1000000`` for the large lookup table). Needs the local
 PostgreSQL (admin DSN ``RAG_TEST_POSTGRES_DSN``, a superuser, for ``CREATE EXTENSION pg_trgm``);
@@ -28,7 +29,7 @@ import psycopg
 
 from persistence import Filter, Op, create_read_only_facade
 from rag_agent import parse_filters_from_text
-from tests.benchmarks import memory_icontains, pg_lookups, pg_suite, rag_micro
+from tests.benchmarks import memory_icontains, pg_aggregates, pg_lookups, pg_suite, rag_micro
 from tests.benchmarks.common import (
     ADMIN_DSN,
     Section,
@@ -403,6 +404,14 @@ def lookups(config: Config, results: Results) -> None:
     results.figures["lookups"] = report.figures
 
 
+def aggregates(config: Config, results: Results) -> None:
+    """Grouped counts against raw GROUP BY and paging rows (``pg_aggregates``)."""
+    report = pg_aggregates.measure(config.pg_rows, quick=config.quick)
+    results.sections.append(report.section)
+    results.targets += report.targets
+    results.figures["aggregates"] = report.figures
+
+
 def _library_calls(
     clients: pg_suite.Clients, scenario: pg_suite.Scenario
 ) -> tuple[Callable[[], object], Callable[[], object]]:
@@ -498,6 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     memory_runs: list[pg_suite.Throughput] = []
     steps.append(("postgres", lambda: pg_runs.extend(postgres(config, results))))
     steps.append(("lookups", lambda: lookups(config, results)))
+    steps.append(("aggregates", lambda: aggregates(config, results)))
     steps.append(("throughput", lambda: memory_runs.extend(memory_throughput(config))))
     for name, step in steps:
         step_start = time.perf_counter()

@@ -73,6 +73,7 @@ class TestBenchReport:
             "## run() cache hit vs miss (PostgreSQL)",
             "## Round trips per call (PostgreSQL)",
             "## PostgreSQL lookups on a uuid-keyed table (2,000 leads)",
+            "## Grouped counts on PostgreSQL (2,000 leads)",
             "## Throughput with 1 / 2 / 4 / 8 threads",
             "## How it is measured",
         ):
@@ -107,10 +108,30 @@ class TestBenchReport:
             assert [r["threads"] for r in runs] == [1, 2, 4, 8]
             assert all(r["errors"] == 0 for r in runs)
 
+    def test_aggregates_answer_right_and_are_timed(
+        self, report: tuple[str, dict[str, Any]]
+    ) -> None:
+        """Every grouped-count contender gave raw SQL's groups and was timed; paging too."""
+        _, figures = report
+        aggregates = figures["figures"]["aggregates"]
+        for scenario in aggregates["scenarios"].values():
+            assert scenario["errors"] == {}
+            assert set(scenario["stats"]) == {
+                "raw psycopg, GROUP BY",
+                "facade.aggregate",
+                "RAGAgent.aggregate",
+                "aggregate_table tool",
+            }
+        assert set(aggregates["paging_s"]) == set(aggregates["scenarios"])
+
     def test_leaves_no_database_behind(self, report: tuple[str, dict[str, Any]]) -> None:
         """The scratch databases and their roles are dropped at the end of the run."""
         _, figures = report
-        for name in (figures["figures"]["database"], figures["figures"]["lookups"]["database"]):
+        for name in (
+            figures["figures"]["database"],
+            figures["figures"]["lookups"]["database"],
+            figures["figures"]["aggregates"]["database"],
+        ):
             assert name.startswith("rag_bench_")
             with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
                 left = conn.execute(

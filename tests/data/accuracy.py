@@ -1,12 +1,13 @@
 """Accuracy of ``understand`` on the labelled request set (``understanding_queries.jsonl``).
 
 Each line is ``{"text", "table", "class", "expected": {"table", "conditions", "count_only",
-"ignored", "weak"}}``: ``table`` is the table the caller gives (``null``: none), conditions are
+"ignored", "weak"[, "group_by"]}}`` (``group_by``, the columns counted by, is ``[]`` when left
+out): ``table`` is the table the caller gives (``null``: none), conditions are
 ``[column, op, value]`` with datetimes as ISO 8601 strings and ``in`` values as lists, and every
 relative date is read against :data:`NOW`. A request is an exact match when the table, the
-conditions (as a multiset), ``count_only``, ``weak`` and the ignored parts all agree; an ignored
-part matches when one text contains the other (case-insensitive), as where a span starts is a
-matter of taste, and the number of ignored parts must agree.
+conditions (as a multiset), ``count_only``, ``weak``, ``group_by`` and the ignored parts all
+agree; an ignored part matches when one text contains the other (case-insensitive), as where a
+span starts is a matter of taste, and the number of ignored parts must agree.
 
 Run ``python -m tests.data.accuracy`` to print the per-field and per-class table.
 """
@@ -53,6 +54,7 @@ def labels(found: Understanding) -> dict[str, Any]:
         "count_only": found.count_only,
         "ignored": [item.text for item in found.ignored],
         "weak": found.weak,
+        "group_by": list(found.group_by),
     }
 
 
@@ -150,6 +152,11 @@ def score(items: Iterable[Mapping[str, Any]], read: Understand | None = None) ->
             _tally(report, name, int(hit and want is not None), int(not hit and have is not None),
                    int(not hit and want is not None))  # fmt: skip
             ok = ok and hit
+        want_groups, got_groups = expected.get("group_by", []), got["group_by"]
+        hit = want_groups == got_groups
+        _tally(report, "group_by", int(hit and bool(want_groups)),
+               int(not hit and bool(got_groups)), int(not hit and bool(want_groups)))  # fmt: skip
+        ok = ok and hit
         matched = ignored_match(expected["ignored"], got["ignored"])
         _tally(report, "ignored", matched, len(got["ignored"]) - matched,
                len(expected["ignored"]) - matched)  # fmt: skip

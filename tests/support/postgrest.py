@@ -14,6 +14,9 @@ was encoded the way PostgREST reads it. Grammar rules mirrored (PostgREST's quer
 * ``is.null|not_null|true|false``; ``order=col[.asc|.desc][.nullsfirst|.nullslast],...``.
 
 ``max_rows`` emulates the server's row cap (``db-max-rows``): responses are silently truncated.
+``aggregates`` emulates ``db-aggregates-enabled`` (off by default, as on PostgREST): off, a
+``select`` with an aggregate function is refused with ``PGRST123``; on, it is served
+(:mod:`tests.support.postgrest_aggregates`).
 
 ``GET /rest/v1/`` answers the OpenAPI description PostgREST serves there, built from the store's
 typed schema (``definitions.<table>.properties.<column>.format`` in PostgREST's spelling of the
@@ -44,6 +47,7 @@ import httpx
 from persistence import BackendError, InvalidQueryError, MemoryStore
 from persistence.backends._like import compile_like, fold_case
 from persistence.types import ColumnKind, ColumnType, coerce_value
+from tests.support import postgrest_aggregates
 
 __all__ = [
     "BASE_URL",
@@ -354,9 +358,15 @@ class PostgrestEmulator:
     """
 
     def __init__(
-        self, store: MemoryStore, *, max_rows: int | None = None, describe: bool = True
+        self,
+        store: MemoryStore,
+        *,
+        max_rows: int | None = None,
+        describe: bool = True,
+        aggregates: bool = False,
     ) -> None:
         self.store = store
+        self.aggregates = aggregates
         self.max_rows = max_rows
         self.describe = describe
         self.requests: list[httpx.Request] = []
@@ -481,6 +491,8 @@ class PostgrestEmulator:
         for key in ("columns", "on_conflict"):
             if key in special:
                 raise _parse_error(f"{key} is not valid on a read")
+        if postgrest_aggregates.is_aggregate_select(special.get("select")):
+            return self._aggregate(table, special, conditions)
         columns = self._projection(table, special.get("select"))
         matched = self._sorted(table, self._matching(table, conditions), special.get("order"))
         offset = self._count(special, "offset") or 0
@@ -513,6 +525,42 @@ class PostgrestEmulator:
             status,
             headers={"Content-Range": content_range, "Content-Type": "application/json"},
             content=content,
+        )
+
+    def _aggregate(
+        self, table: str, special: dict[str, str], conditions: list[Condition]
+    ) -> httpx.Response:
+        if not self.aggregates:
+            raise EmulatorError(400, "PGRST123", "Use of aggregate functions is not allowed")
+        items = postgrest_aggregates.parse_aggregate_select(
+            special["select"], lambda item: _parse_error("failed to parse select parameter", item)
+        )
+        for item in items:
+            if item.column is not None:
+                self._column(table, item.column)
+        types = dict(self.store.column_types(table))
+        rows, grouped = postgrest_aggregates.run(self._matching(table, conditions), items, types)
+        order = special.get("order")
+        if order is not None:
+            for term in order.split(","):
+                if term.split(".")[0] not in grouped:
+                    raise _parse_error("ordering by an aggregate is not supported", term)
+            by_key = {item.column: item.key for item in items if item.function is None}
+            renamed = [{col: row[key] for col, key in by_key.items()} | row for row in rows]
+            rows = (
+                [{k: r[k] for k in rows[0]} for r in self._sorted(table, renamed, order)]
+                if rows
+                else rows
+            )
+        offset = self._count(special, "offset") or 0
+        limit = self._count(special, "limit")
+        if self.max_rows is not None:
+            limit = self.max_rows if limit is None else min(limit, self.max_rows)
+        window = rows[offset : None if limit is None else offset + limit]
+        return httpx.Response(
+            200,
+            headers={"Content-Type": "application/json"},
+            content=postgrest_aggregates.encode_json(window),
         )
 
     def _write(

@@ -61,3 +61,32 @@ def _json_line(value: object) -> str:
     out = io.StringIO()
     emit(value, True, out)  # type: ignore[arg-type]
     return out.getvalue()
+
+
+class TestAggregateRendering:
+    """An aggregate envelope shows its groups as a grid, inertly."""
+
+    def test_groups_as_a_grid(self) -> None:
+        """Keys, then one column per metric; a capped answer says more groups exist; a hostile
+        key is shown without its control characters."""
+        metadata = {
+            "source": "persistence.leads",
+            "retrieved_at": NOW.isoformat(),
+            "total_count": 3,
+            "aggregates": {
+                "group_by": ["status"],
+                "metrics": ["count", "avg:score"],
+                "groups": [
+                    {"keys": {"status": HOSTILE_TEXT}, "values": {"count": 2, "avg:score": "1.5"}},
+                    {"keys": {"status": None}, "values": {"count": 1, "avg:score": None}},
+                ],
+                "capped": True,
+            },
+        }
+        out = io.StringIO()
+        emit({"metadata": metadata, "records": []}, False, out)
+        lines = out.getvalue().splitlines()
+        assert lines[1].split() == ["status", "count", "avg:score"]
+        assert "1.5" in lines[3] and "more groups exist" in lines[-1]
+        for control in _TERMINAL_CONTROLS:
+            assert control not in out.getvalue()

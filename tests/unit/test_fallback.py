@@ -87,7 +87,7 @@ class TestHappyPath:
         assert result.stopped == "answer" and result.answer == "done"
 
     def test_model_is_offered_the_read_only_tools(self, facade: ReadOnlyPersistenceFacade) -> None:
-        """The model sees four read tools and the final-answer tool, nothing that writes."""
+        """The model sees five read tools and the final-answer tool, nothing that writes."""
         model = ScriptedChatModel(script=[final()])
         fallback(facade, model).run("anything")
         assert set(model.bound_tools[0]) == {
@@ -95,6 +95,7 @@ class TestHappyPath:
             "list_columns",
             "query_table",
             "count_rows",
+            "aggregate_table",
             "FinalAnswer",
         }
 
@@ -114,6 +115,25 @@ class TestHappyPath:
         model = ScriptedChatModel(script=[acme_query(), final((None, "1"))])
         result = fallback(facade, model).run("acme")
         assert [e.row["id"] for e in result.records] == [1]
+
+    def test_aggregate_is_reported_as_numbers_never_as_rows(
+        self, facade: ReadOnlyPersistenceFacade
+    ) -> None:
+        """aggregate_table answers groups as data, costs a tool call, and an id the model cites
+        from it (never read as a row) is dropped, not made a record."""
+        model = ScriptedChatModel(
+            script=[
+                calls(call("aggregate_table", table="leads", group_by=["company_name"])),
+                final(("leads", "1")),
+            ]
+        )
+        result = fallback(facade, model).run("how many leads per company")
+        (reply,) = replies(model.requests[1])
+        data = json.loads(reply.split("\n", 2)[2].rsplit("\n", 1)[0])
+        assert data["group_by"] == ["company_name"]
+        assert sum(g["values"]["count"] for g in data["groups"]) == len(facade.read("leads").rows)
+        assert result.tool_calls == 1 and result.rows_read == 0
+        assert result.records == () and result.dropped_ids == 1
 
     def test_list_count_and_columns_tools(self, facade: ReadOnlyPersistenceFacade) -> None:
         """list_tables, list_columns and count_rows answer from the facade."""

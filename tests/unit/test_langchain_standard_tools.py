@@ -1,4 +1,4 @@
-"""LangChain's standard tool suites (``langchain-tests``) run against all four tools."""
+"""LangChain's standard tool suites (``langchain-tests``) run against every tool."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from langchain_tests.unit_tests import ToolsUnitTests
 
 from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
 from rag_agent import RAGAgent, RAGSettings
-from rag_agent.tools import DeliverDataTool, QueryLeadsTool, QueryTableTool, RAGAgentTool
+from rag_agent.tools import (
+    AggregateTableTool,
+    CountRowsTool,
+    DeliverDataTool,
+    QueryLeadsTool,
+    QueryTableTool,
+    RAGAgentTool,
+)
 
 
 def _agent() -> RAGAgent:
@@ -98,3 +105,33 @@ class TestDeliverDataUnit(_DeliverData, ToolsUnitTests):
 
 class TestDeliverDataIntegration(_DeliverData, ToolsIntegrationTests):
     """Standard integration suite for deliver_data."""
+
+
+class _CountRows(_Suite):
+    tool_class = CountRowsTool
+    example: ClassVar[dict[str, Any]] = {"table": "leads", "filters": {"company_name": "Globex"}}
+
+
+class _AggregateTable(_Suite):
+    tool_class = AggregateTableTool
+    example: ClassVar[dict[str, Any]] = {
+        "table": "leads",
+        "group_by": ["company_name"],
+        "metrics": ["count", "max:id"],
+    }
+
+
+class TestCountRowsUnit(_CountRows, ToolsUnitTests):
+    """Standard unit suite for count_rows."""
+
+
+class TestCountRowsIntegration(_CountRows, ToolsIntegrationTests):
+    """Standard integration suite for count_rows."""
+
+
+class TestAggregateTableUnit(_AggregateTable, ToolsUnitTests):
+    """Standard unit suite for aggregate_table."""
+
+
+class TestAggregateTableIntegration(_AggregateTable, ToolsIntegrationTests):
+    """Standard integration suite for aggregate_table."""

@@ -167,7 +167,14 @@ class TestFallbackOverOpenAI:
 
         first, second = server.bodies()
         names = {tool["function"]["name"] for tool in first["tools"]}
-        assert names == {"list_tables", "list_columns", "query_table", "count_rows", "FinalAnswer"}
+        assert names == {
+            "list_tables",
+            "list_columns",
+            "query_table",
+            "count_rows",
+            "aggregate_table",
+            "FinalAnswer",
+        }
         assert first["tool_choice"] == "required"
         tool_reply = next(m for m in second["messages"] if m["role"] == "tool")
         assert tool_reply["tool_call_id"] == "call_0"

@@ -46,10 +46,17 @@ def tool_call(name: str, args: Any) -> dict[str, Any]:
 
 
 class TestBuildTools:
-    def test_four_tools_in_order(self, agent: RAGAgent) -> None:
-        """build_tools returns the four tools, data tools first."""
+    def test_tools_in_order(self, agent: RAGAgent) -> None:
+        """build_tools returns the first four tools in their old places, then the aggregates."""
         names = [tool.name for tool in build_tools(agent)]
-        assert names == ["query_leads", "query_table", "rag_agent", "deliver_data"]
+        assert names == [
+            "query_leads",
+            "query_table",
+            "rag_agent",
+            "deliver_data",
+            "count_rows",
+            "aggregate_table",
+        ]
 
     def test_needs_an_agent(self) -> None:
         """Anything but a RAGAgent is refused at build time."""
@@ -390,13 +397,15 @@ class TestDeliverData:
 
 class TestOpenAISchemas:
     def test_function_schemas(self) -> None:
-        """Four function schemas with names, descriptions and object parameters."""
+        """One function schema per tool, with names, descriptions and object parameters."""
         schemas = openai_tool_schemas()
         assert [s["function"]["name"] for s in schemas] == [
             "query_leads",
             "query_table",
             "rag_agent",
             "deliver_data",
+            "count_rows",
+            "aggregate_table",
         ]
         for schema in schemas:
             assert schema["type"] == "function"
