@@ -27,6 +27,7 @@ from typing import Any
 
 from persistence import Filter, Op
 from rag_agent import build_tools
+from rag_agent.untrusted import unwrap_boundary
 from tests.benchmarks.common import Section, Stats, Target, quiet_logging, scratch_database
 from tests.benchmarks.lookup_scenarios import Contender, WrongAnswer
 from tests.benchmarks.pg_lookups import LookupReport, Outcome, _clients, _rows, time_outcome
@@ -65,7 +66,7 @@ def _paged(clients: Clients, column: str, filters: dict[str, Any], pages: int | 
     while pages is None or page < pages:
         args = {"table": "leads", "filters": filters, "columns": [column], "limit": 500}
         envelope = query_table.invoke({**args, "offset": offset})
-        data = json.loads(envelope)
+        data = json.loads(unwrap_boundary(envelope))
         metadata = data["metadata"]
         page += 1
         for record in data["records"]:
@@ -99,7 +100,7 @@ def _contenders(
 
     def by_tool() -> dict[Any, int]:
         args = {"table": "leads", "filters": filters, "group_by": [column], "limit": 1000}
-        return _counts(json.loads(aggregate_table.invoke(args)), column)
+        return _counts(json.loads(unwrap_boundary(aggregate_table.invoke(args))), column)
 
     return {
         RAW: Contender(raw, check),

@@ -13,6 +13,7 @@ from persistence import Filter, MemoryStore, Op, create_persistence_agent, creat
 from rag_agent import FallbackRequest, FallbackResult, RAGAgent, build_tools
 from rag_agent.envelope import envelope_json_schema
 from rag_agent.filters import understand
+from rag_agent.untrusted import unwrap_boundary
 
 NOW = dt.datetime(2025, 6, 18, 12, tzinfo=dt.UTC)
 LEADS = [
@@ -166,7 +167,9 @@ class TestAggregateTools:
     def test_count_rows(self, agent: RAGAgent) -> None:
         """count_rows answers the number of matches and no record."""
         count_rows = build_tools(agent)[4]
-        envelope = json.loads(count_rows.invoke({"table": "leads", "filters": {"client_id": 7}}))
+        envelope = json.loads(
+            unwrap_boundary(count_rows.invoke({"table": "leads", "filters": {"client_id": 7}}))
+        )
         assert envelope["records"] == [] and envelope["metadata"]["total_count"] == 4
 
     def test_aggregate_table(self, agent: RAGAgent) -> None:
@@ -185,7 +188,7 @@ class TestAggregateTools:
                 "type": "tool_call",
             }
         )
-        envelope = json.loads(message.content)
+        envelope = json.loads(unwrap_boundary(message.content))
         assert envelope["metadata"]["aggregates"]["groups"] == [
             {"keys": {"status": "qualified"}, "values": {"count": 3, "sum:score": 22}}
         ]
@@ -203,5 +206,5 @@ class TestAggregateTools:
     )
     def test_malformed_input_is_an_envelope(self, agent: RAGAgent, args: Any) -> None:
         """Malformed or refused input answers an error envelope; the tool never raises."""
-        envelope = json.loads(build_tools(agent)[5].invoke(args))
+        envelope = json.loads(unwrap_boundary(build_tools(agent)[5].invoke(args)))
         assert envelope["records"] == [] and envelope["metadata"]["error"]["type"]
