@@ -28,6 +28,7 @@ from persistence.errors import (
 )
 from persistence.policy import AccessPolicy
 from persistence.query import Filter, Order, Page, Query
+from persistence.relations import Include, RelatedPlan, Relation
 from persistence.types import ColumnType, coerce_filters
 
 __all__ = ["PersistenceAgent", "ReadOnlyPersistenceFacade"]
@@ -110,12 +111,21 @@ class _Reader(Closing):
         order: Iterable[Order | str] = (),
         limit: int | None = None,
         offset: int = 0,
+        include: Iterable[str | Include] = (),
     ) -> Page:
         """One page of ``table`` matching all ``filters``, with the total number of matches.
 
         Filter values are coerced to their columns' types first (see :meth:`check_filters`).
+        ``include`` names relations (:meth:`relations`) whose rows each parent row carries under
+        the relation's name, e.g. ``("conversations", "conversations.messages")`` or
+        :class:`~persistence.relations.Include` objects with child filters and a per-parent
+        limit; bounded per parent and in total (see :mod:`persistence.relations`). The child
+        table must be allowed too, its column policy applies, and its filter values are coerced
+        like any other.
 
         >>> facade.read("leads", [Filter("company_name", Op.ICONTAINS, "acme")], limit=20)
+        >>> facade.read("leads", [Filter("id", Op.EQ, 7)], include=["conversations"]).rows[0][
+        ...     "conversations"]
         """
         table = self.__policy.check_read(table, "read")
         query = Query(
@@ -132,7 +142,99 @@ class _Reader(Closing):
             readable = self._policy_columns(table, known)
             if readable is not None:
                 query = replace(query, columns=readable)
-        return self.__backend.read(query)
+        plans = self._plans(table, include, query.columns, known)
+        if not plans:
+            return self.__backend.read(query)
+        read_related = getattr(self.__backend, "read_related", None)
+        if not callable(read_related):
+            raise UnsupportedOperatorError(
+                f"backend {self.__backend.name!r} cannot read related rows",
+                operator="include",
+                backend=self.__backend.name,
+            )
+        page: Page = read_related(query, plans)
+        return page
+
+    def relations(self, table: str) -> tuple[Relation, ...]:
+        """The relations ``include`` may follow from ``table``: the backend's (foreign keys of
+        the catalog, or declared ones) whose child table is allowed and whose join columns the
+        policies allow on both sides."""
+        table = self.__policy.check_read(table, "relations")
+        return tuple(r for r in self._relations() if r.parent_table == table and self._open(r))
+
+    def _relations(self) -> tuple[Relation, ...]:
+        own = getattr(self.__backend, "relations", None)
+        return tuple(own()) if callable(own) else ()
+
+    def _open(self, relation: Relation) -> bool:
+        policy = self.__policy
+        if relation.child_table not in policy.read_tables:
+            return False
+        parent = policy.allowed_columns(relation.parent_table)
+        child = policy.allowed_columns(relation.child_table)
+        return (parent is None or relation.parent_column in parent) and (
+            child is None or relation.child_column in child
+        )
+
+    def _plans(
+        self,
+        table: str,
+        include: Iterable[str | Include],
+        columns: Sequence[str] | None,
+        known: frozenset[str] | None,
+    ) -> tuple[RelatedPlan, ...]:
+        """``include`` checked and resolved into plans, one per relation of each level."""
+        if isinstance(include, str | Include) or not isinstance(include, Iterable):
+            raise InvalidQueryError(
+                "include must be a sequence of relation names, e.g. include=['conversations']",
+                field="include",
+            )
+        tree: dict[str, Include] = {}
+        for item in map(Include.of, include):
+            parts = item.path.split(".")
+            for depth in range(1, len(parts)):
+                tree.setdefault(".".join(parts[:depth]), Include(".".join(parts[:depth])))
+            tree[item.path] = item
+        if not tree:
+            return ()
+        shown = frozenset(columns) if columns is not None else known
+        return self._level(table, "", tree, shown)
+
+    def _level(
+        self, table: str, prefix: str, tree: Mapping[str, Include], shown: frozenset[str] | None
+    ) -> tuple[RelatedPlan, ...]:
+        by_name = {r.name: r for r in self._relations() if r.parent_table == table}
+        plans = []
+        for path, item in tree.items():
+            parent_path, _, name = path.rpartition(".")
+            if parent_path != prefix:
+                continue
+            relation = by_name.get(name)
+            if relation is None:
+                raise InvalidQueryError(
+                    f"table {table!r} has no relation {name!r} to include; it has "
+                    f"{sorted(r.name for r in self.relations(table))}",
+                    field="include",
+                )
+            if shown is None or relation.parent_column not in shown or name in shown:
+                raise InvalidQueryError(
+                    f"including {name!r} needs column {relation.parent_column!r} of {table!r} "
+                    f"among the columns read, and no column named {name!r}",
+                    field="include",
+                )
+            child = self.__policy.check_read(relation.child_table, "read")
+            probe = Query(child, filters=item.filters, columns=(relation.child_column,))
+            checked, known = self._checked(probe, "read")
+            types = self.__backend.column_types(child)
+            columns = self._policy_columns(child, known) or tuple(types or sorted(known or ()))
+            if not columns:
+                raise InvalidQueryError(
+                    f"the columns of {child!r} are unknown: its rows cannot be included",
+                    field="include",
+                )
+            children = self._level(child, path, tree, frozenset(columns))
+            plans.append(RelatedPlan(relation, columns, checked.filters, item.limit, children))
+        return tuple(plans)
 
     def data_version(self, table: str) -> int:
         """A number that changes whenever rows of ``table`` are written, for cache keys.

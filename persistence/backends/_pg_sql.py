@@ -28,6 +28,7 @@ from persistence.backends._like import escape_like
 from persistence.query import Filter, Op, Query
 
 __all__ = [
+    "build_children",
     "build_count",
     "build_delete",
     "build_insert",
@@ -134,6 +135,47 @@ def read_params(query: Query) -> list[Any]:
     """The values of :func:`build_read`'s statement: the filters twice, then limit and offset."""
     values = filter_params(query.filters)
     return [*values, *values, query.limit, query.offset]
+
+
+_RANK = sql.Identifier("related rank")
+_POSITION = sql.Identifier("related position")
+_KEY = sql.Identifier("related key")
+
+
+def build_children(
+    table: str,
+    schema: str,
+    join_column: str,
+    filters: Sequence[Filter],
+    columns: Sequence[str],
+    has_id: bool,
+) -> sql.Composed:
+    """Each parent key's first ``n`` children of ``table`` matching ``filters``, in parent order
+    then ``id`` order, at most ``m`` in all: one statement for every parent of a level.
+
+    Values: the parent keys (a list, in parent order), :func:`filter_params`, ``n``, ``m``.
+    The helper columns' names hold a space, which no column name the facade accepts does.
+    """
+    child = sql.Identifier(join_column)
+    within = sql.Identifier("id") if has_id else child
+    where = _where(filters)
+    return sql.SQL(
+        "SELECT {columns} FROM (SELECT {inner}, k.{position}, "
+        "row_number() OVER (PARTITION BY c.{child} ORDER BY c.{within}) AS {rank} "
+        "FROM {table} AS c JOIN pg_catalog.unnest(%s) WITH ORDINALITY AS k({key}, {position}) "
+        "ON c.{child} = k.{key}{where}) AS s "
+        "WHERE s.{rank} <= %s ORDER BY s.{position}, s.{rank} LIMIT %s"
+    ).format(
+        columns=sql.SQL(", ").join(sql.Identifier("s", c) for c in columns),
+        inner=sql.SQL(", ").join(sql.Identifier("c", c) for c in columns),
+        position=_POSITION,
+        child=child,
+        within=within,
+        rank=_RANK,
+        table=sql.Identifier(schema, table),
+        key=_KEY,
+        where=where,
+    )
 
 
 def build_count(table: str, schema: str, filters: Sequence[Filter]) -> sql.Composed:
