@@ -16,8 +16,10 @@ Bounds, identical on every backend (:func:`attach` applies them to what a backen
   and the page says ``related_capped``.
 
 Backends fetch one level of one relation at a time (``fetch(plan, parents, budget)``): each
-parent's first ``limit + 1`` children matching the include's filters, at most ``budget + 1`` in
-all, in parent order; one statement per level on PostgreSQL, never one per parent.
+parent's first ``limit + 1`` children matching the include's filters, in parent order; a backend
+may leave out any row past the first ``budget + 1`` except each parent's first (which is all
+:func:`attach` needs to flag the lists the total cut). One statement per level on PostgreSQL,
+never one per parent.
 """
 
 from __future__ import annotations
@@ -214,11 +216,12 @@ def attach(
     parents: list[Row],
     plans: Sequence[RelatedPlan],
     fetch: Fetch,
-    total: int = RELATED_TOTAL_LIMIT,
+    total: int | None = None,
 ) -> bool:
     """Put each parent's children under each plan's name (level by level), bounded as the
-    module docstring says; return whether the total cut any list."""
-    budget = _Budget(total)
+    module docstring says (``total``: :data:`RELATED_TOTAL_LIMIT` unless given); return
+    whether the total cut any list."""
+    budget = _Budget(RELATED_TOTAL_LIMIT if total is None else total)
     _attach(parents, plans, fetch, budget)
     return budget.capped
 

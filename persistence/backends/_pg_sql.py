@@ -140,6 +140,7 @@ def read_params(query: Query) -> list[Any]:
 _RANK = sql.Identifier("related rank")
 _POSITION = sql.Identifier("related position")
 _KEY = sql.Identifier("related key")
+_SEQUENCE = sql.Identifier("related sequence")
 
 
 def build_children(
@@ -150,31 +151,35 @@ def build_children(
     columns: Sequence[str],
     has_id: bool,
 ) -> sql.Composed:
-    """Each parent key's first ``n`` children of ``table`` matching ``filters``, in parent order
-    then ``id`` order, at most ``m`` in all: one statement for every parent of a level.
+    """The children of one level of parents, for :func:`persistence.relations.attach`: each
+    parent key's first ``n`` children of ``table`` matching ``filters`` (``id`` order), in
+    parent order; of those, the first ``m`` and each parent's first (which tells whether the
+    total cut its list). One statement for every parent of the level.
 
     Values: the parent keys (a list, in parent order), :func:`filter_params`, ``n``, ``m``.
     The helper columns' names hold a space, which no column name the facade accepts does.
     """
     child = sql.Identifier(join_column)
-    within = sql.Identifier("id") if has_id else child
-    where = _where(filters)
     return sql.SQL(
-        "SELECT {columns} FROM (SELECT {inner}, k.{position}, "
+        "SELECT {outer} FROM (SELECT {middle}, s.{rank}, "
+        "row_number() OVER (ORDER BY s.{position}, s.{rank}) AS {sequence} FROM ("
+        "SELECT {inner}, k.{position}, "
         "row_number() OVER (PARTITION BY c.{child} ORDER BY c.{within}) AS {rank} "
         "FROM {table} AS c JOIN pg_catalog.unnest(%s) WITH ORDINALITY AS k({key}, {position}) "
-        "ON c.{child} = k.{key}{where}) AS s "
-        "WHERE s.{rank} <= %s ORDER BY s.{position}, s.{rank} LIMIT %s"
+        "ON c.{child} = k.{key}{where}) AS s WHERE s.{rank} <= %s) AS t "
+        "WHERE t.{sequence} <= %s OR t.{rank} = 1 ORDER BY t.{sequence}"
     ).format(
-        columns=sql.SQL(", ").join(sql.Identifier("s", c) for c in columns),
+        outer=sql.SQL(", ").join(sql.Identifier("t", c) for c in columns),
+        middle=sql.SQL(", ").join(sql.Identifier("s", c) for c in columns),
         inner=sql.SQL(", ").join(sql.Identifier("c", c) for c in columns),
         position=_POSITION,
         child=child,
-        within=within,
+        within=sql.Identifier("id") if has_id else child,
         rank=_RANK,
+        sequence=_SEQUENCE,
         table=sql.Identifier(schema, table),
         key=_KEY,
-        where=where,
+        where=_where(filters),
     )
 
 

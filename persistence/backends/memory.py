@@ -418,7 +418,7 @@ class MemoryBackend:
                 group.append(row)
         ordered = [row for key in keys for row in groups.get(key, ())]
         columns = fetch_columns(plan)
-        return [_copy_row({c: row.get(c) for c in columns}) for row in ordered[: budget + 1]]
+        return [_copy_row({c: row.get(c) for c in columns}) for row in ordered]
 
     def read(self, query: Query) -> Page:
         """One page of ``query`` and the number of matching rows (rows are copies)."""
