@@ -34,12 +34,23 @@ from persistence.factory import (
 )
 from persistence.policy import BUSINESS_TABLES, GOVERNANCE_TABLES, AccessPolicy
 from persistence.query import Filter, Op, Order, Page, Query, is_identifier
+from persistence.relations import (
+    DEFAULT_RELATED_LIMIT,
+    MAX_RELATED_LIMIT,
+    RELATED_TOTAL_LIMIT,
+    Include,
+    RelatedRows,
+    Relation,
+)
 from persistence.settings import PersistenceSettings
 from persistence.types import ColumnKind, ColumnType, column_type
 
 __all__ = [
     "BUSINESS_TABLES",
+    "DEFAULT_RELATED_LIMIT",
     "GOVERNANCE_TABLES",
+    "MAX_RELATED_LIMIT",
+    "RELATED_TOTAL_LIMIT",
     "AccessPolicy",
     "Backend",
     "BackendError",
@@ -51,6 +62,7 @@ __all__ = [
     "ColumnType",
     "ConfigurationError",
     "Filter",
+    "Include",
     "InvalidQueryError",
     "MemoryBackend",
     "MemoryStore",
@@ -64,6 +76,8 @@ __all__ = [
     "Query",
     "QueryTimeoutError",
     "ReadOnlyPersistenceFacade",
+    "RelatedRows",
+    "Relation",
     "TableNotAllowedError",
     "UnsupportedOperatorError",
     "column_type",

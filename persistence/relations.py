@@ -167,24 +167,26 @@ class RelatedPlan:
 
 
 class RelatedRows(list[Row]):
-    """The children of one parent under one relation: a list, with ``cut`` true when more
-    children match than it holds (the per-parent limit or the total cut it)."""
+    """The children of one parent under one relation: a list of rows of ``table``, with
+    ``cut`` true when more children match than it holds (the per-parent limit or the total cut
+    it). Being this type is what tells a related list from a column's own list value."""
 
-    __slots__ = ("cut",)
+    __slots__ = ("cut", "table")
 
-    def __init__(self, rows: Iterable[Row] = (), *, cut: bool = False) -> None:
+    def __init__(self, rows: Iterable[Row] = (), *, table: str = "", cut: bool = False) -> None:
         super().__init__(rows)
+        self.table = table
         self.cut = cut
 
     def __repr__(self) -> str:
-        return f"RelatedRows({list.__repr__(self)}, cut={self.cut})"
+        return f"RelatedRows({list.__repr__(self)}, table={self.table!r}, cut={self.cut})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_related_rows, (list(self), self.cut))
+        return (_related_rows, (list(self), self.table, self.cut))
 
 
-def _related_rows(rows: list[Row], cut: bool) -> RelatedRows:
-    return RelatedRows(rows, cut=cut)
+def _related_rows(rows: list[Row], table: str, cut: bool) -> RelatedRows:
+    return RelatedRows(rows, table=table, cut=cut)
 
 
 def fetch_columns(plan: RelatedPlan) -> tuple[str, ...]:
@@ -245,7 +247,7 @@ def _attach(
                 group = group[: budget.remaining]
                 cut = budget.capped = True
             budget.remaining -= len(group)
-            children = RelatedRows((dict(c) for c in group), cut=cut)
+            children = RelatedRows((dict(c) for c in group), table=relation.child_table, cut=cut)
             parent[plan.name] = children
             kept.extend(children)
         _attach(kept, plan.children, fetch, budget)

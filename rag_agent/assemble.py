@@ -92,6 +92,8 @@ def shown_filters(filters: Iterable[Filter]) -> dict[str, dict[str, Any]]:
 
 def _has_containers(record: Record) -> bool:
     """Whether a caller could change a value of the record in place (a list, a dict, ...)."""
+    if record.related is not None:
+        return True
     return not _SCALAR_TYPES.issuperset(map(type, (record.model_extra or {}).values()))
 
 
@@ -108,6 +110,7 @@ class PageResult:
     retrieved_at: dt.datetime
     summary: dict[str, Any] | None
     mutable: bool
+    related_capped: bool = False
 
 
 def page_result(
@@ -118,8 +121,10 @@ def page_result(
     retrieved_at: dt.datetime,
     include_raw: bool,
     summary_threshold: int,
+    related_capped: bool = False,
 ) -> PageResult:
-    """Records with provenance for ``rows`` read from ``table``, and their summary if truncated."""
+    """Records with provenance for ``rows`` read from ``table``, and their summary if truncated;
+    related rows become child records (``related_capped``: the page's total bound cut some)."""
     records = tuple(
         build_records(
             rows, source=source_of(table), retrieved_at=retrieved_at, include_raw=include_raw
@@ -131,6 +136,7 @@ def page_result(
         retrieved_at=retrieved_at,
         summary=summarize_if_truncated(records, total_count, summary_threshold),
         mutable=include_raw or any(_has_containers(r) for r in records),
+        related_capped=related_capped,
     )
 
 
@@ -191,6 +197,7 @@ class Outcome:
     ignored: list[IgnoredPart] = field(default_factory=list)
     count_only: bool = False
     fallback_reads: list[FallbackReadInfo] = field(default_factory=list)
+    related_capped: bool = False
 
     def take(self, page: PageResult, *, shared: bool) -> None:
         """Use ``page``'s records; copies of what a caller could change if ``shared``.
@@ -203,6 +210,7 @@ class Outcome:
         else:
             self.records = list(page.records)
         self.total_count = page.total_count
+        self.related_capped = page.related_capped
         self.retrieved_at = page.retrieved_at
         summary = page.summary
         self.summary = copy.deepcopy(summary) if summary is not None and shared else summary
@@ -238,6 +246,7 @@ def assemble(
         "filters": outcome.applied or None,
         "ignored": outcome.ignored or None,
         "count_only": True if outcome.count_only else None,
+        "related_capped": True if outcome.related_capped else None,
         "reformulation_attempts": outcome.attempts or None,
         "fallback_dropped_ids": outcome.dropped_ids,
         "fallback_reads": outcome.fallback_reads or None,

@@ -126,6 +126,8 @@ class Understanding:
     ``table`` is the table the text names (``"campaigns of client 7"`` → ``"campaigns"``), or
     ``None`` when it names none. ``weak`` is true when the rules matched only on weak evidence (a
     lone capitalised word taken for a company, say): with an LLM configured, the LLM then decides.
+    ``include`` names the tables whose related rows the text asks to see with each row ("with
+    its conversations" → ``("conversations",)``).
     """
 
     table: str | None = None
@@ -133,6 +135,7 @@ class Understanding:
     count_only: bool = False
     ignored: tuple[Ignored, ...] = ()
     weak: bool = False
+    include: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,13 +60,14 @@ OPERATORS_BY_KIND: Mapping[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """What one run asks for, once understood: the table, the conditions, count or rows, and the
-    parts of the request not applied so far."""
+    """What one run asks for, once understood: the table, the conditions, count or rows, the
+    parts of the request not applied so far, and the tables whose related rows it asks for."""
 
     table: str
     conditions: tuple[Condition, ...]
     count_only: bool = False
     ignored: tuple[Ignored, ...] = ()
+    include: tuple[str, ...] = ()
 
 
 def explicit_conditions(filters: object) -> tuple[Condition, ...]:
@@ -101,6 +102,7 @@ def understand_request(
     when it found any condition.
     """
     found = understand(text, table=table, now=now) if text.strip() else Understanding()
+    rules_include = found.include  # related rows are read from the words by the rules alone
     if explicit is not None:
         given = {(c.column, c.op) for c in explicit}
         kept = tuple(c for c in found.conditions if (c.column, c.op) not in given)
@@ -124,6 +126,7 @@ def understand_request(
         conditions=found.conditions,
         count_only=found.count_only if count_only is None else count_only,
         ignored=found.ignored,
+        include=rules_include,
     )
 
 
