@@ -5,9 +5,9 @@ Each line is ``{"text", "table", "class", "expected": {"table", "conditions", "c
 none when left out): ``table`` is the table the caller gives (``null``: none), conditions are
 ``[column, op, value]`` with datetimes as ISO 8601 strings and ``in`` values as lists, and every
 relative date is read against :data:`NOW`. A request is an exact match when the table, the
-conditions (as a multiset), ``count_only``, ``weak``, ``include`` and the ignored parts all agree; an ignored
-part matches when one text contains the other (case-insensitive), as where a span starts is a
-matter of taste, and the number of ignored parts must agree.
+conditions (as a multiset), ``count_only``, ``weak``, ``include`` and the ignored parts all
+agree; an ignored part matches when one text contains the other (case-insensitive), as where a
+span starts is a matter of taste, and the number of ignored parts must agree.
 
 Run ``python -m tests.data.accuracy`` to print the per-field and per-class table.
 """
