@@ -1,5 +1,6 @@
 """LangChain tools over a ``RAGAgent``: ``query_leads``, ``query_table``, ``rag_agent``,
-``deliver_data``.
+``deliver_data``, and the schema discovery tools ``list_tables`` and ``describe_table``
+(:mod:`rag_agent.discovery`).
 
 ::
 
@@ -40,6 +41,7 @@ from persistence import is_identifier
 from rag_agent.agent import RAGAgent
 from rag_agent.assemble import error_envelope
 from rag_agent.conditions import legacy_conditions
+from rag_agent.discovery import DescribeTableTool, ListTablesTool
 from rag_agent.envelope import Envelope
 from rag_agent.specs import LLM_OPERATORS, Condition, FilterSpec, to_filters
 from rag_agent.tool_input import (
@@ -59,6 +61,8 @@ from rag_agent.tool_input import (
 
 __all__ = [
     "DeliverDataTool",
+    "DescribeTableTool",
+    "ListTablesTool",
     "QueryLeadsTool",
     "QueryTableTool",
     "RAGAgentTool",
@@ -197,8 +201,9 @@ class QueryTableTool(_EnvelopeTool):
         equality) or a {{column: value}} mapping, and ranges ({{column, gte, gt, lte, lt}};
         dates as ISO 8601). Values are read as the column's type (uuid, integer, numeric,
         boolean, date, timestamp). Optional columns, order ('col' or '-col'), limit, offset,
-        count_only. Returns a JSON envelope with total_count, has_more, next_offset and records
-        with provenance."""
+        count_only, include (relations from describe_table, e.g. ['conversations']: each record
+        then carries its related rows, with their own provenance). Returns a JSON envelope with
+        total_count, has_more, next_offset and records with provenance."""
     )
     args_schema: type[BaseModel] = QueryTableInput
     table_label: str | None = None
@@ -212,6 +217,7 @@ class QueryTableTool(_EnvelopeTool):
             limit=args.limit,
             offset=args.offset,
             count_only=args.count_only,
+            include=args.includes(),
         )
 
 
@@ -286,7 +292,8 @@ def _int_or_none(value: object) -> int | None:
 
 
 def build_tools(agent: RAGAgent) -> list[BaseTool]:
-    """The four tools bound to ``agent``: query_leads, query_table, rag_agent, deliver_data."""
+    """The tools bound to ``agent``: query_leads, query_table, rag_agent, deliver_data, then
+    list_tables and describe_table."""
     if not isinstance(agent, RAGAgent):
         raise TypeError(f"build_tools needs a RAGAgent, not {type(agent).__name__}")
     return [
@@ -294,10 +301,20 @@ def build_tools(agent: RAGAgent) -> list[BaseTool]:
         QueryTableTool(agent=agent),
         RAGAgentTool(agent=agent),
         DeliverDataTool(),
+        ListTablesTool(agent=agent),
+        DescribeTableTool(agent=agent),
     ]
 
 
 def openai_tool_schemas() -> list[dict[str, Any]]:
-    """The four tools as OpenAI function-calling schemas (``{"type": "function", ...}``)."""
-    tools: list[BaseTool] = [QueryLeadsTool(), QueryTableTool(), RAGAgentTool(), DeliverDataTool()]
+    """The tools as OpenAI function-calling schemas (``{"type": "function", ...}``), in the
+    order of :func:`build_tools`."""
+    tools: list[BaseTool] = [
+        QueryLeadsTool(),
+        QueryTableTool(),
+        RAGAgentTool(),
+        DeliverDataTool(),
+        ListTablesTool(),
+        DescribeTableTool(),
+    ]
     return [convert_to_openai_tool(tool) for tool in tools]

@@ -17,7 +17,14 @@ class TestToolsCommand:
         assert main(["tools", "--openai"], stdout=out, stderr=err) == EXIT_OK, err.getvalue()
         schemas = json.loads(out.getvalue())
         names = [s["function"]["name"] for s in schemas]
-        assert names == ["query_leads", "query_table", "rag_agent", "deliver_data"]
+        assert names == [
+            "query_leads",
+            "query_table",
+            "rag_agent",
+            "deliver_data",
+            "list_tables",
+            "describe_table",
+        ]
         for schema in schemas:
             assert schema["type"] == "function"
             assert schema["function"]["description"]

@@ -45,9 +45,16 @@ def tool_call(name: str, args: Any) -> dict[str, Any]:
 
 class TestBuildTools:
     def test_four_tools_in_order(self, agent: RAGAgent) -> None:
-        """build_tools returns the four tools, data tools first."""
+        """build_tools returns the four original tools first, then the discovery tools."""
         names = [tool.name for tool in build_tools(agent)]
-        assert names == ["query_leads", "query_table", "rag_agent", "deliver_data"]
+        assert names == [
+            "query_leads",
+            "query_table",
+            "rag_agent",
+            "deliver_data",
+            "list_tables",
+            "describe_table",
+        ]
 
     def test_needs_an_agent(self) -> None:
         """Anything but a RAGAgent is refused at build time."""
@@ -363,13 +370,15 @@ class TestDeliverData:
 
 class TestOpenAISchemas:
     def test_function_schemas(self) -> None:
-        """Four function schemas with names, descriptions and object parameters."""
+        """Six function schemas with names, descriptions and object parameters."""
         schemas = openai_tool_schemas()
         assert [s["function"]["name"] for s in schemas] == [
             "query_leads",
             "query_table",
             "rag_agent",
             "deliver_data",
+            "list_tables",
+            "describe_table",
         ]
         for schema in schemas:
             assert schema["type"] == "function"
