@@ -73,6 +73,7 @@ class TestBenchReport:
             "## run() cache hit vs miss (PostgreSQL)",
             "## Round trips per call (PostgreSQL)",
             "## PostgreSQL lookups on a uuid-keyed table (2,000 leads)",
+            "## Related rows: 50 leads with their children (PostgreSQL, 400 leads)",
             "## Throughput with 1 / 2 / 4 / 8 threads",
             "## How it is measured",
         ):
