@@ -28,7 +28,7 @@ from persistence.errors import (
 )
 from persistence.policy import AccessPolicy
 from persistence.query import Filter, Order, Page, Query
-from persistence.relations import Include, RelatedPlan, Relation
+from persistence.relations import Include, RelatedPlan, Relation, plan_includes
 from persistence.types import ColumnType, coerce_filters
 
 __all__ = ["PersistenceAgent", "ReadOnlyPersistenceFacade"]
@@ -184,57 +184,23 @@ class _Reader(Closing):
         known: frozenset[str] | None,
     ) -> tuple[RelatedPlan, ...]:
         """``include`` checked and resolved into plans, one per relation of each level."""
-        if isinstance(include, str | Include) or not isinstance(include, Iterable):
-            raise InvalidQueryError(
-                "include must be a sequence of relation names, e.g. include=['conversations']",
-                field="include",
-            )
-        tree: dict[str, Include] = {}
-        for item in map(Include.of, include):
-            parts = item.path.split(".")
-            for depth in range(1, len(parts)):
-                tree.setdefault(".".join(parts[:depth]), Include(".".join(parts[:depth])))
-            tree[item.path] = item
-        if not tree:
-            return ()
         shown = frozenset(columns) if columns is not None else known
-        return self._level(table, "", tree, shown)
+        # Relations to a table outside the allow-list are not offered (nor named in errors).
+        readable = [r for r in self._relations() if r.child_table in self.__policy.read_tables]
+        return plan_includes(table, include, shown, readable, self._child)
 
-    def _level(
-        self, table: str, prefix: str, tree: Mapping[str, Include], shown: frozenset[str] | None
-    ) -> tuple[RelatedPlan, ...]:
-        by_name = {r.name: r for r in self._relations() if r.parent_table == table}
-        plans = []
-        for path, item in tree.items():
-            parent_path, _, name = path.rpartition(".")
-            if parent_path != prefix:
-                continue
-            relation = by_name.get(name)
-            if relation is None:
-                raise InvalidQueryError(
-                    f"table {table!r} has no relation {name!r} to include; it has "
-                    f"{sorted(r.name for r in self.relations(table))}",
-                    field="include",
-                )
-            if shown is None or relation.parent_column not in shown or name in shown:
-                raise InvalidQueryError(
-                    f"including {name!r} needs column {relation.parent_column!r} of {table!r} "
-                    f"among the columns read, and no column named {name!r}",
-                    field="include",
-                )
-            child = self.__policy.check_read(relation.child_table, "read")
-            probe = Query(child, filters=item.filters, columns=(relation.child_column,))
-            checked, known = self._checked(probe, "read")
-            types = self.__backend.column_types(child)
-            columns = self._policy_columns(child, known) or tuple(types or sorted(known or ()))
-            if not columns:
-                raise InvalidQueryError(
-                    f"the columns of {child!r} are unknown: its rows cannot be included",
-                    field="include",
-                )
-            children = self._level(child, path, tree, frozenset(columns))
-            plans.append(RelatedPlan(relation, columns, checked.filters, item.limit, children))
-        return tuple(plans)
+    def _child(
+        self, relation: Relation, filters: tuple[Filter, ...]
+    ) -> tuple[tuple[Filter, ...], tuple[str, ...]]:
+        """The child table of ``relation`` checked like a read of it (allowed, join column
+        and filter columns allowed and known, values coerced): the filters and the columns."""
+        child = self.__policy.check_read(relation.child_table, "read")
+        probe = Query(child, filters=filters, columns=(relation.child_column,))
+        checked, known = self._checked(probe, "read")
+        types = self.__backend.column_types(child)
+        return checked.filters, self._policy_columns(child, known) or tuple(
+            types or sorted(known or ())
+        )
 
     def data_version(self, table: str) -> int:
         """A number that changes whenever rows of ``table`` are written, for cache keys.

@@ -24,7 +24,7 @@ never one per parent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +40,10 @@ __all__ = [
     "RelatedRows",
     "Relation",
     "attach",
+    "check_relations",
     "fetch_columns",
+    "parent_keys",
+    "plan_includes",
 ]
 
 #: Children per parent when an include names no limit.
@@ -187,6 +190,68 @@ class RelatedRows(list[Row]):
 
 def _related_rows(rows: list[Row], table: str, cut: bool) -> RelatedRows:
     return RelatedRows(rows, table=table, cut=cut)
+
+
+#: ``check(relation, filters)``: the child's filters checked and coerced, and its columns to
+#: return, as the facade's policy and the backend's catalog allow (raising as a read would).
+CheckChild = Callable[[Relation, tuple[Filter, ...]], tuple[tuple[Filter, ...], tuple[str, ...]]]
+
+
+def plan_includes(
+    table: str,
+    include: Iterable[Include | str],
+    shown: frozenset[str] | None,
+    relations: Sequence[Relation],
+    check: CheckChild,
+) -> tuple[RelatedPlan, ...]:
+    """``include`` resolved against ``relations`` from ``table`` (whose rows show ``shown``
+    columns): one plan per relation of each level; a path's missing prefixes are included
+    with the defaults. ``InvalidQueryError`` for a name that is no relation of its table, or a
+    parent key not among the columns read."""
+    if isinstance(include, str | Include) or not isinstance(include, Iterable):
+        raise InvalidQueryError(
+            "include must be a sequence of relation names, e.g. include=['conversations']",
+            field="include",
+        )
+    tree: dict[str, Include] = {}
+    for item in map(Include.of, include):
+        parts = item.path.split(".")
+        for depth in range(1, len(parts)):
+            tree.setdefault(".".join(parts[:depth]), Include(".".join(parts[:depth])))
+        tree[item.path] = item
+    return _level(table, "", tree, shown, relations, check) if tree else ()
+
+
+def _level(
+    table: str,
+    prefix: str,
+    tree: Mapping[str, Include],
+    shown: frozenset[str] | None,
+    relations: Sequence[Relation],
+    check: CheckChild,
+) -> tuple[RelatedPlan, ...]:
+    by_name = {r.name: r for r in relations if r.parent_table == table}
+    plans = []
+    for path, item in tree.items():
+        parent_path, _, name = path.rpartition(".")
+        if parent_path != prefix:
+            continue
+        relation = by_name.get(name)
+        if relation is None:
+            raise InvalidQueryError(
+                f"table {table!r} has no relation {name!r} to include; it has {sorted(by_name)}",
+                field="include",
+            )
+        if shown is None or relation.parent_column not in shown or name in shown:
+            raise InvalidQueryError(
+                f"including {name!r} needs column {relation.parent_column!r} of {table!r} "
+                f"among the columns read, and no column named {name!r}",
+                field="include",
+            )
+        filters, columns = check(relation, item.filters)
+        children = _level(relation.child_table, path, tree, frozenset(columns), relations, check)
+        plans.append(RelatedPlan(relation, columns, filters, item.limit, children))
+    return tuple(plans)
 
 
 def fetch_columns(plan: RelatedPlan) -> tuple[str, ...]:

@@ -166,12 +166,15 @@ class TestMemoryInclude:
             facade.read("leads", columns=["email"], include=["conversations"])
 
     def test_both_tables_must_be_allowed(self) -> None:
-        """A child table outside the allow-list is refused, and not listed as a relation."""
-        policy = AccessPolicy.read_only(tables=["leads"])
+        """A child table outside the allow-list is refused, and named in no error."""
+        policy = AccessPolicy.read_only(tables=["leads", "inquiries"])
         facade = ReadOnlyPersistenceFacade(MemoryBackend(_store()), policy)
-        assert facade.relations("leads") == ()
-        with pytest.raises(TableNotAllowedError):
+        assert [r.name for r in facade.relations("leads")] == ["inquiries"]
+        with pytest.raises(InvalidQueryError) as refused:
             facade.read("leads", include=["conversations"])
+        assert "['inquiries']" in str(refused.value)
+        with pytest.raises(TableNotAllowedError):
+            facade.read("secrets", include=["conversations"])
 
     def test_the_child_column_policy_applies(self) -> None:
         """Children show only the columns the policy allows, and a join column it forbids
