@@ -37,12 +37,23 @@ from persistence.factory import (
 )
 from persistence.policy import BUSINESS_TABLES, GOVERNANCE_TABLES, AccessPolicy
 from persistence.query import Filter, Op, Order, Page, Query, is_identifier
+from persistence.relations import (
+    DEFAULT_RELATED_LIMIT,
+    MAX_RELATED_LIMIT,
+    RELATED_TOTAL_LIMIT,
+    Include,
+    RelatedRows,
+    Relation,
+)
 from persistence.settings import PersistenceSettings
 from persistence.types import ColumnKind, ColumnType, column_type
 
 __all__ = [
     "BUSINESS_TABLES",
+    "DEFAULT_RELATED_LIMIT",
     "GOVERNANCE_TABLES",
+    "MAX_RELATED_LIMIT",
+    "RELATED_TOTAL_LIMIT",
     "AccessPolicy",
     "AggregateResult",
     "AggregatesDisabledError",
@@ -57,6 +68,7 @@ __all__ = [
     "ConfigurationError",
     "Filter",
     "Group",
+    "Include",
     "InvalidQueryError",
     "MemoryBackend",
     "MemoryStore",
@@ -72,6 +84,8 @@ __all__ = [
     "QueryTimeoutError",
     "ReadOnlyPersistenceFacade",
     "RedactingFormatter",
+    "RelatedRows",
+    "Relation",
     "TableNotAllowedError",
     "UnsupportedOperatorError",
     "column_type",

@@ -29,6 +29,7 @@ from persistence.errors import (
 )
 from persistence.policy import AccessPolicy
 from persistence.query import Filter, Order, Page, Query
+from persistence.relations import Include, RelatedPlan, Relation, plan_includes
 from persistence.types import ColumnType, coerce_filters
 
 __all__ = ["PersistenceAgent", "ReadOnlyPersistenceFacade"]
@@ -111,12 +112,21 @@ class _Reader(Closing):
         order: Iterable[Order | str] = (),
         limit: int | None = None,
         offset: int = 0,
+        include: Iterable[str | Include] = (),
     ) -> Page:
         """One page of ``table`` matching all ``filters``, with the total number of matches.
 
         Filter values are coerced to their columns' types first (see :meth:`check_filters`).
+        ``include`` names relations (:meth:`relations`) whose rows each parent row carries under
+        the relation's name, e.g. ``("conversations", "conversations.messages")`` or
+        :class:`~persistence.relations.Include` objects with child filters and a per-parent
+        limit; bounded per parent and in total (see :mod:`persistence.relations`). The child
+        table must be allowed too, its column policy applies, and its filter values are coerced
+        like any other.
 
         >>> facade.read("leads", [Filter("company_name", Op.ICONTAINS, "acme")], limit=20)
+        >>> facade.read("leads", [Filter("id", Op.EQ, 7)], include=["conversations"]).rows[0][
+        ...     "conversations"]
         """
         table = self.__policy.check_read(table, "read")
         query = Query(
@@ -133,7 +143,65 @@ class _Reader(Closing):
             readable = self._policy_columns(table, known)
             if readable is not None:
                 query = replace(query, columns=readable)
-        return self.__backend.read(query)
+        plans = self._plans(table, include, query.columns, known)
+        if not plans:
+            return self.__backend.read(query)
+        read_related = getattr(self.__backend, "read_related", None)
+        if not callable(read_related):
+            raise UnsupportedOperatorError(
+                f"backend {self.__backend.name!r} cannot read related rows",
+                operator="include",
+                backend=self.__backend.name,
+            )
+        page: Page = read_related(query, plans)
+        return page
+
+    def relations(self, table: str) -> tuple[Relation, ...]:
+        """The relations ``include`` may follow from ``table``: the backend's (foreign keys of
+        the catalog, or declared ones) whose child table is allowed and whose join columns the
+        policies allow on both sides."""
+        table = self.__policy.check_read(table, "relations")
+        return tuple(r for r in self._relations() if r.parent_table == table and self._open(r))
+
+    def _relations(self) -> tuple[Relation, ...]:
+        own = getattr(self.__backend, "relations", None)
+        return tuple(own()) if callable(own) else ()
+
+    def _open(self, relation: Relation) -> bool:
+        policy = self.__policy
+        if relation.child_table not in policy.read_tables:
+            return False
+        parent = policy.allowed_columns(relation.parent_table)
+        child = policy.allowed_columns(relation.child_table)
+        return (parent is None or relation.parent_column in parent) and (
+            child is None or relation.child_column in child
+        )
+
+    def _plans(
+        self,
+        table: str,
+        include: Iterable[str | Include],
+        columns: Sequence[str] | None,
+        known: frozenset[str] | None,
+    ) -> tuple[RelatedPlan, ...]:
+        """``include`` checked and resolved into plans, one per relation of each level."""
+        shown = frozenset(columns) if columns is not None else known
+        # Relations to a table outside the allow-list are not offered (nor named in errors).
+        readable = [r for r in self._relations() if r.child_table in self.__policy.read_tables]
+        return plan_includes(table, include, shown, readable, self._child)
+
+    def _child(
+        self, relation: Relation, filters: tuple[Filter, ...]
+    ) -> tuple[tuple[Filter, ...], tuple[str, ...]]:
+        """The child table of ``relation`` checked like a read of it (allowed, join column
+        and filter columns allowed and known, values coerced): the filters and the columns."""
+        child = self.__policy.check_read(relation.child_table, "read")
+        probe = Query(child, filters=filters, columns=(relation.child_column,))
+        checked, known = self._checked(probe, "read")
+        types = self.__backend.column_types(child)
+        return checked.filters, self._policy_columns(child, known) or tuple(
+            types or sorted(known or ())
+        )
 
     def data_version(self, table: str) -> int:
         """A number that changes whenever rows of ``table`` are written, for cache keys.

@@ -264,7 +264,12 @@ class Query:
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One page of rows and the number of rows matching the filters (not the page length)."""
+    """One page of rows and the number of rows matching the filters (not the page length).
+
+    With related rows (``facade.read(..., include=...)``), ``related_capped`` is true when the
+    total bound on child rows cut at least one child list (see :mod:`persistence.relations`).
+    """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     total_count: int = 0
+    related_capped: bool = False

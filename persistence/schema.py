@@ -4,6 +4,10 @@ One source for the memory backend's typed columns, the PostgreSQL DDL used by te
 benchmark, the sample data and the docs. Deployments may have more columns; the memory backend
 learns any column it is given on write (untyped).
 
+Columns that refer to another table's ``id`` are declared ``references`` it (foreign keys), in
+both variants; :attr:`SchemaVariant.relations` lists them as relations
+(:class:`persistence.relations.Relation`).
+
 * :data:`REFERENCE` (the default everywhere): ``bigint`` identity keys and ``timestamptz`` times.
 * :data:`SUPABASE_STYLE`: what a Supabase project usually looks like — ``uuid`` keys with
   ``default gen_random_uuid()``, ``timestamptz`` times defaulting to ``now()``, ``numeric``,
@@ -15,13 +19,18 @@ learns any column it is given on write (untyped).
 'integer'
 >>> SUPABASE_STYLE.types["leads"]["id"]
 'uuid'
+>>> [r.name for r in REFERENCE.relations if r.parent_table == "leads"]
+['conversations', 'inquiries']
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+
+from persistence.relations import Relation
 
 __all__ = [
     "REFERENCE",
@@ -50,6 +59,7 @@ class SchemaVariant:
     columns: Mapping[str, tuple[str, ...]] = field(init=False, repr=False)
     types: Mapping[str, Mapping[str, str]] = field(init=False, repr=False)
     ddl: Mapping[str, str] = field(init=False, repr=False)
+    relations: tuple[Relation, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         tables = _frozen(self.tables)
@@ -79,6 +89,19 @@ class SchemaVariant:
             ),
         )
 
+        #: The foreign keys the DDL declares (``references parent(column)``), as relations named
+        #: after the child table; what the memory backend follows by default.
+        object.__setattr__(
+            self,
+            "relations",
+            tuple(
+                Relation(match[1], match[2], table, column)
+                for table, cols in tables.items()
+                for column, ddl in cols.items()
+                if (match := _REFERENCES.search(ddl)) is not None
+            ),
+        )
+
     def statements(self) -> tuple[str, ...]:
         """Every ``CREATE TABLE``, then every ``CREATE INDEX``, one statement each."""
         return (*self.ddl.values(), *self.indexes)
@@ -88,6 +111,7 @@ class SchemaVariant:
         return ";\n\n".join(self.statements()) + ";\n"
 
 
+_REFERENCES = re.compile(r"\breferences\s+([a-z_][a-z0-9_]*)\s*\(([a-z_][a-z0-9_]*)\)")
 _CONSTRAINT_WORDS = ("primary", "not", "null", "default", "generated", "references", "unique")
 
 
@@ -112,7 +136,7 @@ REFERENCE = SchemaVariant(
         },
         "campaigns": {
             "id": _ID,
-            "client_id": "bigint",
+            "client_id": "bigint references clients(id)",
             "name": "text",
             "status": "text",
             "channel": "text",
@@ -120,15 +144,15 @@ REFERENCE = SchemaVariant(
         },
         "sequences": {
             "id": _ID,
-            "campaign_id": "bigint",
+            "campaign_id": "bigint references campaigns(id)",
             "name": "text",
             "step_count": "integer",
             "created_at": "timestamptz",
         },
         "leads": {
             "id": _ID,
-            "client_id": "bigint",
-            "campaign_id": "bigint",
+            "client_id": "bigint references clients(id)",
+            "campaign_id": "bigint references campaigns(id)",
             "email": "text",
             "first_name": "text",
             "last_name": "text",
@@ -141,7 +165,7 @@ REFERENCE = SchemaVariant(
         },
         "staging_leads": {
             "id": _ID,
-            "client_id": "bigint",
+            "client_id": "bigint references clients(id)",
             "email": "text",
             "company_name": "text",
             "source": "text",
@@ -149,22 +173,22 @@ REFERENCE = SchemaVariant(
         },
         "conversations": {
             "id": _ID,
-            "lead_id": "bigint",
+            "lead_id": "bigint references leads(id)",
             "channel": "text",
             "status": "text",
             "started_at": "timestamptz",
         },
         "messages": {
             "id": _ID,
-            "conversation_id": "bigint",
+            "conversation_id": "bigint references conversations(id)",
             "direction": "text",
             "body": "text",
             "sent_at": "timestamptz",
         },
         "inquiries": {
             "id": _ID,
-            "client_id": "bigint",
-            "lead_id": "bigint",
+            "client_id": "bigint references clients(id)",
+            "lead_id": "bigint references leads(id)",
             "subject": "text",
             "body": "text",
             "received_at": "timestamptz",
@@ -188,7 +212,7 @@ SUPABASE_STYLE = SchemaVariant(
         },
         "campaigns": {
             "id": _UUID_ID,
-            "client_id": "uuid",
+            "client_id": "uuid references clients(id)",
             "name": "text",
             "status": "text",
             "channel": "text",
@@ -197,15 +221,15 @@ SUPABASE_STYLE = SchemaVariant(
         },
         "sequences": {
             "id": _UUID_ID,
-            "campaign_id": "uuid",
+            "campaign_id": "uuid references campaigns(id)",
             "name": "text",
             "step_count": "integer",
             "created_at": _CREATED,
         },
         "leads": {
             "id": _UUID_ID,
-            "client_id": "uuid",
-            "campaign_id": "uuid",
+            "client_id": "uuid references clients(id)",
+            "campaign_id": "uuid references campaigns(id)",
             "email": "text",
             "first_name": "text",
             "last_name": "text",
@@ -223,7 +247,7 @@ SUPABASE_STYLE = SchemaVariant(
         },
         "staging_leads": {
             "id": _UUID_ID,
-            "client_id": "uuid",
+            "client_id": "uuid references clients(id)",
             "email": "text",
             "company_name": "text",
             "source": "text",
@@ -231,22 +255,22 @@ SUPABASE_STYLE = SchemaVariant(
         },
         "conversations": {
             "id": _UUID_ID,
-            "lead_id": "uuid",
+            "lead_id": "uuid references leads(id)",
             "channel": "text",
             "status": "text",
             "started_at": _CREATED,
         },
         "messages": {
             "id": _UUID_ID,
-            "conversation_id": "uuid",
+            "conversation_id": "uuid references conversations(id)",
             "direction": "text",
             "body": "text",
             "sent_at": _CREATED,
         },
         "inquiries": {
             "id": _UUID_ID,
-            "client_id": "uuid",
-            "lead_id": "uuid",
+            "client_id": "uuid references clients(id)",
+            "lead_id": "uuid references leads(id)",
             "subject": "text",
             "body": "text",
             "received_at": _CREATED,

@@ -40,7 +40,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, Unpack, overload
 
-from persistence import Closing, Filter, Metric, Order, ReadOnlyPersistenceFacade, get_logger
+from persistence import (
+    Closing,
+    Filter,
+    Include,
+    Metric,
+    Order,
+    ReadOnlyPersistenceFacade,
+    get_logger,
+)
 from rag_agent.assemble import utc_now
 from rag_agent.cache import QueryCache
 from rag_agent.conditions import legacy_conditions
@@ -71,12 +79,14 @@ class _RunOptions(_PageOptions, total=False):
     table: str | None
     filters: Mapping[str, Any] | Sequence[Condition] | None
     count_only: bool | None
+    include: Sequence[str | Include] | None
 
 
 class _ReadOptions(_PageOptions, total=False):
     columns: Sequence[str] | None
     order: Iterable[Order | str]
     count_only: bool
+    include: Sequence[str | Include]
 
 
 class RAGAgent(Closing):
@@ -194,6 +204,7 @@ class RAGAgent(Closing):
         include_raw: bool = False,
         filters: Mapping[str, Any] | Sequence[Condition] | None = None,
         count_only: bool | None = None,
+        include: Sequence[str | Include] | None = None,
         return_json: bool = False,
     ) -> Envelope | dict[str, Any]:
         """Answer ``text``: an ``Envelope`` (a JSON-ready dict with ``return_json=True``).
@@ -205,14 +216,17 @@ class RAGAgent(Closing):
         applied with what the rules read in ``text`` (the given ones win), with no LLM step.
         ``count_only=True`` answers the number of matches only (``records`` empty); by default
         the text decides ("how many …"). ``metadata.filters`` lists every applied condition and
-        its source, ``metadata.ignored`` what was understood but not applied. Never raises for
-        bad input or a failing backend: the envelope's ``metadata.error`` says what went wrong.
+        its source, ``metadata.ignored`` what was understood but not applied. ``include``
+        names the relations whose rows each record carries under ``related`` (see
+        ``facade.read``); by default the text decides ("lead 7 with its conversations"). Never
+        raises for bad input or a failing backend: the envelope's ``metadata.error`` says what
+        went wrong.
         """
         return self._answer(
             table,
             return_json,
             lambda log: self._pipeline.run(
-                log, text, table, filters, (limit, offset, include_raw), count_only
+                log, text, table, filters, (limit, offset, include_raw), count_only, include
             ),
         )
 
@@ -247,6 +261,7 @@ class RAGAgent(Closing):
         offset: int | None = None,
         include_raw: bool = False,
         count_only: bool = False,
+        include: Sequence[str | Include] = (),
         return_json: bool = False,
     ) -> Envelope | dict[str, Any]:
         """One page of ``table`` matching all ``filters``, as an envelope (no text, no LLM).
@@ -255,7 +270,8 @@ class RAGAgent(Closing):
         operator), ``columns`` project, ``order`` sorts (``Order`` objects or column names).
         The window is clamped and the page cached as in :meth:`run`; ``metadata.query_filters``
         shows the filters as ``{column: {op: value}}``; ``count_only=True`` answers only the
-        number of matches (``records`` empty). Values are read as their columns' types (a
+        number of matches (``records`` empty); ``include`` adds related rows under each
+        record's ``related``. Values are read as their columns' types (a
         date string on a ``timestamptz`` column, a uuid string on a ``uuid`` one). Never raises:
         the envelope's ``metadata.error`` says what went wrong::
 
@@ -265,7 +281,14 @@ class RAGAgent(Closing):
             table,
             return_json,
             lambda log: self._pipeline.read(
-                log, table, filters, columns, order, (limit, offset, include_raw), count_only
+                log,
+                table,
+                filters,
+                columns,
+                order,
+                (limit, offset, include_raw),
+                count_only,
+                include,
             ),
         )
 

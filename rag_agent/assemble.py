@@ -96,6 +96,8 @@ def shown_filters(filters: Iterable[Filter]) -> dict[str, dict[str, Any]]:
 
 def _has_containers(record: Record) -> bool:
     """Whether a caller could change a value of the record in place (a list, a dict, ...)."""
+    if record.related is not None:
+        return True
     return not _SCALAR_TYPES.issuperset(map(type, (record.model_extra or {}).values()))
 
 
@@ -112,6 +114,7 @@ class PageResult:
     retrieved_at: dt.datetime
     summary: dict[str, Any] | None
     mutable: bool
+    related_capped: bool = False
 
 
 def page_result(
@@ -122,8 +125,10 @@ def page_result(
     retrieved_at: dt.datetime,
     include_raw: bool,
     summary_threshold: int,
+    related_capped: bool = False,
 ) -> PageResult:
-    """Records with provenance for ``rows`` read from ``table``, and their summary if truncated."""
+    """Records with provenance for ``rows`` read from ``table``, and their summary if truncated;
+    related rows become child records (``related_capped``: the page's total bound cut some)."""
     records = tuple(
         build_records(
             rows, source=source_of(table), retrieved_at=retrieved_at, include_raw=include_raw
@@ -135,6 +140,7 @@ def page_result(
         retrieved_at=retrieved_at,
         summary=summarize_if_truncated(records, total_count, summary_threshold),
         mutable=include_raw or any(_has_containers(r) for r in records),
+        related_capped=related_capped,
     )
 
 
@@ -219,6 +225,7 @@ class Outcome:
     count_only: bool = False
     fallback_reads: list[FallbackReadInfo] = field(default_factory=list)
     aggregates: Aggregates | None = None
+    related_capped: bool = False
 
     def take_aggregate(self, result: AggregateResult, retrieved_at: dt.datetime) -> None:
         """Use an aggregate's answer: no records, the rows matched, the groups."""
@@ -238,6 +245,7 @@ class Outcome:
         else:
             self.records = list(page.records)
         self.total_count = page.total_count
+        self.related_capped = page.related_capped
         self.retrieved_at = page.retrieved_at
         summary = page.summary
         self.summary = copy.deepcopy(summary) if summary is not None and shared else summary
@@ -275,6 +283,7 @@ def assemble(
         "filters": outcome.applied or None,
         "ignored": outcome.ignored or None,
         "count_only": True if outcome.count_only else None,
+        "related_capped": True if outcome.related_capped else None,
         "reformulation_attempts": outcome.attempts or None,
         "fallback_dropped_ids": outcome.dropped_ids,
         "fallback_reads": outcome.fallback_reads or None,

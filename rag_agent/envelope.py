@@ -13,8 +13,23 @@ an envelope can re-verify every record::
         assert row_hash(fields) == record["provenance"]["row_hash"]
 
 (in JSON form, values are already the canonical strings, so the check works on a parsed
-envelope as it is). The JSON Schema of the envelope lives in ``docs/envelope.schema.json``;
-regenerate it with::
+envelope as it is).
+
+Related rows (``include``) sit under their parent record in ``related`` (relation name -> child
+records), each child a record of its own with its own ``provenance`` (its table as ``source``,
+its ``id``, the hash of its own fields) and possibly its own ``related``. ``related`` and
+``related_truncated`` (the names of the lists that hold fewer children than match) are, like
+``provenance``, outside a record's hashed fields: a parent's ``row_hash`` is the hash of its own
+columns only, and every child verifies on its own::
+
+    def verify(record):
+        fields = {k: v for k, v in record.items() if k not in OUTSIDE_ROW}
+        assert row_hash(fields) == record["provenance"]["row_hash"]
+        for children in record.get("related", {}).values():
+            for child in children:
+                verify(child)
+
+The JSON Schema of the envelope lives in ``docs/envelope.schema.json``; regenerate it with::
 
     python -c "import rag_agent.envelope as e; print(e.schema_json(), end='')" \\
         > docs/envelope.schema.json
@@ -38,7 +53,10 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from persistence import RelatedRows
+
 __all__ = [
+    "OUTSIDE_ROW",
     "AggregateGroup",
     "Aggregates",
     "AppliedFilter",
@@ -216,12 +234,34 @@ class _ReadOnlyFields(dict[str, Any]):
         return (dict, (dict(self),))
 
 
+def _unset(value: object) -> bool:
+    return value is None
+
+
+#: The keys of a record that are not fields of its row (and so not hashed).
+OUTSIDE_ROW = frozenset({"provenance", "related", "related_truncated"})
+
+
 class Record(BaseModel):
-    """One row's fields (as read) plus its ``provenance``."""
+    """One row's fields (as read) plus its ``provenance``; with related rows, ``related``
+    (relation name -> child records) and ``related_truncated``."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
     provenance: Provenance
+    # Left out when unset: records without related rows serialise exactly as before.
+    related: dict[str, list[Record]] | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="Related rows by relation name, each a record with its own provenance; "
+        "outside the hashed fields.",
+    )
+    related_truncated: list[str] | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="The relations whose lists hold fewer rows than match (a per-parent or "
+        "total bound cut them).",
+    )
 
 
 class Metadata(_Frozen):
@@ -249,6 +289,10 @@ class Metadata(_Frozen):
     )
     count_only: bool | None = Field(
         default=None, description="True when only the number of matches was asked for."
+    )
+    related_capped: bool | None = Field(
+        default=None,
+        description="True when the bound on related rows in all cut at least one related list.",
     )
     summary: dict[str, Any] | None = Field(
         default=None,
@@ -304,11 +348,17 @@ class Envelope(BaseModel):
         for key in _OPTIONAL_METADATA:
             if metadata[key] is None:
                 del metadata[key]
-        for record in data["records"]:
-            provenance = record["provenance"]
-            if provenance["raw_row"] is None:
-                del provenance["raw_row"]
+        _drop_unset_raw_rows(data["records"])
         return data
+
+
+def _drop_unset_raw_rows(records: list[dict[str, Any]]) -> None:
+    for record in records:
+        provenance = record["provenance"]
+        if provenance["raw_row"] is None:
+            del provenance["raw_row"]
+        for children in (record.get("related") or {}).values():
+            _drop_unset_raw_rows(children)
 
 
 _set_attr = object.__setattr__
@@ -372,7 +422,9 @@ def build_records(
     """Records with provenance for ``rows`` read from ``source`` (``"persistence.<table>"``).
 
     Field values are stored in their canonical JSON form (datetimes as ISO strings), so a
-    record hashes to its ``row_hash`` both as a model and once serialised.
+    record hashes to its ``row_hash`` both as a model and once serialised. A row's related rows
+    (a :class:`persistence.RelatedRows` value, as ``facade.read(..., include=...)`` returns)
+    become child records under ``related``, built the same way from their own table.
     """
     records: list[Record] = []
     new_provenance = Provenance.__new__
@@ -380,10 +432,15 @@ def build_records(
     # Frozen models never add to their fields-set, so one set can serve every record.
     provenance_fields = set(_PROVENANCE_FIELDS)
     record_fields = {"provenance"}
-    # What ``model_construct`` does for models without aliases, defaults or private attributes,
-    # minus its per-field loop (a fifth of the time; a test checks the result equals a validated
-    # model): this loop is the envelope's hot path.
+    # What ``model_construct`` does for models without aliases, private attributes or
+    # validators, minus its per-field loop (a fifth of the time; a test checks the result equals
+    # a validated model): this loop is the envelope's hot path.
     for row in rows:
+        related: dict[str, list[Record]] | None = None
+        truncated: list[str] | None = None
+        if any(type(v) is RelatedRows for v in row.values()):
+            related, truncated = _related(row, retrieved_at, include_raw)
+            row = {k: v for k, v in row.items() if type(v) is not RelatedRows}
         fields, digest = _canonical_and_hash(row)
         provenance = new_provenance(Provenance)
         _set_attr(
@@ -401,13 +458,41 @@ def build_records(
         _set_attr(provenance, "__pydantic_extra__", None)
         _set_attr(provenance, "__pydantic_private__", None)
         record = new_record(Record)
-        _set_attr(record, "__dict__", {"provenance": provenance})
+        _set_attr(
+            record,
+            "__dict__",
+            {"provenance": provenance, "related": related, "related_truncated": truncated},
+        )
         # As after validation, extra fields count as set (``exclude_unset`` keeps them).
-        _set_attr(record, "__pydantic_fields_set__", record_fields.union(fields))
+        fields_set = record_fields.union(fields)
+        if related is not None:
+            fields_set.add("related")
+            if truncated is not None:
+                fields_set.add("related_truncated")
+        _set_attr(record, "__pydantic_fields_set__", fields_set)
         _set_attr(record, "__pydantic_extra__", _ReadOnlyFields(fields))
         _set_attr(record, "__pydantic_private__", None)
         records.append(record)
     return records
+
+
+def _related(
+    row: Mapping[str, Any], retrieved_at: dt.datetime, include_raw: bool
+) -> tuple[dict[str, list[Record]], list[str] | None]:
+    """The child records of each related list of ``row``, and the names of the cut lists."""
+    related: dict[str, list[Record]] = {}
+    truncated: list[str] = []
+    for name, children in row.items():
+        if type(children) is RelatedRows:
+            related[name] = build_records(
+                children,
+                source=f"persistence.{children.table}",
+                retrieved_at=retrieved_at,
+                include_raw=include_raw,
+            )
+            if children.cut:
+                truncated.append(name)
+    return related, truncated or None
 
 
 def envelope_json_schema() -> dict[str, Any]:

@@ -22,6 +22,7 @@ from typing import Any
 
 from persistence import (
     Filter,
+    Include,
     InvalidQueryError,
     Order,
     Query,
@@ -53,6 +54,7 @@ from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.hooks import FallbackCall, FallbackRequest, FallbackResult, FallbackRunner
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
 from rag_agent.reformulation import relaxations
+from rag_agent.related import checked_includes, related_versions, resolve_words
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
 from rag_agent.understanding import (
@@ -140,12 +142,13 @@ class Pipeline:
         explicit: object,
         page: _Page,
         count_only: bool | None = None,
+        include: object = None,
     ) -> Envelope:
         """Steps 1 to 6 for ``RAGAgent.run``; arguments are checked here, not trusted.
 
         ``table`` ``None`` means the table the text names, else ``leads``; ``explicit`` is
         ``None`` or the caller's conditions; ``page`` is ``(limit, offset, include_raw)`` as the
-        caller gave them.
+        caller gave them; ``include`` ``None`` means the related rows the text asks for.
         """
         outcome = Outcome(source_of(table if table is not None else DEFAULT_TABLE))
         try:
@@ -156,6 +159,7 @@ class Pipeline:
             if count_only is not None and type(count_only) is not bool:
                 raise InvalidQueryError("count_only must be a bool", field="count_only")
             given = None if explicit is None else explicit_conditions(explicit)
+            asked = None if include is None else checked_includes(include)
             window, include_raw = self._page(page)
             if table is not None:
                 table = self.facade.policy.check_read(table, "run")
@@ -178,7 +182,12 @@ class Pipeline:
             outcome.source = source_of(request.table)
             checked_table = self.facade.policy.check_read(request.table, "run")
             applied, refused = apply_conditions(self.facade, checked_table, request.conditions)
-            outcome.ignored = _ignored(request.ignored + refused)
+            related, unrelated = (
+                (asked, ())
+                if asked is not None
+                else (resolve_words(self.facade, checked_table, request.include))
+            )
+            outcome.ignored = _ignored(request.ignored + refused + unrelated)
             outcome.count_only = request.count_only
             if given is not None and not applied:
                 raise InvalidQueryError(
@@ -200,7 +209,7 @@ class Pipeline:
                 self._applied(outcome, applied)
                 self._count(log, outcome, checked_table, applied)
             elif applied:
-                self._retrieve(log, outcome, checked_table, applied, window, include_raw)
+                self._retrieve(log, outcome, checked_table, applied, window, include_raw, related)
             # zero is a count's answer
             counted = (bool(applied) and request.count_only) or bool(request.group_by)
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
@@ -239,11 +248,13 @@ class Pipeline:
         order: Iterable[Order | str],
         page: _Page,
         count_only: bool = False,
+        include: object = (),
     ) -> Envelope:
         """Step 3 alone, for ``RAGAgent.read``; arguments are checked here, not trusted."""
         outcome = Outcome(source_of(table))
         try:
             window, include_raw = self._page(page)
+            related = checked_includes(include)
             checked_table = self.facade.policy.check_read(table, "read")
             given = Query(checked_table, filters=_sequence(filters, "filters")).filters
             shown_filters(given)  # refuses two filters with the same column and operator
@@ -267,7 +278,7 @@ class Pipeline:
             if count_only:
                 self._count(log, outcome, checked_table, conditions)
             else:
-                result, hit = self._query(log, query, include_raw, outcome.filters)
+                result, hit = self._query(log, query, include_raw, outcome.filters, related)
                 outcome.take(result, shared=self.cache.enabled)
                 outcome.cache = "hit" if hit else "miss"
         except Exception as exc:
@@ -356,10 +367,12 @@ class Pipeline:
         conditions: tuple[Condition, ...],
         window: _Window,
         include_raw: bool,
+        related: tuple[Include, ...] = (),
     ) -> None:
         def query(conditions: tuple[Condition, ...]) -> tuple[PageResult, bool]:
             planned = _planned(table, conditions, window)
-            return self._query(log, planned, include_raw, query_filters_view(conditions))
+            shown = query_filters_view(conditions)
+            return self._query(log, planned, include_raw, shown, related)
 
         result, all_hits = query(conditions)
         used = conditions
@@ -412,13 +425,20 @@ class Pipeline:
         outcome.applied = _shown(conditions)
 
     def _query(
-        self, log: Any, query: Query, include_raw: bool, shown: Mapping[str, Any]
+        self,
+        log: Any,
+        query: Query,
+        include_raw: bool,
+        shown: Mapping[str, Any],
+        related: tuple[Include, ...] = (),
     ) -> tuple[PageResult, bool]:
         """The page of ``query`` as records, from the cache if it holds it (and whether it did).
 
-        ``shown`` is how the filters are logged.
+        ``shown`` is how the filters are logged; ``related`` the related rows each row carries.
         """
         key = _cache_key(query, include_raw, self.facade.data_version(query.table))
+        if related:  # the children's tables' versions too: a new message is a new page
+            key += (related, related_versions(self.facade, query.table, related))
         cached: PageResult | None = self.cache.get(key)
         if cached is not None:
             log.debug("rag.query", table=query.table, filters=shown, cache="hit")
@@ -430,6 +450,7 @@ class Pipeline:
             order=query.order,
             limit=query.limit,
             offset=query.offset,
+            include=related,
         )
         result = page_result(
             page.rows,
@@ -438,6 +459,7 @@ class Pipeline:
             retrieved_at=self.now(),
             include_raw=include_raw,
             summary_threshold=self.settings.summary_threshold,
+            related_capped=page.related_capped,
         )
         self.cache.put(key, result)
         log.debug(

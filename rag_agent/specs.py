@@ -141,6 +141,8 @@ class Understanding:
     lone capitalised word taken for a company, say): with an LLM configured, the LLM then decides.
     ``group_by`` names the columns a count per group is asked by ("leads by status" →
     ``("status",)``); empty when the text asks for rows or one count.
+    ``include`` names the tables whose related rows the text asks to see with each row ("with
+    its conversations" → ``("conversations",)``).
     """
 
     table: str | None = None
@@ -149,6 +151,7 @@ class Understanding:
     ignored: tuple[Ignored, ...] = ()
     weak: bool = False
     group_by: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

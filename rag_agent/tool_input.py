@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from persistence import Op, Order
+from persistence import DEFAULT_RELATED_LIMIT, MAX_RELATED_LIMIT, Include, Op, Order
 from rag_agent.conditions import legacy_conditions
 from rag_agent.filters import FILTER_KEYS, normalize_filters
 from rag_agent.specs import Condition, FilterSpec, OrderSpec
@@ -260,6 +260,22 @@ class QueryTableInput(_Args):
     count_only: bool = Field(default=False, description="Only count the matches.")
     limit: int | None = Field(default=None, ge=1, description="Page size (clamped).")
     offset: int = Field(default=0, ge=0, description="Rows to skip.")
+    include: list[str] | None = Field(
+        default=None,
+        description="Relations whose rows each record carries under 'related' (see "
+        "describe_table), e.g. ['conversations'] or ['conversations.messages'].",
+    )
+    include_limit: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_RELATED_LIMIT,
+        description=f"Related rows per record and relation (default {DEFAULT_RELATED_LIMIT}).",
+    )
+
+    def includes(self) -> list[Include]:
+        """The relations to include, each with the per-record limit."""
+        limit = self.include_limit or DEFAULT_RELATED_LIMIT
+        return [Include(path, limit=limit) for path in self.include or ()]
 
     def filter_specs(self) -> list[FilterSpec]:
         """The filters and ranges as specs: a ``{column: value}`` mapping means ``eq``."""

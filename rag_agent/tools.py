@@ -1,5 +1,6 @@
 """LangChain tools over a ``RAGAgent``: ``query_leads``, ``query_table``, ``rag_agent``,
-``deliver_data``, ``count_rows``, ``aggregate_table``.
+``deliver_data``, ``count_rows``, ``aggregate_table``, and the schema discovery tools
+``list_tables`` and ``describe_table`` (:mod:`rag_agent.discovery`).
 
 ::
 
@@ -44,6 +45,7 @@ from persistence import is_identifier
 from rag_agent.agent import RAGAgent
 from rag_agent.assemble import error_envelope
 from rag_agent.conditions import legacy_conditions
+from rag_agent.discovery import DescribeTableTool, ListTablesTool
 from rag_agent.envelope import Envelope
 from rag_agent.specs import LLM_OPERATORS, Condition, FilterSpec, to_filters
 from rag_agent.tool_input import (
@@ -68,6 +70,8 @@ __all__ = [
     "AggregateTableTool",
     "CountRowsTool",
     "DeliverDataTool",
+    "DescribeTableTool",
+    "ListTablesTool",
     "QueryLeadsTool",
     "QueryTableTool",
     "RAGAgentTool",
@@ -213,8 +217,9 @@ class QueryTableTool(_EnvelopeTool):
         equality) or a {{column: value}} mapping, and ranges ({{column, gte, gt, lte, lt}};
         dates as ISO 8601). Values are read as the column's type (uuid, integer, numeric,
         boolean, date, timestamp). Optional columns, order ('col' or '-col'), limit, offset,
-        count_only. Returns a JSON envelope with total_count, has_more, next_offset and records
-        with provenance."""
+        count_only, include (relations from describe_table, e.g. ['conversations']: each record
+        then carries its related rows, with their own provenance). Returns a JSON envelope with
+        total_count, has_more, next_offset and records with provenance."""
     )
     args_schema: type[BaseModel] = QueryTableInput
     table_label: str | None = None
@@ -228,6 +233,7 @@ class QueryTableTool(_EnvelopeTool):
             limit=args.limit,
             offset=args.offset,
             count_only=args.count_only,
+            include=args.includes(),
         )
 
 
@@ -347,7 +353,7 @@ def _int_or_none(value: object) -> int | None:
 
 def build_tools(agent: RAGAgent) -> list[BaseTool]:
     """The tools bound to ``agent``: query_leads, query_table, rag_agent, deliver_data, then
-    count_rows and aggregate_table."""
+    count_rows, aggregate_table, list_tables and describe_table."""
     if not isinstance(agent, RAGAgent):
         raise TypeError(f"build_tools needs a RAGAgent, not {type(agent).__name__}")
     return [
@@ -357,6 +363,8 @@ def build_tools(agent: RAGAgent) -> list[BaseTool]:
         DeliverDataTool(),
         CountRowsTool(agent=agent),
         AggregateTableTool(agent=agent),
+        ListTablesTool(agent=agent),
+        DescribeTableTool(agent=agent),
     ]
 
 
@@ -370,5 +378,7 @@ def openai_tool_schemas() -> list[dict[str, Any]]:
         DeliverDataTool(),
         CountRowsTool(),
         AggregateTableTool(),
+        ListTablesTool(),
+        DescribeTableTool(),
     ]
     return [convert_to_openai_tool(tool) for tool in tools]

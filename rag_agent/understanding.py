@@ -67,14 +67,15 @@ OPERATORS_BY_KIND: Mapping[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """What one run asks for, once understood: the table, the conditions, count or rows, and the
-    parts of the request not applied so far."""
+    """What one run asks for, once understood: the table, the conditions, count or rows, the
+    parts of the request not applied so far, and the tables whose related rows it asks for."""
 
     table: str
     conditions: tuple[Condition, ...]
     count_only: bool = False
     ignored: tuple[Ignored, ...] = ()
     group_by: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
 
 
 def explicit_conditions(filters: object) -> tuple[Condition, ...]:
@@ -110,6 +111,7 @@ def understand_request(
     """
     found = _rules(text, table, now.astimezone(dt.UTC).date()) if text.strip() else Understanding()
     group_by = found.group_by  # the rules' reading of "by status": the extraction has no say
+    rules_include = found.include  # related rows are read from the words by the rules alone
     if explicit is not None:
         given = {(c.column, c.op) for c in explicit}
         kept = tuple(c for c in found.conditions if (c.column, c.op) not in given)
@@ -134,6 +136,7 @@ def understand_request(
         count_only=found.count_only if count_only is None else count_only,
         ignored=found.ignored,
         group_by=group_by,
+        include=rules_include,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -179,6 +179,17 @@ class PostgresDatabase:
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
             cursor = conn.execute(statement.encode(), params)
             return cursor.fetchall() if cursor.description else []
+
+    def add_clients(self, ids: Iterable[object]) -> None:
+        """Insert a client for each id (leads refer to their client by a foreign key; clients
+        are a governance table, which no ``PersistenceAgent`` writes)."""
+        wanted = sorted(set(ids) - {None}, key=str)
+        if wanted:
+            self.execute(
+                "INSERT INTO clients (id, name) SELECT k, 'client ' || k "
+                "FROM pg_catalog.unnest(%s) AS k ON CONFLICT (id) DO NOTHING",
+                (wanted,),
+            )
 
     def truncate(self) -> None:
         """Empty every table of the schema and restart its ids at 1."""

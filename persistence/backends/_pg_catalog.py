@@ -23,6 +23,7 @@ import psycopg
 
 from persistence._logs import get_logger
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
+from persistence.relations import Relation
 from persistence.types import ColumnType, column_type
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "read_extensions",
     "read_indexes",
     "read_role",
+    "relations_of",
 ]
 
 log = get_logger("persistence.postgres")
@@ -50,6 +52,20 @@ WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
   AND a.attnum > 0 AND NOT a.attisdropped
   AND has_column_privilege(c.oid, a.attnum, 'SELECT')
 ORDER BY c.relname, a.attnum
+"""
+# Single-column foreign keys between tables of the schema: parent, its column, child, its column.
+_RELATIONS_SQL = b"""
+SELECT p.relname, pa.attname, c.relname, ca.attname
+FROM pg_catalog.pg_constraint k
+JOIN pg_catalog.pg_class c ON c.oid = k.conrelid
+JOIN pg_catalog.pg_namespace cn ON cn.oid = c.relnamespace
+JOIN pg_catalog.pg_class p ON p.oid = k.confrelid
+JOIN pg_catalog.pg_namespace pn ON pn.oid = p.relnamespace
+JOIN pg_catalog.pg_attribute ca ON ca.attrelid = k.conrelid AND ca.attnum = k.conkey[1]
+JOIN pg_catalog.pg_attribute pa ON pa.attrelid = k.confrelid AND pa.attnum = k.confkey[1]
+WHERE k.contype = 'f' AND pg_catalog.cardinality(k.conkey) = 1
+  AND cn.nspname = %s AND pn.nspname = %s
+ORDER BY p.relname, c.relname, ca.attname
 """
 _ROLE_SQL = (
     b"SELECT current_user, rolsuper, rolbypassrls FROM pg_catalog.pg_roles"
@@ -119,6 +135,29 @@ class _Snapshot(NamedTuple):
     tables: Mapping[str, Table]
     writable: frozenset[str]
     loaded_at: float
+    relations: tuple[Relation, ...] = ()
+
+
+def relations_of(
+    rows: list[tuple[str, str, str, str]], readable: Collection[str]
+) -> tuple[Relation, ...]:
+    """Relations from foreign-key rows ``(parent, parent column, child, child column)``
+    between ``readable`` tables, named after the child table; when one child refers to the
+    same parent twice, each is named ``<child>_<column>``. Names that are not identifiers the
+    facade accepts are left out (no read could name them)."""
+    pairs: dict[tuple[str, str], int] = {}
+    for parent, _, child, _ in rows:
+        pairs[(parent, child)] = pairs.get((parent, child), 0) + 1
+    relations = []
+    for parent, parent_column, child, child_column in rows:
+        if parent not in readable or child not in readable:
+            continue
+        name = child if pairs[(parent, child)] == 1 else f"{child}_{child_column}"
+        try:
+            relations.append(Relation(parent, parent_column, child, child_column, name))
+        except ConfigurationError:
+            continue
+    return tuple(relations)
 
 
 class Catalog:
@@ -139,6 +178,7 @@ class Catalog:
             tables.setdefault(table, {})[column] = column_type(type_name, category=category)
             if can_write:
                 writable.add(table)
+        keys = [tuple(row) for row in conn.execute(_RELATIONS_SQL, (self._schema, self._schema))]
         self._snapshot = _Snapshot(
             {
                 table: Table(MappingProxyType(columns), tuple(columns), frozenset(columns))
@@ -146,6 +186,7 @@ class Catalog:
             },
             frozenset(writable),
             self._clock(),
+            relations_of(keys, tables),
         )
 
     def names(self) -> tuple[str, ...]:
@@ -159,6 +200,11 @@ class Catalog:
     def may_reload(self) -> bool:
         """True when the last load is old enough to look for a missing table again."""
         return self._clock() - self._snapshot.loaded_at >= _RELOAD_SECONDS
+
+    @property
+    def relations(self) -> tuple[Relation, ...]:
+        """The schema's single-column foreign keys between readable tables, as relations."""
+        return self._snapshot.relations
 
     @property
     def writable(self) -> frozenset[str]:

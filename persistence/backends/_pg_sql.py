@@ -30,6 +30,7 @@ from persistence.query import Filter, Op, Query
 
 __all__ = [
     "build_aggregate",
+    "build_children",
     "build_count",
     "build_delete",
     "build_insert",
@@ -136,6 +137,52 @@ def read_params(query: Query) -> list[Any]:
     """The values of :func:`build_read`'s statement: the filters twice, then limit and offset."""
     values = filter_params(query.filters)
     return [*values, *values, query.limit, query.offset]
+
+
+_RANK = sql.Identifier("related rank")
+_POSITION = sql.Identifier("related position")
+_KEY = sql.Identifier("related key")
+_SEQUENCE = sql.Identifier("related sequence")
+
+
+def build_children(
+    table: str,
+    schema: str,
+    join_column: str,
+    filters: Sequence[Filter],
+    columns: Sequence[str],
+    has_id: bool,
+) -> sql.Composed:
+    """The children of one level of parents, for :func:`persistence.relations.attach`: each
+    parent key's first ``n`` children of ``table`` matching ``filters`` (``id`` order), in
+    parent order; of those, the first ``m`` and each parent's first (which tells whether the
+    total cut its list). One statement for every parent of the level.
+
+    Values: the parent keys (a list, in parent order), :func:`filter_params`, ``n``, ``m``.
+    The helper columns' names hold a space, which no column name the facade accepts does.
+    """
+    child = sql.Identifier(join_column)
+    return sql.SQL(
+        "SELECT {outer} FROM (SELECT {middle}, s.{rank}, "
+        "row_number() OVER (ORDER BY s.{position}, s.{rank}) AS {sequence} FROM ("
+        "SELECT {inner}, k.{position}, "
+        "row_number() OVER (PARTITION BY c.{child} ORDER BY c.{within}) AS {rank} "
+        "FROM {table} AS c JOIN pg_catalog.unnest(%s) WITH ORDINALITY AS k({key}, {position}) "
+        "ON c.{child} = k.{key}{where}) AS s WHERE s.{rank} <= %s) AS t "
+        "WHERE t.{sequence} <= %s OR t.{rank} = 1 ORDER BY t.{sequence}"
+    ).format(
+        outer=sql.SQL(", ").join(sql.Identifier("t", c) for c in columns),
+        middle=sql.SQL(", ").join(sql.Identifier("s", c) for c in columns),
+        inner=sql.SQL(", ").join(sql.Identifier("c", c) for c in columns),
+        position=_POSITION,
+        child=child,
+        within=sql.Identifier("id") if has_id else child,
+        rank=_RANK,
+        sequence=_SEQUENCE,
+        table=sql.Identifier(schema, table),
+        key=_KEY,
+        where=_where(filters),
+    )
 
 
 def build_count(table: str, schema: str, filters: Sequence[Filter]) -> sql.Composed:

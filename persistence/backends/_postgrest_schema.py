@@ -20,7 +20,9 @@ from types import MappingProxyType
 from typing import Any
 
 from persistence.backends._postgrest_client import PostgrestClient
+from persistence.backends._postgrest_embed import parse_relations
 from persistence.errors import BackendUnavailableError, PersistenceError, QueryTimeoutError
+from persistence.relations import Relation
 from persistence.types import ColumnKind, ColumnType, column_type
 
 __all__ = ["ApiDescription", "parse_description"]
@@ -58,11 +60,18 @@ def parse_description(document: Any) -> Tables | None:
 class ApiDescription:
     """The column types a PostgREST API describes, fetched on first use and cached."""
 
-    __slots__ = ("_client", "_tables")
+    __slots__ = ("_client", "_relations", "_tables")
 
     def __init__(self, client: PostgrestClient) -> None:
         self._client = client
         self._tables: Tables | None = None
+        self._relations: tuple[Relation, ...] = ()
+
+    def relations(self) -> tuple[Relation, ...]:
+        """The foreign keys the description notes (none when it does not tell)."""
+        if self._tables is None:
+            self._fetch()
+        return self._relations
 
     def column_types(self, table: str) -> Mapping[str, ColumnType] | None:
         """``table``'s columns and types, or ``None`` when the API does not tell."""
@@ -74,7 +83,9 @@ class ApiDescription:
     def _fetch(self) -> Tables:
         try:
             response = self._client.request("GET", "", "column_types", [])
-            parsed = parse_description(json.loads(response.content))
+            document = json.loads(response.content)
+            parsed = parse_description(document)
+            self._relations = parse_relations(document)
         except (BackendUnavailableError, QueryTimeoutError):
             return _UNTOLD  # transient: ask again next time
         except (PersistenceError, ValueError):

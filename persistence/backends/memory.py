@@ -48,7 +48,15 @@ from persistence.backends._like import text_predicate
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Op, Order, Page, Query
-from persistence.schema import TABLE_TYPES
+from persistence.relations import (
+    RelatedPlan,
+    Relation,
+    attach,
+    check_relations,
+    fetch_columns,
+    parent_keys,
+)
+from persistence.schema import REFERENCE, TABLE_TYPES
 
 __all__ = ["UNTYPED", "MemoryBackend", "MemoryStore", "create_backend", "default_store"]
 
@@ -384,14 +392,25 @@ def _sorted(rows: list[Row], order: Sequence[Order]) -> list[Row]:
 
 
 class MemoryBackend:
-    """Serves queries from a :class:`MemoryStore` (``default_store()`` unless given one)."""
+    """Serves queries from a :class:`MemoryStore` (``default_store()`` unless given one).
+
+    ``relations`` are the relations ``include`` may follow (a store has no foreign keys): the
+    reference schema's by default.
+    """
 
     name = "memory"
     #: Every operator.
     capabilities = Capabilities()
 
-    def __init__(self, store: MemoryStore | None = None, *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        store: MemoryStore | None = None,
+        relations: Iterable[Relation] = REFERENCE.relations,
+        *,
+        read_only: bool = False,
+    ) -> None:
         self._store = store if store is not None else default_store()
+        self._relations = check_relations(relations)
         # Built for a read-only facade, the backend refuses writes itself too, as the PostgreSQL
         # and Supabase ones do: the facade is not the only line of defence.
         self._read_only = read_only
@@ -399,6 +418,32 @@ class MemoryBackend:
     def _check_writable(self, table: str, operation: str) -> None:
         if self._read_only:
             refuse_write(operation, table, "this memory backend")
+
+    def relations(self) -> tuple[Relation, ...]:
+        """The declared relations."""
+        return self._relations
+
+    def read_related(self, query: Query, plans: Sequence[RelatedPlan]) -> Page:
+        """One page of ``query`` with each row's related rows (see
+        :mod:`persistence.relations`)."""
+        page = self.read(query)
+        capped = attach(page.rows, plans, self._children)
+        return Page(rows=page.rows, total_count=page.total_count, related_capped=capped)
+
+    def _children(self, plan: RelatedPlan, parents: Sequence[Row], budget: int) -> list[Row]:
+        relation = plan.relation
+        keys = parent_keys(parents, relation.parent_column)
+        wanted = Filter(relation.child_column, Op.IN, tuple(keys)) if keys else None
+        if wanted is None:
+            return []
+        groups: dict[Any, list[Row]] = {}
+        for row in self._matching(relation.child_table, (*plan.filters, wanted)):
+            group = groups.setdefault(row[relation.child_column], [])
+            if len(group) <= plan.limit:  # one more than kept: it tells a cut list
+                group.append(row)
+        ordered = [row for key in keys for row in groups.get(key, ())]
+        columns = fetch_columns(plan)
+        return [_copy_row({c: row.get(c) for c in columns}) for row in ordered]
 
     def read(self, query: Query) -> Page:
         """One page of ``query`` and the number of matching rows (rows are copies)."""
@@ -467,10 +512,15 @@ class MemoryBackend:
 
 
 def create_backend(
-    *, read_only: bool = True, store: MemoryStore | None = None, **options: Any
+    *,
+    read_only: bool = True,
+    store: MemoryStore | None = None,
+    relations: Iterable[Relation] = REFERENCE.relations,
+    **options: Any,
 ) -> MemoryBackend:
-    """Factory hook for ``kind="memory"``; ``store=`` picks a store other than the default."""
-    check_options("kind='memory'", options, ["store"])
+    """Factory hook for ``kind="memory"``; ``store=`` picks a store other than the default,
+    ``relations=`` the relations ``include`` follows (the reference schema's by default)."""
+    check_options("kind='memory'", options, ["store", "relations"])
     if store is not None and not isinstance(store, MemoryStore):
         raise ConfigurationError(f"store= must be a MemoryStore, not {type(store).__name__}")
-    return MemoryBackend(store, read_only=read_only)
+    return MemoryBackend(store, relations, read_only=read_only)

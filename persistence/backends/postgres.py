@@ -37,6 +37,7 @@ from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Page, Query
+from persistence.relations import RelatedPlan, Relation, attach, fetch_columns, parent_keys
 from persistence.types import ColumnKind, ColumnType, coerce_filters
 
 try:
@@ -226,6 +227,38 @@ class PostgresBackend(Closing):
             rows=[dict(zip(columns, row[2:], strict=True)) for row in rows if row[1] is not None],
             total_count=int(rows[0][0]) if rows else 0,
         )
+
+    def relations(self) -> tuple[Relation, ...]:
+        """The schema's single-column foreign keys between readable tables (from the catalog)."""
+        self._connections.pool()  # start-up loads the catalog
+        return self._catalog.relations
+
+    def read_related(self, query: Query, plans: Sequence[RelatedPlan]) -> Page:
+        """One page of ``query`` with each row's related rows: one statement for the page and
+        one per relation and level (``row_number()`` caps each parent's children), never one
+        per parent."""
+        page = self.read(query)
+        capped = attach(page.rows, plans, self._children)
+        return Page(rows=page.rows, total_count=page.total_count, related_capped=capped)
+
+    def _children(self, plan: RelatedPlan, parents: Sequence[Row], budget: int) -> list[Row]:
+        relation = plan.relation
+        keys = parent_keys(parents, relation.parent_column)
+        if not keys:
+            return []
+        columns = fetch_columns(plan)
+        entry, filters = self._checked_filters(relation.child_table, plan.filters, "read", columns)
+        statement = _pg_sql.build_children(
+            relation.child_table,
+            self._schema,
+            relation.child_column,
+            filters,
+            columns,
+            "id" in entry.column_set,
+        ).as_bytes(None)
+        params = [keys, *_pg_sql.filter_params(filters), plan.limit + 1, budget + 1]
+        rows = self._connections.select(statement, params, "read")
+        return [dict(zip(columns, row, strict=True)) for row in rows]
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         _, filters = self._checked_filters(table, filters, "count")

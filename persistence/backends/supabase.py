@@ -32,7 +32,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from persistence._logs import get_logger
@@ -43,8 +43,10 @@ from persistence.errors import (
     ColumnNotAllowedError,
     ConfigurationError,
     PersistenceError,
+    UnsupportedOperatorError,
 )
 from persistence.query import Filter, Op, Page, Query
+from persistence.relations import RelatedPlan, Relation, attach, check_relations
 
 try:
     import httpx
@@ -64,6 +66,7 @@ from persistence.backends._postgrest_aggregate import (
 )
 from persistence.backends._postgrest_client import PostgrestClient, json_body, json_rows
 from persistence.backends._postgrest_client import default_http_client as _default_http_client
+from persistence.backends._postgrest_embed import embedded, embedding
 from persistence.backends._postgrest_encoding import (
     COUNT_MODES,
     RESERVED_PARAMETERS,
@@ -103,7 +106,8 @@ _DEFAULT_RETRIES = 2
 # Ids per DELETE when rows were selected on the client; keeps URLs well under gateway limits.
 _DELETE_CHUNK = 200
 _OPTIONS = ("url", "key", "http_client", "allow_privileged", "allowed_roles", "count",
-            "page_size", "max_read_rows", "timeout", "retries", "schema", "sleep")  # fmt: skip
+            "page_size", "max_read_rows", "timeout", "retries", "schema", "sleep",
+            "relations")  # fmt: skip
 #: The key roles a read-only facade accepts without ``allow_privileged=True``: they are subject
 #: to row-level security. Any other role (``service_role``, ``supabase_admin``, ``postgres``, a
 #: custom one) might bypass it, so it is refused rather than guessed about.
@@ -156,6 +160,7 @@ class SupabaseBackend:
         retries: int = _DEFAULT_RETRIES,
         schema: str = "public",
         sleep: Callable[[float], None] = time.sleep,
+        relations: Iterable[Relation] | None = None,
     ) -> None:
         _check_options(count, page_size, timeout, retries, http_client)
         if type(max_read_rows) is not int or max_read_rows < 1:
@@ -167,6 +172,7 @@ class SupabaseBackend:
             raise ConfigurationError(
                 f"allowed_roles= must be a collection of role names, not {allowed_roles!r}"
             )
+        self._declared = None if relations is None else check_relations(relations)
         role = key_role(key)
         if read_only and role is not None and role not in frozenset(allowed_roles):
             if not allow_privileged:
@@ -244,6 +250,34 @@ class SupabaseBackend:
             known = ended and (rows or not query.offset)
             total = query.offset + len(rows) if known else self._total(query.table, base, "read")
         return Page(rows=rows, total_count=total)
+
+    def relations(self) -> tuple[Relation, ...]:
+        """The declared relations (``relations=``), else the foreign keys the API's OpenAPI
+        description notes."""
+        if self._declared is not None:
+            return self._declared
+        return self._description.relations()
+
+    def read_related(self, query: Query, plans: Sequence[RelatedPlan]) -> Page:
+        """One page of ``query`` with each row's related rows, by resource embedding (see
+        :mod:`persistence.backends._postgrest_embed`): the same requests as the page alone."""
+        if any(needs_client_check(f) for f in query.filters):
+            raise UnsupportedOperatorError(
+                "a literal '*' in a text filter cannot be combined with included rows over the "
+                "Supabase API (PostgREST reads every '*' as a wildcard)",
+                operator="include",
+                backend=self.name,
+            )
+        base = self._filter_params(query.table, query.filters, "read")
+        terms, embedded_params = embedding(plans, self.relations())
+        select = f"{select_param(query.columns)},{terms}"
+        params = [("select", select), *base, *embedded_params, ("order", order_param(query.order))]
+        rows, total, ended = self._fetch(query, params, query.offset, query.limit, "read")
+        if total is None:
+            known = ended and (rows or not query.offset)
+            total = query.offset + len(rows) if known else self._total(query.table, base, "read")
+        capped = attach(rows, plans, embedded)
+        return Page(rows=rows, total_count=total, related_capped=capped)
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         checks = [f for f in filters if needs_client_check(f)]
@@ -473,7 +507,8 @@ def create_backend(*, read_only: bool = True, **options: Any) -> SupabaseBackend
     without ``allow_privileged``; default :data:`ALLOWED_KEY_ROLES`), ``count=`` (``"exact"``,
     ``"planned"``, ``"estimated"``), ``page_size=``, ``max_read_rows=`` (the most rows one read
     may fetch, default :data:`MAX_READ_ROWS`), ``timeout=`` (seconds), ``retries=``,
-    ``schema=``, ``sleep=``.
+    ``schema=``, ``sleep=``, ``relations=`` (the relations ``include`` follows; default: the
+    foreign keys the API description notes).
     """
     check_options("kind='supabase'", options, _OPTIONS)
     url = options.pop("url", None)

@@ -18,6 +18,7 @@ from persistence import Op
 from rag_agent.rules import fields, grouping, names
 from rag_agent.rules.dates import find_dates
 from rag_agent.rules.reading import Reading, plural
+from rag_agent.rules.related import read_related
 from rag_agent.rules.vocabulary import (
     CHANNEL_WORDS,
     COMPANY_COLUMNS,
@@ -271,6 +272,7 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
         reading.claim(*match.span())
     references = _references(reading)
     titles = fields.find_titles(reading)  # claimed before table words: "account executive"
+    include = read_related(reading)  # before table words: "with its conversations"
 
     named = _named_table(reading)
     target = table
@@ -314,4 +316,5 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
         ignored=tuple(reading.ignored),
         weak=weak,
         group_by=group_by,
+        include=include,
     )

@@ -17,7 +17,7 @@ import psycopg
 
 from persistence import Filter, Op, Order
 from persistence.schema import TABLE_COLUMNS, TABLE_DDL
-from tests.benchmarks.common import LeadsTable, ScratchDatabase
+from tests.benchmarks.common import LeadsTable, ScratchDatabase, standalone
 from tests.benchmarks.peer import inline
 from tests.benchmarks.pg_suite import PAGE, Clients
 
@@ -37,7 +37,7 @@ def _supabase_style(ddl: str) -> str:
     return ddl
 
 
-UUID_LEADS = LeadsTable(_supabase_style(TABLE_DDL["leads"]), explicit_ids=False)
+UUID_LEADS = LeadsTable(_supabase_style(standalone(TABLE_DDL["leads"])), explicit_ids=False)
 CREATED_AT_INDEX = "CREATE INDEX leads_created_at_idx ON leads (created_at)"
 LOWER_EMAIL_INDEX = "CREATE INDEX leads_email_lower_idx ON leads (lower(email))"
 #: The month asked for: the generated leads are one a minute back from 2026-01-01, so at 100k

@@ -29,7 +29,14 @@ import psycopg
 
 from persistence import Filter, Op, create_read_only_facade
 from rag_agent import parse_filters_from_text
-from tests.benchmarks import memory_icontains, pg_aggregates, pg_lookups, pg_suite, rag_micro
+from tests.benchmarks import (
+    memory_icontains,
+    pg_aggregates,
+    pg_lookups,
+    pg_related,
+    pg_suite,
+    rag_micro,
+)
 from tests.benchmarks.common import (
     ADMIN_DSN,
     Section,
@@ -412,6 +419,13 @@ def aggregates(config: Config, results: Results) -> None:
     results.figures["aggregates"] = report.figures
 
 
+def related(config: Config, results: Results) -> None:
+    """50 leads with their related rows: include vs the N+1 loop (``pg_related``)."""
+    report = pg_related.measure(max(config.lookup_rows // 5, 200), quick=config.quick)
+    results.sections.append(report.section)
+    results.figures["related"] = report.figures
+
+
 def _library_calls(
     clients: pg_suite.Clients, scenario: pg_suite.Scenario
 ) -> tuple[Callable[[], object], Callable[[], object]]:
@@ -508,6 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps.append(("postgres", lambda: pg_runs.extend(postgres(config, results))))
     steps.append(("lookups", lambda: lookups(config, results)))
     steps.append(("aggregates", lambda: aggregates(config, results)))
+    steps.append(("related", lambda: related(config, results)))
     steps.append(("throughput", lambda: memory_runs.extend(memory_throughput(config))))
     for name, step in steps:
         step_start = time.perf_counter()

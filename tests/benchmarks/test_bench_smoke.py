@@ -74,6 +74,7 @@ class TestBenchReport:
             "## Round trips per call (PostgreSQL)",
             "## PostgreSQL lookups on a uuid-keyed table (2,000 leads)",
             "## Grouped counts on PostgreSQL (2,000 leads)",
+            "## Related rows: 50 leads with their children (PostgreSQL, 400 leads)",
             "## Throughput with 1 / 2 / 4 / 8 threads",
             "## How it is measured",
         ):

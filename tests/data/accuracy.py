@@ -1,11 +1,13 @@
 """Accuracy of ``understand`` on the labelled request set (``understanding_queries.jsonl``).
 
 Each line is ``{"text", "table", "class", "expected": {"table", "conditions", "count_only",
-"ignored", "weak"[, "group_by"]}}`` (``group_by``, the columns counted by, is ``[]`` when left
+"ignored", "weak"[, "group_by"][, "include"]}}`` (``group_by``, the columns counted by, is
+``[]`` when left out; ``include``, the tables whose related rows are asked for, none when left
 out): ``table`` is the table the caller gives (``null``: none), conditions are
 ``[column, op, value]`` with datetimes as ISO 8601 strings and ``in`` values as lists, and every
 relative date is read against :data:`NOW`. A request is an exact match when the table, the
-conditions (as a multiset), ``count_only``, ``weak``, ``group_by`` and the ignored parts all
+conditions (as a multiset), ``count_only``, ``weak``, ``group_by``, ``include`` and the ignored
+parts all
 agree; an ignored part matches when one text contains the other (case-insensitive), as where a
 span starts is a matter of taste, and the number of ignored parts must agree.
 
@@ -55,6 +57,7 @@ def labels(found: Understanding) -> dict[str, Any]:
         "ignored": [item.text for item in found.ignored],
         "weak": found.weak,
         "group_by": list(found.group_by),
+        "include": list(found.include),
     }
 
 
@@ -146,7 +149,7 @@ def score(items: Iterable[Mapping[str, Any]], read: Understand | None = None) ->
         expected, cls = item["expected"], item.get("class", "other")
         got = labels(read(item["text"], item.get("table")))
         ok = _score_conditions(report, expected["conditions"], got["conditions"], cls)
-        for name in ("table", "count_only", "weak"):
+        for name in ("table", "count_only", "weak", "include"):
             want, have = expected.get(name) or None, got[name] or None
             hit = want == have
             _tally(report, name, int(hit and want is not None), int(not hit and have is not None),

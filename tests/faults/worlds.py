@@ -161,6 +161,7 @@ def open_world(
         db.truncate()
         writer = create_persistence_agent(kind="postgres", dsn=db.writer_dsn)
         try:
+            db.add_clients(row.get("client_id") for row in rows)
             stored = writer.batch("leads", rows)
         finally:
             writer.close()

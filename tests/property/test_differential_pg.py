@@ -350,6 +350,8 @@ class TestDifferentialEveryColumnKind:
         memory = create_read_only_facade(kind="memory", store=store)
         create_persistence_agent(kind="memory", store=store).batch("leads", rows)
         if rows:
+            # A lead's client must exist (leads.client_id is a foreign key).
+            database.add_clients(row["client_id"] for row in rows)
             writer.batch("leads", rows)
         columns = sorted(TYPED_VALUES)
         for query in queries:

@@ -38,7 +38,7 @@ import decimal
 import json
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -46,8 +46,11 @@ import httpx
 
 from persistence import BackendError, InvalidQueryError, MemoryStore
 from persistence.backends._like import compile_like, fold_case
+from persistence.relations import Relation
+from persistence.schema import REFERENCE
 from persistence.types import ColumnKind, ColumnType, coerce_value
 from tests.support import postgrest_aggregates
+from tests.support.postgrest_embed import Embed, EmbedError, parse_select, resolve
 
 __all__ = [
     "BASE_URL",
@@ -163,16 +166,30 @@ _JSON_TYPES = {
 }
 
 
-def describe(store: MemoryStore) -> dict[str, Any]:
-    """The Swagger 2.0 document PostgREST serves at its root, for ``store``'s tables."""
+def describe(store: MemoryStore, relations: Sequence[Relation] = ()) -> dict[str, Any]:
+    """The Swagger 2.0 document PostgREST serves at its root, for ``store``'s tables; a column
+    that ``relations`` make a foreign key carries PostgREST's note in its ``description``."""
+    notes = {
+        (r.child_table, r.child_column): "Note:\nThis is a Foreign Key to "
+        f"`{r.parent_table}.{r.parent_column}`.<fk table='{r.parent_table}' "
+        f"column='{r.parent_column}'/>"
+        for r in relations
+    }
+
+    def prop(table: str, column: str, ctype: ColumnType) -> dict[str, str]:
+        described = {
+            "format": _FORMATS.get(ctype.name, ctype.name),
+            "type": _JSON_TYPES.get(ctype.kind, "string"),
+        }
+        if (table, column) in notes:
+            described["description"] = notes[(table, column)]
+        return described
+
     definitions = {
         table: {
             "type": "object",
             "properties": {
-                column: {
-                    "format": _FORMATS.get(ctype.name, ctype.name),
-                    "type": _JSON_TYPES.get(ctype.kind, "string"),
-                }
+                column: prop(table, column, ctype)
                 for column, ctype in store.column_types(table).items()
             },
         }
@@ -354,7 +371,8 @@ def _json_default(value: object) -> object:
 class PostgrestEmulator:
     """Callable as an ``httpx.MockTransport`` handler; see the module docstring.
 
-    ``requests`` records every request received, in order.
+    ``requests`` records every request received, in order. ``relations`` are the foreign keys
+    embedding follows and the description notes (the reference schema's by default).
     """
 
     def __init__(
@@ -364,11 +382,13 @@ class PostgrestEmulator:
         max_rows: int | None = None,
         describe: bool = True,
         aggregates: bool = False,
+        relations: Sequence[Relation] = REFERENCE.relations,
     ) -> None:
         self.store = store
         self.aggregates = aggregates
         self.max_rows = max_rows
         self.describe = describe
+        self.relations = tuple(relations)
         self.requests: list[httpx.Request] = []
 
     def transport(self) -> httpx.MockTransport:
@@ -381,6 +401,8 @@ class PostgrestEmulator:
             return self._handle(request)
         except EmulatorError as exc:
             return httpx.Response(exc.status, json=exc.body)
+        except EmbedError as exc:
+            return httpx.Response(exc.status, json=EmulatorError(400, exc.code, exc.message).body)
 
     # --- request parsing ---------------------------------------------------------------------
 
@@ -416,9 +438,14 @@ class PostgrestEmulator:
         }
         special: dict[str, str] = {}
         conditions: list[Condition] = []
+        embedded: dict[str, list[tuple[str, str]]] = {}
         for key, value in params:
             if key in {"or", "and", "not.or", "not.and"}:
                 raise _parse_error("logic trees are outside the adapter's grammar", key)
+            if "." in key:  # a parameter of an embedded resource: checked once it is resolved
+                path, _, name = key.rpartition(".")
+                embedded.setdefault(path, []).append((name, value))
+                continue
             if key in _RESERVED:
                 if key in special:
                     raise _parse_error(f"duplicate {key} parameter")
@@ -428,7 +455,9 @@ class PostgrestEmulator:
             ctype = self.store.column_types(table).get(column)
             conditions.append(_condition(table, column, value, ctype))
         if request.method in {"GET", "HEAD"}:
-            return self._read(request, table, special, conditions, prefer)
+            return self._read(request, table, special, conditions, prefer, embedded)
+        if embedded:
+            raise _parse_error("embedded parameters are for reads", next(iter(embedded)))
         if request.method == "POST":
             return self._write(request, table, special, prefer)
         if request.method == "DELETE":
@@ -440,7 +469,7 @@ class PostgrestEmulator:
             raise EmulatorError(401, "PGRST301", "the API description needs a secret key")
         return httpx.Response(
             200,
-            json=describe(self.store),
+            json=describe(self.store, self.relations),
             headers={"Content-Type": "application/openapi+json; charset=utf-8"},
         )
 
@@ -487,13 +516,16 @@ class PostgrestEmulator:
         special: dict[str, str],
         conditions: list[Condition],
         prefer: dict[str, str],
+        embedded: Mapping[str, list[tuple[str, str]]],
     ) -> httpx.Response:
         for key in ("columns", "on_conflict"):
             if key in special:
                 raise _parse_error(f"{key} is not valid on a read")
         if postgrest_aggregates.is_aggregate_select(special.get("select")):
             return self._aggregate(table, special, conditions)
-        columns = self._projection(table, special.get("select"))
+        columns, embeds = parse_select(special.get("select") or "*")
+        columns = None if columns is None else [self._column(table, c) for c in columns]
+        self._check_paths(embeds, embedded)
         matched = self._sorted(table, self._matching(table, conditions), special.get("order"))
         offset = self._count(special, "offset") or 0
         limit = self._count(special, "limit")
@@ -519,7 +551,7 @@ class PostgrestEmulator:
         shown = "*" if total is None else str(total)
         content_range = f"{offset}-{offset + len(window) - 1}/{shown}" if window else f"*/{shown}"
         status = 206 if total is not None and len(window) < total else 200
-        rows = [{c: row.get(c) for c in (columns or self.store.columns(table))} for row in window]
+        rows = [self._shown(table, row, columns, embeds, "", embedded) for row in window]
         content = b"" if request.method == "HEAD" else json.dumps(rows, default=_json_default)
         return httpx.Response(
             status,
@@ -562,6 +594,62 @@ class PostgrestEmulator:
             headers={"Content-Type": "application/json"},
             content=postgrest_aggregates.encode_json(window),
         )
+
+    @staticmethod
+    def _check_paths(embeds: list[Embed], embedded: Mapping[str, list[tuple[str, str]]]) -> None:
+        paths = set()
+
+        def walk(level: list[Embed], at: str) -> None:
+            for embed in level:
+                paths.add(f"{at}{embed.key}")
+                walk(embed.embeds, f"{at}{embed.key}.")
+
+        walk(embeds, "")
+        for path in embedded:
+            if path not in paths:
+                raise _parse_error("a parameter names no embedded resource", path)
+
+    def _shown(
+        self,
+        table: str,
+        row: Row,
+        columns: list[str] | None,
+        embeds: list[Embed],
+        at: str,
+        embedded: Mapping[str, list[tuple[str, str]]],
+    ) -> Row:
+        """``row``'s columns and, under each embed's key, its children (filtered, ordered and
+        limited by the parameters of that path)."""
+        shown = {c: row.get(c) for c in (columns or self.store.columns(table))}
+        for embed in embeds:
+            relation = resolve(table, embed, self.relations)
+            child = relation.child_table
+            path = f"{at}{embed.key}"
+            special: dict[str, str] = {}
+            conditions: list[Condition] = []
+            for name, value in embedded.get(path, []):
+                if name in _RESERVED:
+                    special[name] = value
+                else:
+                    column = self._column(child, name)
+                    ctype = self.store.column_types(child).get(column)
+                    conditions.append(_condition(child, column, value, ctype))
+            key = row.get(relation.parent_column)
+            children = [
+                c
+                for c in self._matching(child, conditions)
+                if key is not None and c.get(relation.child_column) == key
+            ]
+            children = self._sorted(child, children, special.get("order"))
+            limit = self._count(special, "limit")
+            children = children[: None if limit is None else limit]
+            inner = (
+                None if embed.columns is None else [self._column(child, c) for c in embed.columns]
+            )
+            shown[embed.key] = [
+                self._shown(child, c, inner, embed.embeds, f"{path}.", embedded) for c in children
+            ]
+        return shown
 
     def _write(
         self, request: httpx.Request, table: str, special: dict[str, str], prefer: dict[str, str]

@@ -24,6 +24,8 @@ class TestToolsCommand:
             "deliver_data",
             "count_rows",
             "aggregate_table",
+            "list_tables",
+            "describe_table",
         ]
         for schema in schemas:
             assert schema["type"] == "function"

@@ -47,7 +47,8 @@ def tool_call(name: str, args: Any) -> dict[str, Any]:
 
 class TestBuildTools:
     def test_tools_in_order(self, agent: RAGAgent) -> None:
-        """build_tools returns the first four tools in their old places, then the aggregates."""
+        """build_tools returns the four original tools first, then the aggregate and discovery
+        tools."""
         names = [tool.name for tool in build_tools(agent)]
         assert names == [
             "query_leads",
@@ -56,6 +57,8 @@ class TestBuildTools:
             "deliver_data",
             "count_rows",
             "aggregate_table",
+            "list_tables",
+            "describe_table",
         ]
 
     def test_needs_an_agent(self) -> None:
@@ -406,6 +409,8 @@ class TestOpenAISchemas:
             "deliver_data",
             "count_rows",
             "aggregate_table",
+            "list_tables",
+            "describe_table",
         ]
         for schema in schemas:
             assert schema["type"] == "function"

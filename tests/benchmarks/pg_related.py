@@ -1,0 +1,191 @@
+"""Related rows on PostgreSQL: 50 leads with their conversations (and their messages) through
+``facade.read(..., include=...)`` vs the naive loop a caller writes without it (one read per
+parent, N+1).
+
+Run alone: ``python -m tests.benchmarks.pg_related [--leads N] [--quick]``; ``make bench`` runs
+it as one of its steps. The scratch database has the reference schema with its foreign keys:
+``--leads`` leads (default 20,000), three conversations each, two messages per conversation
+(ids in insertion order), indexed on the foreign-key columns as a deployment would be. Both
+contenders read through the same read-only facade over the network loopback, and their answers
+(the same children, in the same order) are checked equal once before timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from persistence import Filter, Op, ReadOnlyPersistenceFacade, create_read_only_facade
+from persistence.schema import REFERENCE
+from tests.benchmarks.common import ADMIN_DSN, Section, Stats, compare, quiet_logging
+from tests.benchmarks.report import fmt_stats, ratio
+
+PARENTS = 50
+_FILL = (
+    "INSERT INTO leads (id, email) SELECT g, 'lead' || g || '@x.io' FROM generate_series(1, %s) g",
+    "INSERT INTO conversations (id, lead_id, channel) "
+    "SELECT g, (g - 1) / 3 + 1, 'email' FROM generate_series(1, 3 * %s) g",
+    "INSERT INTO messages (id, conversation_id, body) "
+    "SELECT g, (g - 1) / 2 + 1, 'message ' || g FROM generate_series(1, 6 * %s) g",
+    "CREATE INDEX ON conversations (lead_id)",
+    "CREATE INDEX ON messages (conversation_id)",
+    "VACUUM ANALYZE",
+)
+
+
+@dataclass(frozen=True)
+class RelatedReport:
+    """The report's section and the raw figures."""
+
+    section: Section
+    figures: dict[str, Any]
+
+
+@contextmanager
+def related_database(leads: int) -> Iterator[str]:
+    """A scratch database with the reference schema, filled; yields a SELECT-only DSN."""
+    suffix = secrets.token_hex(4)
+    name, role, password = f"rag_rel_{suffix}", f"rag_rel_{suffix}_r", secrets.token_hex(16)
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(password)
+            )
+        )
+    admin_dsn = make_conninfo(ADMIN_DSN, dbname=name)
+    try:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            for statement in REFERENCE.statements():
+                conn.execute(statement.encode())
+            for statement in _FILL:
+                conn.execute(statement.encode(), (leads,) if "%s" in statement else None)
+            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(role)))
+            conn.execute(
+                sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(
+                    sql.Identifier(role)
+                )
+            )
+        yield make_conninfo(admin_dsn, user=role, password=password)
+    finally:
+        with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+def _parents(leads: int) -> Filter:
+    # Fifty leads spread over the table, not its first page.
+    step = max(1, leads // PARENTS)
+    return Filter("id", Op.IN, [1 + i * step for i in range(PARENTS)])
+
+
+def included(facade: ReadOnlyPersistenceFacade, leads: int, nested: bool) -> list[Any]:
+    """The leads with their conversations (and messages) through ``include``."""
+    include = ["conversations.messages"] if nested else ["conversations"]
+    rows = facade.read("leads", [_parents(leads)], include=include, limit=PARENTS).rows
+    return [
+        [
+            (c["id"], [m["id"] for m in c["messages"]] if nested else None)
+            for c in row["conversations"]
+        ]
+        for row in rows
+    ]
+
+
+def naive(facade: ReadOnlyPersistenceFacade, leads: int, nested: bool) -> list[Any]:
+    """The same through one read per parent (the N+1 loop)."""
+    rows = facade.read("leads", [_parents(leads)], limit=PARENTS).rows
+    answer = []
+    for row in rows:
+        children = facade.read(
+            "conversations", [Filter("lead_id", Op.EQ, row["id"])], order=["id"], limit=20
+        ).rows
+        answer.append(
+            [
+                (
+                    c["id"],
+                    [
+                        m["id"]
+                        for m in facade.read(
+                            "messages",
+                            [Filter("conversation_id", Op.EQ, c["id"])],
+                            order=["id"],
+                            limit=20,
+                        ).rows
+                    ]
+                    if nested
+                    else None,
+                )
+                for c in children
+            ]
+        )
+    return answer
+
+
+def measure(leads: int, *, quick: bool) -> RelatedReport:
+    """Time include vs the N+1 loop, one and two levels deep."""
+    rounds = 5 if quick else 21
+    section = Section(
+        f"Related rows: {PARENTS} leads with their children (PostgreSQL, {leads:,} leads)",
+        intro=(
+            "`facade.read(..., include=...)` (one statement for the page, then one per level: "
+            "`row_number()` caps each parent's children) against the loop a caller writes "
+            "without it (one `facade.read` per parent). Same facade, same answers (checked)."
+        ),
+        columns=("case", "include", "N+1 loop", "loop / include"),
+    )
+    figures: dict[str, Any] = {"leads": leads, "parents": PARENTS}
+    with (
+        related_database(leads) as dsn,
+        create_read_only_facade(kind="postgres", dsn=dsn) as facade,
+    ):
+        for nested, label, statements in (
+            (False, "conversations", (2, 1 + PARENTS)),
+            (True, "conversations and messages", (3, 1 + 4 * PARENTS)),
+        ):
+            if included(facade, leads, nested) != naive(facade, leads, nested):
+                raise AssertionError(f"include and the N+1 loop disagree on {label}")
+            stats: dict[str, Stats] = compare(
+                {
+                    "include": lambda n=nested: included(facade, leads, n),
+                    "naive": lambda n=nested: naive(facade, leads, n),
+                },
+                rounds=rounds,
+            )
+            section.rows.append(
+                (
+                    f"{label} ({statements[0]} vs {statements[1]} statements)",
+                    fmt_stats(stats["include"]),
+                    fmt_stats(stats["naive"]),
+                    ratio(stats["naive"], stats["include"]),
+                )
+            )
+            figures[label] = {name: s.as_dict() for name, s in stats.items()}
+    return RelatedReport(section, figures)
+
+
+def main() -> None:
+    """Print the section as Markdown-ish text."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--leads", type=int, default=20_000)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    quiet_logging()
+    report = measure(args.leads, quick=args.quick)
+    print(report.section.title)
+    for row in report.section.rows:
+        print(" | ".join(str(cell) for cell in row))
+
+
+if __name__ == "__main__":
+    main()
