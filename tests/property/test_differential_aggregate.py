@@ -181,6 +181,8 @@ class TestAggregateDifferential:
         store = MemoryStore()
         create_persistence_agent(kind="memory", store=store).batch("leads", rows)
         if rows:
+            # A lead's client must exist (leads.client_id is a foreign key).
+            database.add_clients(row.get("client_id") for row in rows)
             writer.batch("leads", rows)
         memory = create_read_only_facade(kind="memory", store=store)
         emulated, http = _emulated(store)
@@ -206,6 +208,8 @@ class TestAggregateDifferential:
         store = MemoryStore(schema=SUPABASE_STYLE.types)
         create_persistence_agent(kind="memory", store=store).batch("leads", rows)
         if rows:
+            # A lead's client must exist (leads.client_id is a foreign key).
+            database.add_clients(row.get("client_id") for row in rows)
             writer.batch("leads", rows)
         memory = create_read_only_facade(kind="memory", store=store)
         emulated, http = _emulated(store)
