@@ -43,14 +43,15 @@ log = get_logger("persistence.postgres")
 
 _CATALOG_SQL = b"""
 SELECT c.relname, a.attname, t.typname, t.typcategory,
-       has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE') AS writable
+       (pg_catalog.has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')
+        OR pg_catalog.has_any_column_privilege(c.oid, 'INSERT, UPDATE')) AS writable
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
 JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
   AND a.attnum > 0 AND NOT a.attisdropped
-  AND has_column_privilege(c.oid, a.attnum, 'SELECT')
+  AND pg_catalog.has_column_privilege(c.oid, a.attnum, 'SELECT')
 ORDER BY c.relname, a.attnum
 """
 # Single-column foreign keys between tables of the schema: parent, its column, child, its column.

@@ -79,9 +79,12 @@ class Connections:
             # The session's defaults, fixed at connect (see the class docstring and the docs'
             # figures: no BEGIN/SET/COMMIT round trips for a read).
             base = conninfo_to_dict(dsn).get("options") or ""
+            # search_path=pg_catalog: statements name their tables with the schema, and no
+            # function or operator of a schema the role's own search_path lists first can stand
+            # in for the catalog's (a role's settings are the attacker's to choose).
             self._connect_kwargs["options"] = (
                 f"{base} -c default_transaction_read_only=on "
-                f"-c statement_timeout={int(statement_timeout_ms)}"
+                f"-c statement_timeout={int(statement_timeout_ms)} -c search_path=pg_catalog"
             ).strip()
         #: ``SET LOCAL statement_timeout`` for transactions that begin explicitly.
         self.set_timeout = (

@@ -52,7 +52,9 @@ _COMPARISON = {
 # E'\\' is one backslash whatever standard_conforming_strings says.
 _ILIKE = sql.SQL(" ILIKE %s ESCAPE E'\\\\'")
 # Exactly this text: it is the expression a ``lower(col)`` index is matched against.
-_IEQ = sql.SQL("lower({}) = lower(%s)")
+# Schema-qualified, as every function we call: a role's search_path cannot swap it (the planner
+# matches an index on lower(col) by the function, not by how the call is spelled).
+_IEQ = sql.SQL("pg_catalog.lower({}) = pg_catalog.lower(%s)")
 _NUMBERS = (int, float, decimal.Decimal)
 
 

@@ -160,6 +160,31 @@ class TestReadOnlyEnforcement:
         finally:
             db.execute(f"REVOKE {grant} FROM {db.reader_role}")
 
+    def test_a_role_search_path_cannot_shadow_the_catalog(self, db: PostgresDatabase) -> None:
+        """A writer whose own search_path puts a schema with a lying has_table_privilege (and
+        lower) before pg_catalog is still refused: the catalog functions are called by their
+        qualified names, under search_path=pg_catalog."""
+        evil = f"{db.name}_evil"
+        db.execute(f"CREATE SCHEMA {evil}")
+        try:
+            db.execute(f"GRANT USAGE ON SCHEMA {evil} TO {db.writer_role}")
+            db.execute(
+                f"CREATE FUNCTION {evil}.has_table_privilege(oid, text) RETURNS boolean "
+                "LANGUAGE sql AS 'SELECT false'"
+            )
+            db.execute(
+                f"ALTER ROLE {db.writer_role} IN DATABASE {db.name} "
+                f"SET search_path = {evil}, pg_catalog, public"
+            )
+            with (
+                pytest.raises(ConfigurationError, match="may INSERT, UPDATE or DELETE"),
+                create_read_only_facade(kind="postgres", dsn=db.writer_dsn) as facade,
+            ):
+                facade.count("leads")
+        finally:
+            db.execute(f"ALTER ROLE {db.writer_role} IN DATABASE {db.name} RESET search_path")
+            db.execute(f"DROP SCHEMA {evil} CASCADE")
+
     def test_a_role_the_catalog_does_not_show_is_not_vouched_for(self) -> None:
         """No row for the connected role (a shadowed or filtered catalog) is a problem, never a
         pass; a plain reader has none."""

@@ -69,18 +69,18 @@ def db(postgres_clean: PostgresDatabase) -> Iterator[PostgresDatabase]:
 
 
 class TestIeqSql:
-    """The generated SQL is ``lower(col) = lower(%s)`` with the value bound."""
+    """The generated SQL is ``pg_catalog.lower(col) = pg_catalog.lower(%s)``, value bound."""
 
     def test_shape_and_parameters(self) -> None:
         """The column is a quoted identifier inside lower(); the value is a parameter, as given."""
         hostile = "A%_\\*' OR 1=1 --"
         query = Query("leads", (Filter("email", Op.IEQ, hostile),))
         text = _pg_sql.build_read(query, "public", ("id",), True).as_string(None)
-        assert 'WHERE lower("email") = lower(%s)' in text
+        assert 'WHERE pg_catalog.lower("email") = pg_catalog.lower(%s)' in text
         assert "1=1" not in text
         assert _pg_sql.read_params(query)[:2] == [hostile, hostile]
         count = _pg_sql.build_count("leads", "public", query.filters).as_string(None)
-        assert count.endswith('WHERE lower("email") = lower(%s)')
+        assert count.endswith('WHERE pg_catalog.lower("email") = pg_catalog.lower(%s)')
 
     def test_ieq_on_a_non_text_column_is_a_typed_error(self, db: PostgresDatabase) -> None:
         """lower() has no integer form: ieq on ``score`` is refused before the query."""

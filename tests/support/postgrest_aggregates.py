@@ -43,8 +43,9 @@ class AggregateItem:
 
 
 def is_aggregate_select(select: str | None) -> bool:
-    """True when ``select`` asks for an aggregate function."""
-    return select is not None and "(" in select
+    """True when ``select`` asks for an aggregate function: ``count()``, ``score.sum()`` (an
+    empty argument list; a resource embedding such as ``conversations(*)`` has one)."""
+    return select is not None and "()" in select
 
 
 def parse_aggregate_select(select: str, fail: Callable[[str], Exception]) -> list[AggregateItem]:
