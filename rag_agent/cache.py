@@ -113,7 +113,8 @@ class QueryCache:
         bounds hold; a value larger than ``max_bytes`` is not stored."""
         if not self.enabled:
             return
-        size = approximate_size(value)  # measured once, outside the lock
+        # The key holds the filter values a caller sent: it counts as much as the value.
+        size = approximate_size((key, value))  # measured once, outside the lock
         with self._lock:
             if size > self.max_bytes:
                 self._cache.pop(key, None)  # never serve an older value for this key

@@ -73,10 +73,9 @@ _Window = tuple[int, int]
 _Page = tuple[int | None, int | None, bool]
 
 
-@functools.lru_cache(maxsize=1024)
 def _planned(table: str, conditions: tuple[Condition, ...], window: _Window) -> Query:
-    # Applied conditions hold coerced, hashable values, so equal arguments mean the same query;
-    # a repeated question (the cache-hit path) skips building it again.
+    # Built anew each time (microseconds): a memo keyed by the values would hold every value a
+    # caller ever sent, outside any bound.
     filters = tuple(c.to_filter() for c in conditions)
     return Query(table, filters, limit=window[0], offset=window[1])
 

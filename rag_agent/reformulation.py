@@ -62,19 +62,40 @@ def reformulations(filters: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, 
         yield reason, query_filters_view(relaxed)
 
 
+_IDENTIFYING = frozenset(
+    {("id", Op.EQ), ("email", Op.IEQ), ("company_name", Op.ICONTAINS), ("client_id", Op.EQ)}
+)
+
+
 def _is_company(condition: Condition) -> bool:
     return condition.column == "company_name" and condition.op is Op.ICONTAINS
+
+
+def _identifies(condition: Condition) -> bool:
+    # The conditions that name a row or an account (id, e-mail, company, client): a relaxed
+    # query must keep one, or it answers a much broader question than the one asked.
+    return (condition.column, Op(condition.op)) in _IDENTIFYING
 
 
 def relaxations(
     conditions: tuple[Condition, ...],
 ) -> Iterator[tuple[str, tuple[Condition, ...]]]:
     """Yield ``(reason, relaxed_conditions)`` in :data:`REFORMULATION_ORDER`, each relaxing the
-    last; never one that leaves no condition."""
+    last.
+
+    A condition is only dropped when another identifying one (id, e-mail, company, client)
+    remains, so "qualified leads at Nowhere Ltd" never becomes "qualified leads"; and a condition
+    a caller gave explicitly (``source="tool"``) is never dropped: it is what was asked.
+    """
     current = conditions
-    without_email = tuple(c for c in current if c.column != "email")
-    if without_email and len(without_email) < len(current):
-        current = without_email
+
+    def droppable(victim: Condition) -> bool:
+        rest = [c for c in current if c is not victim]
+        return victim.source != "tool" and any(_identifies(c) for c in rest)
+
+    emails = [c for c in current if c.column == "email"]
+    if emails and all(droppable(c) for c in emails):
+        current = tuple(c for c in current if c.column != "email")
         yield "drop_email", current
     company = next((c for c in current if _is_company(c)), None)
     if company is not None and isinstance(company.value, str):
@@ -84,6 +105,6 @@ def relaxations(
             current = tuple(company_now if c is company else c for c in current)
             company = company_now
             yield "shorten_company_suffix", current
-    if company is not None and len(current) > 1:
+    if company is not None and droppable(company):
         current = tuple(c for c in current if c is not company)
         yield "drop_company", current

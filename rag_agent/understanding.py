@@ -13,6 +13,7 @@ Thread-safety: pure functions over the facade and the extractor, both thread-saf
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 from collections.abc import Callable, Mapping, Sequence
@@ -86,7 +87,8 @@ def explicit_conditions(filters: object) -> tuple[Condition, ...]:
     if isinstance(filters, Sequence) and not isinstance(filters, str | bytes):
         conditions = tuple(filters)
         if all(isinstance(c, Condition) for c in conditions):
-            return conditions
+            # Whatever source they were built with, the caller gave them: they are the tool's.
+            return tuple(dataclasses.replace(c, source="tool") for c in conditions)
     raise InvalidQueryError(
         "filters must be a mapping of id/email/company/client_id or a sequence of Condition, "
         f"not {type(filters).__name__}",

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag_agent.reformulation import REFORMULATION_ORDER, reformulations, shorten_company_suffix
+from persistence import MemoryStore, Op, create_persistence_agent, create_read_only_facade
+from rag_agent import Condition, RAGAgent, RAGSettings, build_tools
+from rag_agent.reformulation import (
+    REFORMULATION_ORDER,
+    reformulations,
+    relaxations,
+    shorten_company_suffix,
+)
+from rag_agent.untrusted import unwrap_boundary
 
 
 class TestReformulations:
@@ -85,3 +94,57 @@ class TestShortenCompanySuffix:
     def test_nothing_to_shorten(self, name: str) -> None:
         """No suffix, or a name that is only a suffix, gives None."""
         assert shorten_company_suffix(name) is None
+
+
+class TestRelaxationsKeepTheQuestion:
+    def test_an_identifying_condition_is_never_dropped_for_a_broader_one(self) -> None:
+        """Company and a status: the suffix may go, the company may not (only the status would
+        be left, answering "qualified leads" for "qualified leads at Nowhere Ltd")."""
+        conditions = (
+            Condition("status", Op.EQ, "qualified"),
+            Condition("company_name", Op.ICONTAINS, "Nowhere Ltd"),
+        )
+        assert [reason for reason, _ in relaxations(conditions)] == ["shorten_company_suffix"]
+
+    def test_an_email_goes_only_when_another_identifying_condition_stays(self) -> None:
+        """E-mail and a date range: nothing is relaxed; e-mail and a company: the e-mail goes."""
+        dated = (
+            Condition("email", Op.IEQ, "nobody@x.io"),
+            Condition("created_at", Op.GTE, "2020-01-01"),
+        )
+        assert list(relaxations(dated)) == []
+        with_company = (*dated, Condition("company_name", Op.ICONTAINS, "Acme"))
+        assert next(reason for reason, _ in relaxations(with_company)) == "drop_email"
+
+    def test_a_callers_explicit_condition_is_never_dropped(self) -> None:
+        """A tool's e-mail or company is what was asked: it is not dropped (a suffix may still be
+        shortened)."""
+        conditions = (
+            Condition("email", Op.IEQ, "nobody@x.io", "tool"),
+            Condition("company_name", Op.ICONTAINS, "Acme Corp", "tool"),
+        )
+        assert [reason for reason, _ in relaxations(conditions)] == ["shorten_company_suffix"]
+
+
+class TestRelaxedRuns:
+    def test_no_run_answers_a_broader_question_than_asked(self, store: MemoryStore) -> None:
+        """A status plus an unknown company finds nothing rather than every qualified lead; a
+        tool's unknown e-mail with a date finds nothing rather than every lead since then."""
+        writer = create_persistence_agent(kind="memory", store=store)
+        writer.batch(
+            "leads",
+            [
+                {"email": f"p{i}@acme.io", "status": "qualified", "company_name": "Acme"}
+                for i in range(5)
+            ],
+        )
+        agent = RAGAgent(
+            create_read_only_facade(kind="memory", store=store), settings=RAGSettings()
+        )
+        free = agent.run("qualified leads at Nonexistent Widgets Ltd", return_json=True)
+        assert free["metadata"]["total_count"] == 0 and free["records"] == []
+        tool = build_tools(agent)[0].invoke(
+            {"email": "nobody@nowhere.example", "created_after": "2020-01-01"}
+        )
+        envelope = json.loads(unwrap_boundary(tool))
+        assert envelope["metadata"]["total_count"] == 0 and envelope["records"] == []

@@ -408,3 +408,12 @@ class TestCacheFollowsWrites:
         assert again["metadata"]["cache"] == "miss" and again["metadata"]["total_count"] == 2
         counted = rag.run("leads at globex", count_only=True, return_json=True)
         assert counted["metadata"]["total_count"] == 2
+
+
+class TestExplicitSource:
+    def test_conditions_a_caller_passes_are_reported_as_the_tools(
+        self, facade: ReadOnlyPersistenceFacade
+    ) -> None:
+        """A Condition built with the default source, passed as filters=, shows source 'tool'."""
+        data = agent(facade).run("", filters=[Condition("score", Op.GTE, 70)], return_json=True)
+        assert [f["source"] for f in data["metadata"]["filters"]] == ["tool"]
