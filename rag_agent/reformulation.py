@@ -6,7 +6,10 @@ Each step relaxes the filters of the step before it, and only where it applies:
 2. ``shorten_company_suffix``: ``"Acme Inc."`` → ``"Acme"`` (legal suffixes vary by source);
 3. ``drop_company``: forget the company.
 
-A step that would leave no filter at all is skipped: an unfiltered table is never returned.
+A step is skipped when it would drop a condition that the caller gave explicitly, or leave no
+identifying condition (id, e-mail, company, client): a relaxed query never answers a broader
+question than the one asked ("qualified leads at Nowhere Ltd" never becomes "qualified leads"),
+and an unfiltered table is never returned.
 
 >>> [reason for reason, _ in reformulations({"email": "a@x.io", "company": "Acme Inc."})]
 ['drop_email', 'shorten_company_suffix']

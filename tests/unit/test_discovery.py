@@ -11,6 +11,7 @@ from persistence import AccessPolicy, MemoryBackend, MemoryStore, ReadOnlyPersis
 from rag_agent import RAGAgent, build_tools
 from rag_agent.discovery import DescribeTableTool, describe_table
 from rag_agent.sample import load_sample
+from rag_agent.untrusted import unwrap_boundary
 
 
 @pytest.fixture
@@ -63,7 +64,9 @@ class TestDescribeTable:
             tables=["leads", "inquiries"], columns={"leads": ["id", "email"]}
         )
         tool = _tools(store, policy)["describe_table"]
-        described = json.loads(tool.invoke({"table": "leads", "sample_rows": 2}))
+        text = tool.invoke({"table": "leads", "sample_rows": 2})
+        assert "<<untrusted-data " in text  # sample rows are row text: data, never orders
+        described = json.loads(unwrap_boundary(text))
         assert [c["name"] for c in described["columns"]] == ["id", "email"]
         assert [r["name"] for r in described["relations"]] == ["inquiries"]
         assert len(described["sample"]) == 2
