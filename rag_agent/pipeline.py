@@ -62,6 +62,7 @@ from rag_agent.understanding import (
     ConditionExtractor,
     apply_conditions,
     column_infos,
+    describe,
     explicit_conditions,
     understand_request,
 )
@@ -188,6 +189,16 @@ class Pipeline:
             )
             outcome.ignored = _ignored(request.ignored + refused + unrelated)
             outcome.count_only = request.count_only
+            explicit_texts = {describe(c) for c in request.conditions if c.source == "tool"}
+            unusable = [part for part in refused if part.text in explicit_texts]
+            if unusable:
+                # A caller's own argument is what was asked: running the rest of the query
+                # without it would answer another question.
+                raise InvalidQueryError(
+                    "explicit filter not applied: "
+                    + "; ".join(f"{part.text}: {part.reason}" for part in unusable),
+                    field="filters",
+                )
             if given is not None and not applied:
                 raise InvalidQueryError(
                     "at least one filter is needed and none could be applied "

@@ -478,3 +478,19 @@ class TestCoerceToolInput:
             raw = {"input": raw}
         with pytest.raises(ToolInputError):
             coerce_tool_input(raw)
+
+
+class TestExplicitArgumentsAreNotDropped:
+    def test_an_argument_the_column_cannot_take_is_an_error_not_a_broader_answer(
+        self, tools: dict[str, Any]
+    ) -> None:
+        """created_after 'last week' is no timestamp: the call is an error naming it, rather
+        than the company's leads of every date with the argument listed as ignored."""
+        envelope = envelope_of(
+            tools["query_leads"].invoke({"company": "acme", "created_after": "last week"})
+        )
+        assert envelope["records"] == [] and envelope["metadata"]["total_count"] == 0
+        error = envelope["metadata"]["error"]
+        assert error["type"] == "InvalidQueryError"
+        assert "explicit filter not applied: created_at gte 'last week'" in error["message"]
+        assert envelope["metadata"]["ignored"][0]["text"] == "created_at gte 'last week'"
