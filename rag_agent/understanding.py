@@ -115,9 +115,18 @@ def understand_request(
     group_by = found.group_by  # the rules' reading of "by status": the extraction has no say
     rules_include = found.include  # related rows are read from the words by the rules alone
     if explicit is not None:
-        given = {(c.column, c.op) for c in explicit}
-        kept = tuple(c for c in found.conditions if (c.column, c.op) not in given)
-        found = Understanding(found.table, kept + explicit, found.count_only, found.ignored)
+        # The caller's conditions win on every column they name: "score above 80" in the text
+        # and score_min=50 from the arguments is the argument's question, said so in ignored.
+        named = {c.column for c in explicit}
+        kept = tuple(c for c in found.conditions if c.column not in named)
+        overridden = tuple(
+            Ignored(describe(c), f"the caller's own filter on {c.column} applies instead")
+            for c in found.conditions
+            if c.column in named
+        )
+        found = Understanding(
+            found.table, kept + explicit, found.count_only, found.ignored + overridden
+        )
     elif extract is not None and text.strip() and (not found.conditions or found.weak):
         asked = extract(text, table or found.table or DEFAULT_TABLE)
         if asked.conditions:

@@ -148,6 +148,26 @@ class TestUnderstandRequest:
         )
         assert request.conditions == given and request.table == "leads"
 
+    def test_explicit_conditions_win_on_every_column_they_name(self) -> None:
+        """The text's "score above 80" and the caller's score >= 50: the caller's applies, and
+        the text's is reported as overridden; other columns of the text stay."""
+        given = (Condition("score", Op.GTE, 50, "tool"),)
+        request = understand_request(
+            "leads at Acme with score above 80",
+            table=None,
+            explicit=given,
+            count_only=None,
+            now=NOW,
+            extract=None,
+        )
+        assert request.conditions == (
+            Condition("company_name", Op.ICONTAINS, "Acme"),
+            Condition("score", Op.GTE, 50, "tool"),
+        )
+        assert [(i.text, i.reason) for i in request.ignored] == [
+            ("score gt 80", "the caller's own filter on score applies instead")
+        ]
+
     def test_the_extractor_is_asked_only_when_the_rules_find_nothing(self) -> None:
         """Rules that match skip the extractor; text they cannot read goes to it."""
         asked: list[tuple[str, str]] = []
