@@ -73,6 +73,12 @@ _VAGUE_RE = re.compile(
     r"\b(?P<word>hot|warm|cold|best|good|promising)\b(?=\s+(?:leads?|prospects?|contacts?|ones)\b)",
     re.IGNORECASE,
 )
+# Words after a bare "status" that are not its value.
+_NOT_A_VALUE = frozenset({
+    "of", "and", "or", "by", "for", "is", "in", "with", "to", "the", "a", "an", "per", "quo",
+    "breakdown", "column", "field", "value", "values", "change", "changes", "update", "updates",
+    "report", "count", "counts", "distribution", "history", "overview", "summary",
+})  # fmt: skip
 _KEYED_COLUMNS = ("status", "channel", "direction", "source", "first_name", "last_name", "phone")
 _COLUMN_RE = re.compile(
     rf"""(?<![\w.])["'`]?(?P<col>{"|".join(_KEYED_COLUMNS)})["'`]?\s*(?P<op>!=|==|=|:|\bis\b)?\s*"""
@@ -165,8 +171,11 @@ def _keyed_columns(reading: Reading) -> None:
         vocabulary = STATUS_WORDS.get(reading.table, {}) if column == "status" else None
         vocabulary = _WORDS.get(column, vocabulary)
         known_status = any(word in words for words in STATUS_WORDS.values())
-        if match["op"] is None and not (column == "status" and known_status):
-            continue  # "by status", "status of": no value given
+        # "status won": a value all the same, so an unknown one is reported, never dropped in
+        # silence; "by status", "status of", "status and …" give none.
+        status_value = column == "status" and (known_status or word.isalpha())
+        if match["op"] is None and not (status_value and word not in _NOT_A_VALUE):
+            continue
         if vocabulary is None:
             reading.apply(*match.span(), column, Op.IEQ, raw.strip(), f"{column} column")
         elif word in vocabulary:

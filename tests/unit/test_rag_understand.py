@@ -355,3 +355,21 @@ class TestDayGranularity:
             assert understand(request["text"], table=table, now=early) == understand(
                 request["text"], table=table, now=late
             ), request["text"]
+
+
+class TestUnknownStatus:
+    @pytest.mark.parametrize("text", ["leads at Acme with status won", "status: won leads at Acme"])
+    def test_a_status_the_table_lacks_is_reported_not_dropped(self, text: str) -> None:
+        """'won' is no status of leads: the company applies, and the status is in ignored with
+        the statuses leads do have, so the answer does not pass for "won leads at Acme"."""
+        found = read(text)
+        assert conditions(found) == {("company_name", "icontains", "Acme")}
+        [part] = found.ignored
+        assert "'won' is not a status of leads" in part.reason and "qualified" in part.reason
+
+    @pytest.mark.parametrize(
+        "text", ["leads by status", "what is the status distribution", "status of lead 5"]
+    )
+    def test_a_bare_status_with_no_value_is_not_one(self, text: str) -> None:
+        """'by status', 'status distribution', 'status of' name no status value."""
+        assert not any("status" in part.reason for part in read(text).ignored)
