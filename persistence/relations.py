@@ -24,12 +24,13 @@ never one per parent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from persistence.errors import ConfigurationError, InvalidQueryError
-from persistence.query import Filter, is_identifier
+from persistence.query import Filter, Page, Query, is_identifier
 
 __all__ = [
     "DEFAULT_RELATED_LIMIT",
@@ -42,8 +43,10 @@ __all__ = [
     "attach",
     "check_relations",
     "fetch_columns",
+    "foreign_key_relations",
     "parent_keys",
     "plan_includes",
+    "read_with_related",
 ]
 
 #: Children per parent when an include names no limit.
@@ -79,6 +82,27 @@ class Relation:
                 raise ConfigurationError(
                     f"Relation.{what} {getattr(self, what)!r} is not a valid identifier"
                 )
+
+
+def foreign_key_relations(
+    keys: Iterable[tuple[str, str, str, str]], readable: Collection[str] | None = None
+) -> tuple[Relation, ...]:
+    """Relations from foreign keys ``(parent, parent column, child, child column)``, between
+    ``readable`` tables (all when ``None``), in sorted order, named after the child table; when
+    one child refers to the same parent twice, each is named ``<child>_<column>``. Keys whose
+    names are not identifiers the facade accepts are left out (no read could name them)."""
+    kept = sorted(
+        key for key in keys if readable is None or (key[0] in readable and key[2] in readable)
+    )
+    pairs = Counter((parent, child) for parent, _, child, _ in kept)
+    relations = []
+    for parent, parent_column, child, child_column in kept:
+        name = child if pairs[(parent, child)] == 1 else f"{child}_{child_column}"
+        try:
+            relations.append(Relation(parent, parent_column, child, child_column, name))
+        except ConfigurationError:
+            continue
+    return tuple(relations)
 
 
 def check_relations(relations: Iterable[Relation]) -> tuple[Relation, ...]:
@@ -277,6 +301,17 @@ class _Budget:
 #: ``fetch(plan, parents, budget)``: the children of ``parents`` under ``plan`` (see the module
 #: docstring for what a backend must return).
 Fetch = Callable[[RelatedPlan, Sequence[Row], int], Sequence[Row]]
+
+
+def read_with_related(
+    read: Callable[[Query], Page], query: Query, plans: Sequence[RelatedPlan], fetch: Fetch
+) -> Page:
+    """The page ``read`` answers for ``query``, with each row's related rows fetched by
+    ``fetch`` (a backend's one query per relation and level) and attached as :func:`attach`
+    does."""
+    page = read(query)
+    capped = attach(page.rows, plans, fetch)
+    return Page(rows=page.rows, total_count=page.total_count, related_capped=capped)
 
 
 def attach(

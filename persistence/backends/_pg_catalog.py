@@ -23,7 +23,7 @@ import psycopg
 
 from persistence._logs import get_logger
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
-from persistence.relations import Relation
+from persistence.relations import Relation, foreign_key_relations
 from persistence.types import ColumnType, column_type
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "read_extensions",
     "read_indexes",
     "read_role",
-    "relations_of",
 ]
 
 log = get_logger("persistence.postgres")
@@ -139,28 +138,6 @@ class _Snapshot(NamedTuple):
     relations: tuple[Relation, ...] = ()
 
 
-def relations_of(
-    rows: list[tuple[str, str, str, str]], readable: Collection[str]
-) -> tuple[Relation, ...]:
-    """Relations from foreign-key rows ``(parent, parent column, child, child column)``
-    between ``readable`` tables, named after the child table; when one child refers to the
-    same parent twice, each is named ``<child>_<column>``. Names that are not identifiers the
-    facade accepts are left out (no read could name them)."""
-    pairs: dict[tuple[str, str], int] = {}
-    for parent, _, child, _ in rows:
-        pairs[(parent, child)] = pairs.get((parent, child), 0) + 1
-    relations = []
-    for parent, parent_column, child, child_column in rows:
-        if parent not in readable or child not in readable:
-            continue
-        name = child if pairs[(parent, child)] == 1 else f"{child}_{child_column}"
-        try:
-            relations.append(Relation(parent, parent_column, child, child_column, name))
-        except ConfigurationError:
-            continue
-    return tuple(relations)
-
-
 class Catalog:
     """The readable tables of one schema, loaded over a connection the caller lends."""
 
@@ -187,7 +164,7 @@ class Catalog:
             },
             frozenset(writable),
             self._clock(),
-            relations_of(keys, tables),
+            foreign_key_relations(keys, tables),
         )
 
     def names(self) -> tuple[str, ...]:

@@ -27,8 +27,8 @@ from persistence.backends._postgrest_encoding import (
     needs_client_check,
     order_param,
 )
-from persistence.errors import ColumnNotAllowedError, ConfigurationError, UnsupportedOperatorError
-from persistence.relations import RelatedPlan, Relation, fetch_columns
+from persistence.errors import ColumnNotAllowedError, UnsupportedOperatorError
+from persistence.relations import RelatedPlan, Relation, fetch_columns, foreign_key_relations
 
 __all__ = ["embedded", "embedding", "parse_relations"]
 
@@ -53,17 +53,7 @@ def parse_relations(document: Any) -> tuple[Relation, ...]:
             match = _FK_NOTE.search(note) if isinstance(note, str) else None
             if match is not None:
                 keys.append((match[1], match[2], str(child), str(column)))
-    pairs: dict[tuple[str, str], int] = {}
-    for parent, _, child, _ in keys:
-        pairs[(parent, child)] = pairs.get((parent, child), 0) + 1
-    relations = []
-    for parent, parent_column, child, child_column in sorted(keys):
-        name = child if pairs[(parent, child)] == 1 else f"{child}_{child_column}"
-        try:
-            relations.append(Relation(parent, parent_column, child, child_column, name))
-        except ConfigurationError:
-            continue
-    return tuple(relations)
+    return foreign_key_relations(keys)
 
 
 def embedding(plans: Sequence[RelatedPlan], relations: Sequence[Relation]) -> tuple[str, Params]:

@@ -51,10 +51,10 @@ from persistence.query import Filter, Op, Order, Page, Query
 from persistence.relations import (
     RelatedPlan,
     Relation,
-    attach,
     check_relations,
     fetch_columns,
     parent_keys,
+    read_with_related,
 )
 from persistence.schema import REFERENCE, TABLE_TYPES
 
@@ -426,9 +426,7 @@ class MemoryBackend:
     def read_related(self, query: Query, plans: Sequence[RelatedPlan]) -> Page:
         """One page of ``query`` with each row's related rows (see
         :mod:`persistence.relations`)."""
-        page = self.read(query)
-        capped = attach(page.rows, plans, self._children)
-        return Page(rows=page.rows, total_count=page.total_count, related_capped=capped)
+        return read_with_related(self.read, query, plans, self._children)
 
     def _children(self, plan: RelatedPlan, parents: Sequence[Row], budget: int) -> list[Row]:
         relation = plan.relation

@@ -37,7 +37,13 @@ from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Page, Query
-from persistence.relations import RelatedPlan, Relation, attach, fetch_columns, parent_keys
+from persistence.relations import (
+    RelatedPlan,
+    Relation,
+    fetch_columns,
+    parent_keys,
+    read_with_related,
+)
 from persistence.types import ColumnKind, ColumnType, coerce_filters
 
 try:
@@ -237,9 +243,7 @@ class PostgresBackend(Closing):
         """One page of ``query`` with each row's related rows: one statement for the page and
         one per relation and level (``row_number()`` caps each parent's children), never one
         per parent."""
-        page = self.read(query)
-        capped = attach(page.rows, plans, self._children)
-        return Page(rows=page.rows, total_count=page.total_count, related_capped=capped)
+        return read_with_related(self.read, query, plans, self._children)
 
     def _children(self, plan: RelatedPlan, parents: Sequence[Row], budget: int) -> list[Row]:
         relation = plan.relation
