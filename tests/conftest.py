@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import Iterable, Iterator
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from persistence import MemoryStore
+from persistence import MemoryStore, PersistenceAgent, ReadOnlyPersistenceFacade
 from persistence.schema import REFERENCE, SUPABASE_STYLE, SchemaVariant
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -190,6 +191,25 @@ class PostgresDatabase:
                 "FROM pg_catalog.unnest(%s) AS k ON CONFLICT (id) DO NOTHING",
                 (wanted,),
             )
+
+    @contextlib.contextmanager
+    def writer_and_reader(self) -> Iterator[tuple[PersistenceAgent, ReadOnlyPersistenceFacade]]:
+        """A writer (read-write role) and a reader (least-privilege role), both pools open, and
+        every table emptied once they close.
+
+        Both pools are opened up front: a pool connecting in the background draws from the
+        global ``random`` (jitter), which hypothesis rightly reports mid-example.
+        """
+        from persistence import create_persistence_agent, create_read_only_facade
+
+        with (
+            create_persistence_agent(kind="postgres", dsn=self.writer_dsn) as writer,
+            create_read_only_facade(kind="postgres", dsn=self.reader_dsn) as reader,
+        ):
+            writer.count("leads")
+            reader.count("leads")
+            yield writer, reader
+        self.truncate()
 
     def truncate(self) -> None:
         """Empty every table of the schema and restart its ids at 1."""

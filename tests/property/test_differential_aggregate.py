@@ -11,7 +11,6 @@ schema has a float column.
 from __future__ import annotations
 
 import decimal
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -131,34 +130,6 @@ def _compare(
         assert _without_distinct(over_http) == _without_distinct(want)
         assert (over_http.capped, over_http.matched) == (want.capped, want.matched)
         assert over_http.total_groups in (None, want.total_groups)
-
-
-@pytest.fixture(scope="module")
-def pg(
-    postgres_db: PostgresDatabase,
-) -> Iterator[tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade]]:
-    with (
-        create_persistence_agent(kind="postgres", dsn=postgres_db.writer_dsn) as writer,
-        create_read_only_facade(kind="postgres", dsn=postgres_db.reader_dsn) as reader,
-    ):
-        writer.count("leads")
-        reader.count("leads")
-        yield postgres_db, writer, reader
-    postgres_db.truncate()
-
-
-@pytest.fixture(scope="module")
-def pg_typed(
-    postgres_supabase_db: PostgresDatabase,
-) -> Iterator[tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade]]:
-    with (
-        create_persistence_agent(kind="postgres", dsn=postgres_supabase_db.writer_dsn) as writer,
-        create_read_only_facade(kind="postgres", dsn=postgres_supabase_db.reader_dsn) as reader,
-    ):
-        writer.count("leads")
-        reader.count("leads")
-        yield postgres_supabase_db, writer, reader
-    postgres_supabase_db.truncate()
 
 
 class TestAggregateDifferential:

@@ -116,23 +116,6 @@ QUERY = st.fixed_dictionaries(
 )
 
 
-@pytest.fixture(scope="module")
-def pg(
-    postgres_db: PostgresDatabase,
-) -> Iterator[tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade]]:
-    """A writer (read-write role) and a reader (least-privilege role), kept for the module."""
-    with (
-        create_persistence_agent(kind="postgres", dsn=postgres_db.writer_dsn) as writer,
-        create_read_only_facade(kind="postgres", dsn=postgres_db.reader_dsn) as reader,
-    ):
-        # Open both pools now: a pool connecting in the background draws from the global
-        # ``random`` (jitter), which hypothesis rightly reports when it happens mid-example.
-        writer.count("leads")
-        reader.count("leads")
-        yield postgres_db, writer, reader
-    postgres_db.truncate()
-
-
 class TestDifferentialMemoryVsPostgres:
     @given(rows=st.lists(ROW, max_size=12), queries=st.lists(QUERY, min_size=1, max_size=6))
     def test_same_pages_and_counts(
@@ -314,21 +297,6 @@ TYPED_QUERY = st.fixed_dictionaries(
         "offset": st.integers(min_value=0, max_value=6),
     }
 )
-
-
-@pytest.fixture(scope="module")
-def pg_typed(
-    postgres_supabase_db: PostgresDatabase,
-) -> Iterator[tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade]]:
-    """A writer and a reader over the Supabase-style database, kept for the module."""
-    with (
-        create_persistence_agent(kind="postgres", dsn=postgres_supabase_db.writer_dsn) as writer,
-        create_read_only_facade(kind="postgres", dsn=postgres_supabase_db.reader_dsn) as reader,
-    ):
-        writer.count("leads")
-        reader.count("leads")
-        yield postgres_supabase_db, writer, reader
-    postgres_supabase_db.truncate()
 
 
 class TestDifferentialEveryColumnKind:

@@ -9,7 +9,6 @@ JSON, as PostgREST does).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -134,30 +133,17 @@ def _json(page: Page) -> Any:
     )
 
 
-@pytest.fixture(scope="module")
-def pg_pair(
-    postgres_db: PostgresDatabase,
-) -> Iterator[tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade]]:
-    """A writer and a reader over the reference database, kept for the module."""
-    with (
-        create_persistence_agent(kind="postgres", dsn=postgres_db.writer_dsn) as writer,
-        create_read_only_facade(kind="postgres", dsn=postgres_db.reader_dsn) as reader,
-    ):
-        yield postgres_db, writer, reader
-    postgres_db.truncate()
-
-
 class TestRelatedRowsDifferential:
     @given(world=worlds(), reads=st.lists(READS, min_size=1, max_size=4))
     def test_same_related_rows_on_every_backend(
         self,
-        pg_pair: tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade],
+        pg: tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade],
         world: dict[str, list[dict[str, Any]]],
         reads: list[dict[str, Any]],
     ) -> None:
         """Parents, children per parent, cut flags and the total cap agree on memory,
         PostgreSQL and PostgREST embedding, nested levels included."""
-        database, writer, reader = pg_pair
+        database, writer, reader = pg
         database.truncate()
         store = MemoryStore()
         seeder = create_persistence_agent(kind="memory", store=store)
@@ -180,11 +166,11 @@ class TestRelatedRowsDifferential:
     @given(world=worlds())
     def test_the_total_cap_cuts_alike(
         self,
-        pg_pair: tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade],
+        pg: tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade],
         world: dict[str, list[dict[str, Any]]],
     ) -> None:
         """With a small total, the same lists are cut at the same rows on every backend."""
-        database, writer, reader = pg_pair
+        database, writer, reader = pg
         database.truncate()
         store = MemoryStore()
         seeder = create_persistence_agent(kind="memory", store=store)
