@@ -89,6 +89,12 @@ class _ReadOptions(_PageOptions, total=False):
     include: Sequence[str | Include]
 
 
+class _AggregateOptions(TypedDict, total=False):
+    group_by: Sequence[str]
+    metrics: Sequence[Metric | str]
+    limit: int | None
+
+
 class RAGAgent(Closing):
     """Adaptive retrieval over a :class:`~persistence.ReadOnlyPersistenceFacade`.
 
@@ -298,10 +304,8 @@ class RAGAgent(Closing):
         table: str,
         filters: Iterable[Filter] = ...,
         *,
-        group_by: Sequence[str] = ...,
-        metrics: Sequence[Metric | str] = ...,
-        limit: int | None = ...,
         return_json: Literal[False] = ...,
+        **options: Unpack[_AggregateOptions],
     ) -> Envelope: ...
 
     @overload
@@ -310,10 +314,8 @@ class RAGAgent(Closing):
         table: str,
         filters: Iterable[Filter] = ...,
         *,
-        group_by: Sequence[str] = ...,
-        metrics: Sequence[Metric | str] = ...,
-        limit: int | None = ...,
         return_json: Literal[True],
+        **options: Unpack[_AggregateOptions],
     ) -> dict[str, Any]: ...
 
     def aggregate(
