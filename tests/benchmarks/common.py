@@ -201,17 +201,7 @@ def scratch_database(
     """
     from persistence.schema import TABLE_DDL
 
-    suffix = secrets.token_hex(4)
-    name, role, password = f"rag_bench_{suffix}", f"rag_bench_{suffix}_r", secrets.token_hex(16)
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        conn.execute(
-            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
-                sql.Identifier(role), sql.Literal(password)
-            )
-        )
-    admin_dsn = make_conninfo(ADMIN_DSN, dbname=name)
-    try:
+    with empty_database("rag_bench") as (name, admin_dsn, role, reader_dsn):
         with psycopg.connect(admin_dsn, autocommit=True) as conn:
             leads = table or LeadsTable(standalone(TABLE_DDL["leads"]))
             conn.execute(leads.ddl.encode())
@@ -222,9 +212,27 @@ def scratch_database(
             conn.execute(b"VACUUM ANALYZE leads")
             conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(role)))
             conn.execute(sql.SQL("GRANT SELECT ON leads TO {}").format(sql.Identifier(role)))
-        yield ScratchDatabase(
-            name, admin_dsn, make_conninfo(admin_dsn, user=role, password=password), rows
+        yield ScratchDatabase(name, admin_dsn, reader_dsn, rows)
+
+
+@contextmanager
+def empty_database(prefix: str) -> Iterator[tuple[str, str, str, str]]:
+    """Create ``<prefix>_<random>`` and a login role with no privilege yet; drop both after.
+
+    Yields the database name, its admin DSN, the role's name and the role's DSN.
+    """
+    suffix = secrets.token_hex(4)
+    name, role, password = f"{prefix}_{suffix}", f"{prefix}_{suffix}_r", secrets.token_hex(16)
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(password)
+            )
         )
+    admin_dsn = make_conninfo(ADMIN_DSN, dbname=name)
+    try:
+        yield name, admin_dsn, role, make_conninfo(admin_dsn, user=role, password=password)
     finally:
         with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
             conn.execute(

@@ -13,7 +13,6 @@ contenders read through the same read-only facade over the network loopback, and
 from __future__ import annotations
 
 import argparse
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,11 +20,10 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 from persistence import Filter, Op, ReadOnlyPersistenceFacade, create_read_only_facade
 from persistence.schema import REFERENCE
-from tests.benchmarks.common import ADMIN_DSN, Section, Stats, compare, quiet_logging
+from tests.benchmarks.common import Section, Stats, compare, empty_database, quiet_logging
 from tests.benchmarks.report import fmt_stats, ratio
 
 PARENTS = 50
@@ -52,17 +50,7 @@ class RelatedReport:
 @contextmanager
 def related_database(leads: int) -> Iterator[str]:
     """A scratch database with the reference schema, filled; yields a SELECT-only DSN."""
-    suffix = secrets.token_hex(4)
-    name, role, password = f"rag_rel_{suffix}", f"rag_rel_{suffix}_r", secrets.token_hex(16)
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        conn.execute(
-            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
-                sql.Identifier(role), sql.Literal(password)
-            )
-        )
-    admin_dsn = make_conninfo(ADMIN_DSN, dbname=name)
-    try:
+    with empty_database("rag_rel") as (_, admin_dsn, role, reader_dsn):
         with psycopg.connect(admin_dsn, autocommit=True) as conn:
             for statement in REFERENCE.statements():
                 conn.execute(statement.encode())
@@ -74,13 +62,7 @@ def related_database(leads: int) -> Iterator[str]:
                     sql.Identifier(role)
                 )
             )
-        yield make_conninfo(admin_dsn, user=role, password=password)
-    finally:
-        with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
-            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+        yield reader_dsn
 
 
 def _parents(leads: int) -> Filter:
