@@ -62,7 +62,6 @@ from rag_agent.understanding import (
     ConditionExtractor,
     apply_conditions,
     column_infos,
-    describe,
     explicit_conditions,
     understand_request,
 )
@@ -187,10 +186,10 @@ class Pipeline:
                 if asked is not None
                 else (resolve_words(self.facade, checked_table, request.include))
             )
-            outcome.ignored = _ignored(request.ignored + refused + unrelated)
+            refused_parts = tuple(part for _, part in refused)
+            outcome.ignored = _ignored(request.ignored + refused_parts + unrelated)
             outcome.count_only = request.count_only
-            explicit_texts = {describe(c) for c in request.conditions if c.source == "tool"}
-            unusable = [part for part in refused if part.text in explicit_texts]
+            unusable = [part for condition, part in refused if condition.source == "tool"]
             if unusable:
                 # A caller's own argument is what was asked: running the rest of the query
                 # without it would answer another question.

@@ -162,15 +162,15 @@ def _rules(text: str, table: str | None, today: dt.date) -> Understanding:
 
 def apply_conditions(
     facade: ReadOnlyPersistenceFacade, table: str, conditions: Sequence[Condition]
-) -> tuple[tuple[Condition, ...], tuple[Ignored, ...]]:
+) -> tuple[tuple[Condition, ...], tuple[tuple[Condition, Ignored], ...]]:
     """Split ``conditions`` into those the facade applies (values coerced to the columns'
-    types) and those it cannot, each with the facade's reason.
+    types) and those it cannot, each paired with the facade's reason.
 
     A second condition with the same column and operator is ignored: the query could apply
     both, but the answer could not show which one a reader meant.
     """
     applied: list[Condition] = []
-    ignored: list[Ignored] = []
+    refused: list[tuple[Condition, Ignored]] = []
     seen: set[tuple[str, Op]] = set()
     for condition in conditions:
         try:
@@ -183,11 +183,11 @@ def apply_conditions(
         except BackendError:
             raise  # a backend that fails says nothing about the condition: the run reports it
         except (PersistenceError, ValueError) as exc:
-            ignored.append(Ignored(describe(condition), str(exc)))
+            refused.append((condition, Ignored(describe(condition), str(exc))))
             continue
         seen.add((condition.column, op))
         applied.append(Condition(checked.column, checked.op, checked.value, condition.source))
-    return tuple(applied), tuple(ignored)
+    return tuple(applied), tuple(refused)
 
 
 def describe(condition: Condition) -> str:

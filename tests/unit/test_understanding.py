@@ -67,7 +67,7 @@ class TestApplyConditions:
     ) -> None:
         """Known columns pass; an unknown column and an unsupported value are ignored with the
         facade's reason."""
-        applied, ignored = apply_conditions(
+        applied, refused = apply_conditions(
             facade,
             "leads",
             [
@@ -77,6 +77,8 @@ class TestApplyConditions:
             ],
         )
         assert applied == (Condition("company_name", Op.ICONTAINS, "acme"),)
+        assert [condition.column for condition, _ in refused] == ["industry", "score"]
+        ignored = [part for _, part in refused]
         assert [part.text for part in ignored] == [
             "industry eq 'logistics'",
             "score icontains 5",
@@ -88,18 +90,19 @@ class TestApplyConditions:
         self, facade: ReadOnlyPersistenceFacade
     ) -> None:
         """Two 'eq' on one column: the first is applied, the second reported."""
-        applied, ignored = apply_conditions(
+        applied, refused = apply_conditions(
             facade, "leads", [Condition("id", Op.EQ, 1), Condition("id", Op.EQ, 2, "tool")]
         )
         assert applied == (Condition("id", Op.EQ, 1),)
-        assert len(ignored) == 1 and "second 'eq'" in ignored[0].reason
+        [(condition, part)] = refused
+        assert condition.value == 2 and "second 'eq'" in part.reason
 
     def test_a_table_outside_the_policy_is_refused(self, store: MemoryStore) -> None:
         """Conditions on a table the policy does not allow are all ignored."""
         policy = AccessPolicy(read_tables=frozenset({"leads"}), write_tables=frozenset())
         facade = ReadOnlyPersistenceFacade(MemoryBackend(store), policy)
-        applied, ignored = apply_conditions(facade, "clients", [Condition("id", Op.EQ, 1)])
-        assert applied == () and "not" in ignored[0].reason
+        applied, refused = apply_conditions(facade, "clients", [Condition("id", Op.EQ, 1)])
+        assert applied == () and "not" in refused[0][1].reason
 
 
 class TestExplicitConditions:
