@@ -33,7 +33,8 @@ from rag_agent.envelope import (
     build_records,
     canonical_value,
 )
-from rag_agent.hooks import FallbackRead, FallbackResult
+from rag_agent.hooks import FallbackCall, FallbackRead, FallbackResult
+from rag_agent.specs import Condition, Ignored
 from rag_agent.summary import summarize_if_truncated
 
 __all__ = [
@@ -41,10 +42,12 @@ __all__ = [
     "Outcome",
     "PageResult",
     "aggregates_info",
+    "applied_filters",
     "assemble",
     "error_envelope",
     "error_info",
     "fallback_page",
+    "ignored_parts",
     "page_result",
     "shown_filters",
     "source_of",
@@ -92,6 +95,26 @@ def shown_filters(filters: Iterable[Filter]) -> dict[str, dict[str, Any]]:
             )
         ops[flt.op.value] = list(flt.value) if isinstance(flt.value, tuple) else flt.value
     return shown
+
+
+def applied_filters(conditions: Iterable[Condition]) -> list[AppliedFilter]:
+    """The envelope's ``metadata.filters`` of applied ``conditions`` (an ``in`` as a list)."""
+    return [
+        AppliedFilter.model_validate(
+            {
+                "column": c.column,
+                "op": c.op.value,
+                "value": list(c.value) if isinstance(c.value, tuple) else c.value,
+                "source": c.source,
+            }
+        )
+        for c in conditions
+    ]
+
+
+def ignored_parts(parts: Iterable[Ignored]) -> list[IgnoredPart]:
+    """The envelope's ``metadata.ignored`` of ``parts``."""
+    return [IgnoredPart(text=p.text, reason=p.reason) for p in parts]
 
 
 def _has_containers(record: Record) -> bool:
@@ -226,6 +249,21 @@ class Outcome:
     fallback_reads: list[FallbackReadInfo] = field(default_factory=list)
     aggregates: Aggregates | None = None
     related_capped: bool = False
+
+    def take_fallback(self, result: FallbackResult, page: PageResult) -> None:
+        """Use what the agent fallback read: its cited rows as ``page``, the reads it made,
+        the ids it cited without reading them, and the error that stopped it."""
+        self.source = self.fallback = "agent"
+        self.take(page, shared=False)
+        self.cache = None
+        self.dropped_ids = max(0, int(result.dropped_ids))
+        self.fallback_reads = [
+            FallbackReadInfo(table=call.table, filters=dict(call.filters), rows=call.rows)
+            for call in result.calls
+            if isinstance(call, FallbackCall)
+        ]
+        if result.error is not None:
+            self.error = error_info(result.error)
 
     def take_aggregate(self, result: AggregateResult, retrieved_at: dt.datetime) -> None:
         """Use an aggregate's answer: no records, the rows matched, the groups."""

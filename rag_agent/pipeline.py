@@ -33,9 +33,11 @@ from rag_agent.assemble import (
     MAX_ERROR_MESSAGE,
     Outcome,
     PageResult,
+    applied_filters,
     assemble,
     error_info,
     fallback_page,
+    ignored_parts,
     page_result,
     shown_filters,
     source_of,
@@ -43,20 +45,17 @@ from rag_agent.assemble import (
 from rag_agent.cache import QueryCache
 from rag_agent.conditions import query_filters_view
 from rag_agent.envelope import (
-    AppliedFilter,
     Envelope,
-    FallbackReadInfo,
-    IgnoredPart,
     ReformulationAttempt,
     canonical_value,
 )
 from rag_agent.filters import MAX_TEXT_LENGTH
-from rag_agent.hooks import FallbackCall, FallbackRequest, FallbackResult, FallbackRunner
+from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
 from rag_agent.reformulation import relaxations
 from rag_agent.related import checked_includes, related_versions, resolve_words
 from rag_agent.settings import RAGSettings
-from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
+from rag_agent.specs import Condition, ExtractionRequest, Understanding
 from rag_agent.understanding import (
     DEFAULT_TABLE,
     ConditionExtractor,
@@ -78,23 +77,6 @@ def _planned(table: str, conditions: tuple[Condition, ...], window: _Window) -> 
     # caller ever sent, outside any bound.
     filters = tuple(c.to_filter() for c in conditions)
     return Query(table, filters, limit=window[0], offset=window[1])
-
-
-def _shown(conditions: Iterable[Condition]) -> list[AppliedFilter]:
-    return [
-        AppliedFilter.model_validate(
-            {"column": c.column, "op": c.op.value, "value": _listed(c.value), "source": c.source}
-        )
-        for c in conditions
-    ]
-
-
-def _listed(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
-
-
-def _ignored(parts: Iterable[Ignored]) -> list[IgnoredPart]:
-    return [IgnoredPart(text=p.text, reason=p.reason) for p in parts]
 
 
 def _typed(value: Any) -> Any:
@@ -187,7 +169,7 @@ class Pipeline:
                 else (resolve_words(self.facade, checked_table, request.include))
             )
             refused_parts = tuple(part for _, part in refused)
-            outcome.ignored = _ignored(request.ignored + refused_parts + unrelated)
+            outcome.ignored = ignored_parts(request.ignored + refused_parts + unrelated)
             outcome.count_only = request.count_only
             unusable = [part for condition, part in refused if condition.source == "tool"]
             if unusable:
@@ -279,7 +261,7 @@ class Pipeline:
                 raise InvalidQueryError("count_only must be a bool", field="count_only")
             conditions = tuple(Condition(f.column, f.op, f.value, "tool") for f in query.filters)
             outcome.filters = shown_filters(query.filters)
-            outcome.applied = _shown(conditions)
+            outcome.applied = applied_filters(conditions)
             outcome.count_only = count_only
         except Exception as exc:
             return self._refuse(log, outcome, exc)
@@ -431,7 +413,7 @@ class Pipeline:
     @staticmethod
     def _applied(outcome: Outcome, conditions: tuple[Condition, ...]) -> None:
         outcome.filters = query_filters_view(conditions)
-        outcome.applied = _shown(conditions)
+        outcome.applied = applied_filters(conditions)
 
     def _query(
         self,
@@ -531,20 +513,9 @@ class Pipeline:
             summary_threshold=self.settings.summary_threshold,
             include_raw=include_raw,
         )
-        outcome.source = "agent"
-        outcome.fallback = "agent"
-        outcome.take(page, shared=False)
-        outcome.cache = None
-        outcome.dropped_ids = max(0, int(result.dropped_ids))
-        outcome.fallback_reads = [
-            FallbackReadInfo(table=call.table, filters=dict(call.filters), rows=call.rows)
-            for call in result.calls
-            if isinstance(call, FallbackCall)
-        ]
-        if result.error is not None:
-            outcome.error = error_info(result.error)
-            if isinstance(result.error, BaseException):
-                self.log_error(log, "rag.fallback", result.error, step="fallback", status="error")
+        outcome.take_fallback(result, page)
+        if isinstance(result.error, BaseException):
+            self.log_error(log, "rag.fallback", result.error, step="fallback", status="error")
         log.debug("rag.fallback", status="agent", records=page.total_count)
 
     # -- helpers -----------------------------------------------------------------------------
