@@ -13,17 +13,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, ValidationError
 
 from persistence import ReadOnlyPersistenceFacade
 from rag_agent.agent import RAGAgent
 from rag_agent.tool_input import (
     MAX_DEPTH,
+    BoundedInputTool,
     TooDeep,
     ToolInputError,
     _Args,
-    bounded,
     brief,
     coerce_tool_input,
 )
@@ -87,18 +86,10 @@ def _error(exc: Exception) -> dict[str, Any]:
     return {"error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
 
 
-class _DiscoveryTool(BaseTool):
+class _DiscoveryTool(BoundedInputTool):
     """Coerce and validate the input, answer JSON text, never raise."""
 
     agent: Any = None
-
-    def run(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-        """Run the tool; input nested deeper than any argument schema is refused, not raised."""
-        return super().run(bounded(tool_input), *args, **kwargs)
-
-    async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-        """Async :meth:`run`, with the same refusal of overly nested input."""
-        return await super().arun(bounded(tool_input), *args, **kwargs)
 
     def _to_args_and_kwargs(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None

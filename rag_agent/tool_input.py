@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from persistence import DEFAULT_RELATED_LIMIT, MAX_RELATED_LIMIT, Include, Op, Order
@@ -26,6 +27,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INPUT_CHARS",
     "AggregateTableInput",
+    "BoundedInputTool",
     "CountRowsInput",
     "DeliverDataInput",
     "QueryLeadsInput",
@@ -346,3 +348,19 @@ class DeliverDataInput(_Args):
 
     data: Any = Field(default=None, description="Ignored: delivery is disabled.")
     destination: str | None = Field(default=None, description="Ignored.")
+
+
+class BoundedInputTool(BaseTool):
+    """A tool that refuses, rather than raises on, input nested deeper than any argument schema.
+
+    LangChain formats the input with ``str()`` for its callbacks before ``_run`` sees it, which
+    raises ``RecursionError`` out of the tool for input nested past the interpreter's limit.
+    """
+
+    def run(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run the tool; input nested deeper than any argument schema is refused, not raised."""
+        return super().run(bounded(tool_input), *args, **kwargs)
+
+    async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        """Async :meth:`run`, with the same refusal of overly nested input."""
+        return await super().arun(bounded(tool_input), *args, **kwargs)

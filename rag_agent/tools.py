@@ -51,6 +51,7 @@ from rag_agent.specs import LLM_OPERATORS, Condition, FilterSpec, to_filters
 from rag_agent.tool_input import (
     MAX_DEPTH,
     AggregateTableInput,
+    BoundedInputTool,
     CountRowsInput,
     DeliverDataInput,
     QueryLeadsInput,
@@ -58,7 +59,6 @@ from rag_agent.tool_input import (
     RAGAgentInput,
     TooDeep,
     ToolInputError,
-    bounded,
     brief,
     checked_filters,
     coerce_tool_input,
@@ -92,21 +92,7 @@ def _data_tool(text: str) -> str:
     return f"{_prose(text)} {UNTRUSTED_DATA_NOTE}"
 
 
-class _BoundedInput(BaseTool):
-    """Refuses, rather than raises on, input nested deeper than any argument schema."""
-
-    def run(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-        """Run the tool; input nested deeper than any argument schema is refused, not raised."""
-        # LangChain formats the input with str() for its callbacks before ``_run`` sees it, which
-        # raises RecursionError out of the tool for input nested past the interpreter's limit.
-        return super().run(bounded(tool_input), *args, **kwargs)
-
-    async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-        """Async :meth:`run`, with the same refusal of overly nested input."""
-        return await super().arun(bounded(tool_input), *args, **kwargs)
-
-
-class _EnvelopeTool(_BoundedInput):
+class _EnvelopeTool(BoundedInputTool):
     """Base of the data tools: coerce, validate, ask the agent, and answer with its envelope."""
 
     agent: Any = None
@@ -265,7 +251,7 @@ class RAGAgentTool(_FreeTextTool):
         )
 
 
-class DeliverDataTool(_BoundedInput):
+class DeliverDataTool(BoundedInputTool):
     """Delivery of data to third parties is disabled: always ``{"status": "DISABLED"}``."""
 
     name: str = "deliver_data"
