@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from persistence._closing import Closing
+from persistence._column_kinds import ColumnKind
 from persistence._read_only import refuse_write
 from persistence._versions import process_versions
 from persistence.aggregate import AggregateResult, Metric, check_aggregate, check_kinds
@@ -30,6 +31,8 @@ from persistence.errors import (
 from persistence.policy import AccessPolicy
 from persistence.query import Filter, Order, Page, Query
 from persistence.relations import Include, RelatedPlan, Relation, plan_includes
+from persistence.search import SearchMode, SearchRequest, SearchResult
+from persistence.search.embedder import Embedder
 from persistence.types import ColumnType, coerce_filters
 
 __all__ = ["PersistenceAgent", "ReadOnlyPersistenceFacade"]
@@ -40,11 +43,23 @@ Row = dict[str, Any]
 class _Reader(Closing):
     """Reads shared by both facades. Thread-safe when the backend is (all bundled ones are)."""
 
-    __slots__ = ("__backend", "__policy")
+    __slots__ = ("__backend", "__embedder", "__policy")
 
-    def __init__(self, backend: Backend, policy: AccessPolicy) -> None:
+    def __init__(self, backend: Backend, policy: AccessPolicy, *, embeddings: Any = None) -> None:
         self.__backend = backend
         self.__policy = policy
+        self.__embedder = (
+            None
+            if embeddings is None
+            else embeddings
+            if isinstance(embeddings, Embedder)
+            else Embedder(embeddings)
+        )
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embeddings the semantic leg of :meth:`search` uses, or ``None``."""
+        return self.__embedder
 
     @property
     def capabilities(self) -> Capabilities:
@@ -272,6 +287,53 @@ class _Reader(Closing):
                     backend=self.__backend.name,
                 )
         return self.__backend.aggregate(replace(query, columns=None), names, parsed, cap)
+
+    def search(
+        self,
+        table: str,
+        text: str,
+        *,
+        filters: Iterable[Filter] = (),
+        k: int = 10,
+        offset: int = 0,
+        mode: SearchMode | str = SearchMode.HYBRID,
+    ) -> SearchResult:
+        """The ``k`` rows of ``table`` matching all ``filters`` that best match ``text``, best
+        first, from rank ``offset`` on (see :mod:`persistence.search`).
+
+        Filters are hard constraints inside every leg: when at least ``offset + k`` rows match
+        them, exactly ``k`` come back. Only text columns the policy allows are searched, and
+        rows carry only allowed columns. Without embeddings, ``hybrid`` runs the keyword leg and
+        says so in ``degraded``; ``semantic`` without embeddings is an ``InvalidQueryError``.
+
+        >>> facade.search("inquiries", "customers who want to stop paying", k=5).rows
+        """
+        table = self.__policy.check_read(table, "search")
+        # SearchRequest validates the mode, turning a string into a SearchMode or refusing it.
+        request = SearchRequest(text, cast(SearchMode, mode), k, offset)
+        query, known = self._checked(Query(table, filters=_filters(filters)), "search")
+        readable = self._policy_columns(table, known)
+        if readable is not None:
+            query = replace(query, columns=readable)
+        types = self._known(table)[1]
+        visible = readable if readable is not None else tuple(types)
+        text_columns = tuple(c for c in visible if c in types and types[c].kind is ColumnKind.TEXT)
+        if not text_columns:
+            raise InvalidQueryError(f"table {table!r} has no text column this search may rank by")
+        if request.mode is SearchMode.SEMANTIC and self.__embedder is None:
+            raise InvalidQueryError(
+                "semantic search needs embeddings: pass embeddings= to the factory "
+                "or set RAG_EMBEDDINGS"
+            )
+        search = getattr(self.__backend, "search", None)
+        if not callable(search):
+            raise UnsupportedOperatorError(
+                f"backend {self.__backend.name!r} cannot search",
+                operator="search",
+                backend=self.__backend.name,
+            )
+        result: SearchResult = search(query, request, text_columns, self.__embedder)
+        return result
 
     def _policy_columns(self, table: str, known: frozenset[str] | None) -> tuple[str, ...] | None:
         """The columns a read naming none may return: ``None`` (all) unless the policy restricts.

@@ -80,6 +80,7 @@ def create_read_only_facade(
     columns: Mapping[str, Iterable[str]] | None = None,
     default_columns: Iterable[str] | None = None,
     settings: PersistenceSettings | None = None,
+    embeddings: Any = None,
     **options: Any,
 ) -> ReadOnlyPersistenceFacade:
     """A read-only facade over a new ``kind`` backend; ``tables`` is the read allow-list.
@@ -87,11 +88,15 @@ def create_read_only_facade(
     ``columns`` restricts the columns of the tables it names; ``default_columns`` those of every
     other table (``()``: they expose none), see :class:`~persistence.AccessPolicy`.
 
+    ``embeddings`` (any LangChain ``Embeddings``) serves the semantic leg of
+    :meth:`~persistence.ReadOnlyPersistenceFacade.search`.
+
     ``kind="memory"`` reads ``default_store()`` unless ``store=`` is given. For ``postgres`` and
     ``supabase``, options not given come from ``settings`` (default: the environment).
     """
     policy = AccessPolicy.read_only(tables, columns, default_columns)
-    return ReadOnlyPersistenceFacade(_backend(kind, True, options, settings), policy)
+    backend = _backend(kind, True, options, settings)
+    return ReadOnlyPersistenceFacade(backend, policy, embeddings=embeddings)
 
 
 def create_persistence_agent(

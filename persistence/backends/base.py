@@ -13,9 +13,11 @@ from typing import Any, Protocol, runtime_checkable
 from persistence.aggregate import AggregateResult, Metric
 from persistence.capabilities import Capabilities
 from persistence.query import Filter, Page, Query
+from persistence.search import SearchRequest, SearchResult
+from persistence.search.embedder import Embedder
 from persistence.types import ColumnType
 
-__all__ = ["Backend"]
+__all__ = ["Backend", "SearchingBackend"]
 
 
 @runtime_checkable
@@ -72,4 +74,23 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release connections; the backend may not be used afterwards."""
+        ...
+
+
+class SearchingBackend(Backend, Protocol):
+    """A backend that can rank rows (:meth:`ReadOnlyPersistenceFacade.search`); optional, found by
+    ``getattr`` like ``read_related``."""
+
+    def search(
+        self,
+        query: Query,
+        request: SearchRequest,
+        text_columns: tuple[str, ...],
+        embedder: Embedder | None,
+    ) -> SearchResult:
+        """The rows of ``query.table`` matching ``query.filters`` (hard constraints in every leg),
+        ranked by ``request`` over ``text_columns`` (allowed text columns; the keyword leg reads
+        them, the semantic leg embeds them when the backend keeps no stored vectors), each row
+        carrying ``query.columns`` (all when ``None``). Without ``embedder`` a hybrid request
+        runs the keyword leg alone and says so in ``degraded``."""
         ...

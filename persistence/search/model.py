@@ -1,0 +1,130 @@
+"""What :meth:`ReadOnlyPersistenceFacade.search` takes and returns.
+
+A search ranks the rows of one table that match every filter (filters are hard constraints inside
+every leg, never applied to a ranked list) by one or two *legs*:
+
+* ``keyword``: words of the text against the table's text columns (full-text rank on
+  PostgreSQL, BM25 in memory) and, for short fields (names, companies, e-mails), trigram
+  similarity, which also catches typos;
+* ``semantic``: cosine similarity between the text's embedding and the rows' embeddings.
+
+``hybrid`` fuses both by weighted reciprocal rank fusion (:mod:`persistence.search.fusion`).
+When at least ``offset + k`` rows match the filters, exactly ``k`` come back, on every page.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from persistence.errors import InvalidQueryError
+
+__all__ = [
+    "DEFAULT_K",
+    "MAX_K",
+    "MAX_OFFSET",
+    "MAX_SEARCH_TEXT_LENGTH",
+    "SearchHit",
+    "SearchMode",
+    "SearchRequest",
+    "SearchResult",
+]
+
+#: Rows a search returns when the caller names no ``k``.
+DEFAULT_K = 10
+#: The largest ``k`` a caller may ask for.
+MAX_K = 100
+#: The deepest page a search may reach: each leg ranks ``offset + k`` rows at least, so depth is
+#: work; an agent paging past this wants a filter, not rank 2,000.
+MAX_OFFSET = 1_000
+#: Search text longer than this is refused before any backend sees it: no question is that long,
+#: and every extra word is another term to rank.
+MAX_SEARCH_TEXT_LENGTH = 1_000
+
+
+class SearchMode(enum.StrEnum):
+    """Which legs rank the rows."""
+
+    HYBRID = "hybrid"
+    KEYWORD = "keyword"
+    SEMANTIC = "semantic"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """A validated search: ``text`` (non-empty after stripping, bounded), ``mode``, ``k`` and
+    ``offset`` within bounds. Filters and the table travel in the accompanying ``Query``."""
+
+    text: str
+    mode: SearchMode = SearchMode.HYBRID
+    k: int = DEFAULT_K
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise InvalidQueryError(f"search text must be a string, not {type(self.text).__name__}")
+        text = self.text.strip()
+        if not text:
+            raise InvalidQueryError("search text is empty")
+        if len(text) > MAX_SEARCH_TEXT_LENGTH:
+            raise InvalidQueryError(
+                f"search text is {len(text)} characters; at most {MAX_SEARCH_TEXT_LENGTH} allowed"
+            )
+        object.__setattr__(self, "text", text)
+        try:
+            mode = SearchMode(self.mode)
+        except ValueError:
+            modes = ", ".join(m.value for m in SearchMode)
+            raise InvalidQueryError(f"search mode {self.mode!r} is not one of {modes}") from None
+        object.__setattr__(self, "mode", mode)
+        _check_count(self.k, "k", 1, MAX_K)
+        _check_count(self.offset, "offset", 0, MAX_OFFSET)
+
+    @property
+    def depth(self) -> int:
+        """How many rows each leg must rank so the page ``offset .. offset + k`` is exact."""
+        return self.offset + self.k
+
+
+def _check_count(value: object, name: str, low: int, high: int) -> None:
+    if type(value) is not int or not low <= value <= high:
+        raise InvalidQueryError(
+            f"search {name} must be an integer from {low} to {high}, not {value!r}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One ranked row: the row's own columns (``id`` included), its fused ``score`` (higher is
+    better) and its 1-based rank in each leg that ranked it (``None`` where a leg did not)."""
+
+    row: dict[str, Any]
+    score: float
+    ranks: Mapping[str, int | None] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Rows in rank order, best first.
+
+    ``mode`` is the mode that ran (a ``hybrid`` request without embeddings runs ``keyword``,
+    and says so in ``degraded``); ``legs`` the legs that ranked, in fusion order; ``query`` the
+    text the legs ranked by (the request's text with request framing removed); ``total_count``
+    the number of rows matching the filters (the ranking's universe); ``degraded`` a sentence
+    saying what could not run and what ran instead, or ``None``.
+    """
+
+    hits: tuple[SearchHit, ...]
+    mode: SearchMode
+    legs: tuple[str, ...]
+    query: str
+    total_count: int
+    degraded: str | None = None
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The ranked rows alone, best first."""
+        return [hit.row for hit in self.hits]
