@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_KEYWORD_TERMS", "keyword_terms", "topical_text"]
+__all__ = ["MAX_KEYWORD_TERMS", "is_short_text_column", "keyword_terms", "topical_text"]
 
 #: The keyword leg ranks at most this many words: every OR-term widens the candidate set, and
 #: ranking candidates is what a keyword search spends its time on.
@@ -41,3 +41,13 @@ def keyword_terms(text: str, table: str | None = None) -> tuple[str, ...]:
     for word in _WORD.findall(topical_text(text, table)):
         seen.setdefault(word.lower(), None)
     return tuple(seen)[:MAX_KEYWORD_TERMS]
+
+
+#: Columns holding a few words (names, companies, e-mails, titles, subjects): the keyword leg also
+#: matches them by trigram similarity (pg_trgm's ``word_similarity``), which forgives typos.
+_SHORT_TEXT_SUFFIXES = ("name", "email", "company", "title", "subject")
+
+
+def is_short_text_column(column: str) -> bool:
+    """True for a column the trigram leg ranks (by its name, so every backend agrees)."""
+    return column.endswith(_SHORT_TEXT_SUFFIXES)
