@@ -83,7 +83,10 @@ class VectorCache:
         embedding only rows not cached for this text and model."""
         self._forget_deleted(table)
         model = embedder.model_id
-        digests = [hashlib.blake2b(text.encode(), digest_size=16).digest() for text in texts]
+        digests = [
+            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            for text in texts
+        ]
         found: list[Vector | None] = [None] * len(rows)
         missing: list[int] = []
         with self._lock:
