@@ -126,7 +126,10 @@ class WordLlamaEmbeddings(Embeddings):
             return []
         import numpy as np
 
-        pooled = self._loaded().embed(list(texts), norm=False, return_np=True)
+        # The tokenizer takes valid UTF-8 only: a lone surrogate (from undecodable input)
+        # becomes "?" rather than an error.
+        clean = [text.encode("utf-8", "replace").decode("utf-8") for text in texts]
+        pooled = self._loaded().embed(clean, norm=False, return_np=True)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit = np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 0)
         vectors: list[list[float]] = unit.tolist()
