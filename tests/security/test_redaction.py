@@ -367,3 +367,78 @@ class TestEnvelope:
         schema = json.loads(schema_json())
         provenance = schema["$defs"]["Provenance"]["properties"]
         assert {"redacted", "source_hash"} <= set(provenance)
+
+
+class TestFallbackPath:
+    def test_the_fallback_model_sees_redacted_rows_and_records_say_so(
+        self, store: MemoryStore
+    ) -> None:
+        """The LLM fallback's tools read through the facade: the model is handed redacted rows
+        only, and its cited records carry the redaction in their provenance."""
+        from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
+
+        model = ScriptedChatModel(
+            script=[
+                calls(call("ExtractedFilters")),
+                calls(
+                    call(
+                        "query_table",
+                        table="leads",
+                        filters=[{"column": "status", "op": "eq", "value": "new"}],
+                    )
+                ),
+                final(("leads", 1)),
+            ]
+        )
+        agent = RAGAgent(facade_over(store), settings=RAGSettings(), llm=model)
+        envelope = agent.run("who scores highest?", return_json=True, include_raw=True)
+        assert isinstance(envelope, dict)
+        assert envelope["metadata"]["fallback"] == "agent"
+        seen = " ".join(str(m.content) for messages in model.requests for m in messages)
+        assert "j***@acme.io" in seen
+        for secret in ("jane.doe@acme.io", "+1 555 0167", "CTO"):
+            assert secret not in seen
+        [record] = envelope["records"]
+        provenance = record["provenance"]
+        assert set(provenance["redacted"]) == {"email", "phone", "first_name", "last_name", "title"}
+        assert row_hash(fields_of(record)) == provenance["row_hash"]
+        assert provenance["raw_row"]["email"] == "j***@acme.io"
+
+
+class TestPostgres:
+    def test_redaction_on_postgres(self, postgres_clean: Any) -> None:
+        """The same rules, pseudonyms and commitments on PostgreSQL, related rows included, and
+        the probing filters refused before any statement runs."""
+        postgres_clean.add_clients([1])
+        postgres_clean.execute(
+            "INSERT INTO leads (id, client_id, email, first_name, last_name, phone, title) "
+            "VALUES (1, 1, %s, %s, %s, %s, %s)",
+            (LEAD["email"], "Jane", "Doe", LEAD["phone"], "CTO"),
+        )
+        postgres_clean.execute(
+            "INSERT INTO conversations (id, lead_id, channel) VALUES (5, 1, 'email')"
+        )
+        redaction = RedactionPolicy(
+            {**{t: c for t, c in RULES.items() if t != "*"}, "conversations": {"channel": "hash"}},
+            default=RULES["*"],
+            key=KEY,
+        )
+        with (
+            create_read_only_facade(
+                "postgres", dsn=postgres_clean.reader_dsn, redaction=redaction
+            ) as facade,
+            create_read_only_facade("postgres", dsn=postgres_clean.reader_dsn) as holder,
+        ):
+            page = facade.read(
+                "leads", [Filter("email", Op.IEQ, LEAD["email"])], include=["conversations"]
+            )
+            row = page.rows[0]
+            assert row["email"] == "j***@acme.io" and row["phone"] == "***67"
+            assert "title" not in row
+            assert row["last_name"] == redaction.pseudonym("Doe")
+            assert page.rows[0]["conversations"][0]["channel"] == redaction.pseudonym("email")
+            original = holder.read("leads", [Filter("id", Op.EQ, 1)]).rows[0]
+            fields = {k: v for k, v in row.items() if k != "conversations"}
+            assert redaction.verify("leads", original, fields, row.redaction.source_hash)
+            with pytest.raises(ColumnNotAllowedError, match="redacted"):
+                facade.read("leads", [Filter("email", Op.ICONTAINS, "jane")])
