@@ -8,8 +8,8 @@ value leaves the facade:
   whole value (a one-letter name, a two-digit phone) falls back to ``"***"``, so a masked value
   never contains the original. ``None`` stays ``None`` and ``""`` stays ``""``.
 * ``hash``: a keyed pseudonym, ``"hash:"`` and 24 hex digits of HMAC-SHA256 over the value; the
-  same value gives the same pseudonym in every table under one key, so rows still join and group
-  on it, but without the key nobody can test a guess against it.
+  same value gives the same pseudonym in every table under one key, so a reader can tell which
+  rows share a value, but without the key nobody can test a guess against it.
 * ``drop``: the column is left out of the row.
 * ``keep``: no redaction (to exempt one table's column from a rule for every table).
 
@@ -40,7 +40,6 @@ time. Columns the access policy denies never reach redaction at all.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import secrets
@@ -181,7 +180,7 @@ class RedactionPolicy:
     {'id': 1, 'email': 'j***@acme.io', 'phone': '***67'}
     """
 
-    __slots__ = ("_default", "_ephemeral", "_key", "_rules")
+    __slots__ = ("_ephemeral", "_mac", "_others", "_rules", "_tables")
 
     def __init__(
         self,
@@ -196,7 +195,7 @@ class RedactionPolicy:
                 for table, columns in (rules or {}).items()
             }
         )
-        self._default = _column_rules(default or {}, "*")
+        default_rules = _column_rules(default or {}, "*")
         if isinstance(key, SecretStr):
             key = key.get_secret_value()
         if isinstance(key, str):
@@ -209,7 +208,13 @@ class RedactionPolicy:
                 variable="RAG_REDACTION_KEY",
             )
         self._ephemeral = key is None
-        self._key = key if key is not None else secrets.token_bytes(32)
+        # Keyed once; each commitment copies it (the key schedule is most of a short HMAC).
+        self._mac = hmac.new(key if key is not None else secrets.token_bytes(32), None, "sha256")
+        # Each table's effective rules, computed once: its own over the defaults, less "keep".
+        self._tables = MappingProxyType(
+            {table: _effective(default_rules, own) for table, own in self._rules.items()}
+        )
+        self._others = _effective(default_rules, {})
 
     @classmethod
     def parse(cls, text: str, *, key: bytes | str | SecretStr | None = None) -> RedactionPolicy:
@@ -234,10 +239,7 @@ class RedactionPolicy:
 
     def columns(self, table: str) -> Mapping[str, tuple[Method, str | None]]:
         """The redacted columns of ``table``: column -> (method, mask style)."""
-        merged = {**self._default, **self._rules.get(table, {})}
-        return MappingProxyType(
-            {column: rule for column, rule in merged.items() if rule[0] != "keep"}  # type: ignore[misc]
-        )
+        return self._tables.get(table, self._others)
 
     def applies(self, table: str) -> bool:
         """Whether any column of ``table`` is redacted."""
@@ -353,7 +355,9 @@ class RedactionPolicy:
         return hmac.compare_digest(expected, str(commitment))
 
     def _commit(self, *parts: Any) -> str:
-        return hmac.new(self._key, canonical_json(list(parts)), hashlib.sha256).hexdigest()
+        mac = self._mac.copy()
+        mac.update(canonical_json(list(parts)))
+        return mac.hexdigest()
 
     def _warn_ephemeral(self) -> None:
         if self._ephemeral and not _warned.is_set():
@@ -366,6 +370,15 @@ class RedactionPolicy:
     def __repr__(self) -> str:
         tables = {t: dict(self.columns(t)) for t in self._rules}
         return f"RedactionPolicy(default={dict(self.columns('*'))!r}, tables={tables!r})"
+
+
+def _effective(
+    default: Mapping[str, tuple[str, str | None]], own: Mapping[str, tuple[str, str | None]]
+) -> Mapping[str, tuple[Method, str | None]]:
+    merged = {**default, **own}
+    return MappingProxyType(
+        {column: rule for column, rule in merged.items() if rule[0] != "keep"}  # type: ignore[misc]
+    )
 
 
 def _name(value: object, what: str) -> str:

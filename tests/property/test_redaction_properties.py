@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from persistence import RedactedRow, RedactionPolicy
+from persistence.canonical import canonical_json, canonical_value
 from rag_agent.envelope import build_records, row_hash
 
 KEY = "property test key, long enough"
@@ -124,3 +125,31 @@ def test_provenance_verifies_original_and_refuses_tampering(
         )
     other = RedactionPolicy({"leads": columns}, key="a different key, long enough")
     assert not other.verify("leads", row, record, source_hash, notes)
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats()
+    | st.text()
+    | st.datetimes(timezones=st.none() | st.timezones())
+    | st.dates()
+    | st.uuids()
+    | st.decimals(allow_nan=False),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=json_values)
+def test_canonical_json_has_one_spelling(value: Any) -> None:
+    """The fast path (orjson) writes exactly what the reference definition writes: the canonical
+    values through ``json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)``."""
+    reference = json.dumps(
+        canonical_value(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode("utf-8")
+    assert canonical_json(value) == reference
