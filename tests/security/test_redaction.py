@@ -25,7 +25,7 @@ from persistence import (
 )
 from persistence.search import SearchHit, SearchRequest, SearchResult
 from rag_agent import RAGAgent, RAGSettings, build_tools
-from rag_agent.envelope import OUTSIDE_ROW, Envelope, row_hash, schema_json
+from rag_agent.envelope import OUTSIDE_ROW, Envelope, Record, row_hash, schema_json
 from rag_agent.untrusted import unwrap_boundary
 
 KEY = "a test redaction key of some length"
@@ -292,6 +292,28 @@ class TestEnvelope:
         )
         dropped = {**original, "title": "CEO"}
         assert not check.verify("leads", dropped, fields, provenance["source_hash"])
+
+    def test_records_equal_validated_models(self, store: MemoryStore) -> None:
+        """Redacted records, built without validation, equal validated models of their data."""
+        envelope = self.agent(store).read("leads", order=["id"])
+        assert isinstance(envelope, Envelope)
+        for record in envelope.records:
+            validated = Record.model_validate(record.model_dump())
+            assert validated == record
+            assert validated.model_dump(mode="json") == record.model_dump(mode="json")
+            assert record.provenance.model_fields_set == validated.provenance.model_fields_set
+
+    def test_cached_records_are_not_shared_mutably(self, store: MemoryStore) -> None:
+        """Changing one envelope's redaction notes does not change what a cache hit returns."""
+        agent = self.agent(store)
+        first = agent.read("leads", [Filter("id", Op.EQ, 1)])
+        assert isinstance(first, Envelope)
+        notes = first.records[0].provenance.redacted
+        assert notes is not None
+        notes.clear()
+        again = agent.read("leads", [Filter("id", Op.EQ, 1)])
+        assert isinstance(again, Envelope) and again.metadata.cache == "hit"
+        assert again.records[0].provenance.redacted
 
     def test_raw_row_is_redacted_too(self, store: MemoryStore) -> None:
         """``include_raw`` shows the row as it left the facade, never the stored value."""
