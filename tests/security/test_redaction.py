@@ -464,3 +464,22 @@ class TestPostgres:
             assert redaction.verify("leads", original, fields, row.redaction.source_hash)
             with pytest.raises(ColumnNotAllowedError, match="redacted"):
                 facade.read("leads", [Filter("email", Op.ICONTAINS, "jane")])
+
+
+class TestCommandLine:
+    def test_rag_redact_applies_to_the_cli(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """``RAG_REDACT`` reaches the facade the CLI builds: the sample's e-mails are masked
+        and its phone numbers left out, in the JSON and in the table view alike."""
+        from tests.support.cli import run
+
+        monkeypatch.setenv("RAG_REDACT", "*.email=mask:email,leads.phone=drop")
+        monkeypatch.setenv("RAG_REDACTION_KEY", KEY)
+        code, out, _ = run("ask", "leads at acme", "--json")
+        assert code == 0
+        records = json.loads(out)["records"]
+        assert records and all("***@" in r["email"] for r in records if r["email"])
+        assert all("phone" not in r for r in records)
+        assert all(r["provenance"]["redacted"]["phone"]["method"] == "drop" for r in records)
+        code, table, _ = run("ask", "leads at acme", tty=True)
+        assert code == 0 and "***@" in table
+        assert KEY not in out + table
