@@ -483,3 +483,26 @@ class TestCommandLine:
         code, table, _ = run("ask", "leads at acme", tty=True)
         assert code == 0 and "***@" in table
         assert KEY not in out + table
+
+
+class TestSupabase:
+    def test_redaction_over_postgrest(self, store: MemoryStore) -> None:
+        """The Supabase backend's rows (and embedded related rows) leave the facade redacted."""
+        import httpx
+
+        from tests.support.postgrest import BASE_URL, PostgrestEmulator, fake_key
+
+        with httpx.Client(transport=PostgrestEmulator(store).transport()) as http:
+            facade = create_read_only_facade(
+                "supabase",
+                url=BASE_URL,
+                key=fake_key("anon"),
+                http_client=http,
+                redaction={**RULES, "conversations": {"channel": "drop"}},
+            )
+            page = facade.read("leads", [Filter("id", Op.EQ, 1)], include=["conversations"])
+            row = page.rows[0]
+            assert row["email"] == "j***@acme.io" and "title" not in row
+            assert "channel" not in row["conversations"][0]
+            with pytest.raises(ColumnNotAllowedError, match="redacted"):
+                facade.read("leads", [Filter("phone", Op.ICONTAINS, "555")])
