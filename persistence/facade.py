@@ -82,14 +82,7 @@ class _Reader(Closing):
         table = self.__policy.check_read(table, "columns")
         if self.__redaction is None:
             return MappingProxyType({})
-        allowed = self.__policy.allowed_columns(table)
-        return MappingProxyType(
-            {
-                column: method if style is None else f"{method}:{style}"
-                for column, (method, style) in self.__redaction.columns(table).items()
-                if allowed is None or column in allowed
-            }
-        )
+        return self.__redaction.specs(table, self.__policy.allowed_columns(table))
 
     @property
     def capabilities(self) -> Capabilities:

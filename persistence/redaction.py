@@ -241,6 +241,17 @@ class RedactionPolicy:
         """The redacted columns of ``table``: column -> (method, mask style)."""
         return self._tables.get(table, self._others)
 
+    def specs(self, table: str, allowed: Iterable[str] | None = None) -> Mapping[str, str]:
+        """The redacted columns of ``table`` (among ``allowed``, if given) and their specs."""
+        shown = None if allowed is None else frozenset(allowed)
+        return MappingProxyType(
+            {
+                column: method if style is None else f"{method}:{style}"
+                for column, (method, style) in self.columns(table).items()
+                if shown is None or column in shown
+            }
+        )
+
     def applies(self, table: str) -> bool:
         """Whether any column of ``table`` is redacted."""
         return bool(self.columns(table))

@@ -231,22 +231,12 @@ def _redaction_fields(note: Any) -> dict[str, Any]:
     """A :class:`persistence.RowRedaction` as the provenance's ``redacted``/``source_hash``."""
     if note is None:
         return _UNREDACTED
-    redacted = {}
-    for column, field_note in note.fields.items():
-        info = RedactedField.__new__(RedactedField)
-        _set_attr(
-            info,
-            "__dict__",
-            {
-                "method": field_note.method,
-                "style": field_note.style,
-                "commitment": field_note.commitment,
-            },
+    redacted = {
+        column: RedactedField.model_construct(
+            method=field.method, style=field.style, commitment=field.commitment
         )
-        _set_attr(info, "__pydantic_fields_set__", set(_REDACTED_FIELD_FIELDS))
-        _set_attr(info, "__pydantic_extra__", None)
-        _set_attr(info, "__pydantic_private__", None)
-        redacted[column] = info
+        for column, field in note.fields.items()
+    }
     return {"redacted": redacted, "source_hash": note.source_hash}
 
 
@@ -400,7 +390,6 @@ def _drop_unset_raw_rows(records: list[dict[str, Any]]) -> None:
 
 
 _set_attr = object.__setattr__
-_REDACTED_FIELD_FIELDS = frozenset(RedactedField.model_fields)
 # orjson writes these exactly as the reference definition does (a property test holds it to
 # that), datetimes included, and many times faster than isoformat(); floats, times, Decimals and
 # nested values take the reference path.
