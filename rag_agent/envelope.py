@@ -15,6 +15,11 @@ an envelope can re-verify every record::
 (in JSON form, values are already the canonical strings, so the check works on a parsed
 envelope as it is).
 
+With a redaction policy on the facade (:mod:`persistence.redaction`) rows arrive redacted: the
+record shows the redacted values and ``row_hash`` is over them, so the check above is unchanged;
+``provenance.redacted`` says which fields were redacted and how, and ``provenance.source_hash``
+(keyed, over the original row) is for a holder of the data and the key to check.
+
 Related rows (``include``) sit under their parent record in ``related`` (relation name -> child
 records), each child a record of its own with its own ``provenance`` (its table as ``source``,
 its ``id``, the hash of its own fields) and possibly its own ``related``. ``related`` and
