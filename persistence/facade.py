@@ -30,6 +30,7 @@ from persistence.errors import (
 )
 from persistence.policy import AccessPolicy
 from persistence.query import Filter, Order, Page, Query
+from persistence.redaction import RedactionPolicy
 from persistence.relations import Include, RelatedPlan, Relation, plan_includes
 from persistence.search import SearchMode, SearchRequest, SearchResult
 from persistence.search.embedder import Embedder
@@ -43,11 +44,20 @@ Row = dict[str, Any]
 class _Reader(Closing):
     """Reads shared by both facades. Thread-safe when the backend is (all bundled ones are)."""
 
-    __slots__ = ("__backend", "__embedder", "__policy")
+    __slots__ = ("__backend", "__embedder", "__policy", "__redaction")
 
-    def __init__(self, backend: Backend, policy: AccessPolicy, *, embeddings: Any = None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        policy: AccessPolicy,
+        *,
+        embeddings: Any = None,
+        redaction: RedactionPolicy | None = None,
+    ) -> None:
         self.__backend = backend
         self.__policy = policy
+        # Applied to every row before it leaves the facade (see persistence.redaction).
+        self.__redaction = redaction
         self.__embedder = (
             None
             if embeddings is None
@@ -60,6 +70,19 @@ class _Reader(Closing):
     def embedder(self) -> Embedder | None:
         """The embeddings the semantic leg of :meth:`search` uses, or ``None``."""
         return self.__embedder
+
+    @property
+    def redaction(self) -> RedactionPolicy | None:
+        """The (immutable) redaction policy applied to rows before they leave, or ``None``."""
+        return self.__redaction
+
+    def redacted_columns(self, table: str) -> Mapping[str, str]:
+        """The redacted columns of ``table`` the policy lets a read return: column -> how
+        (``"mask:email"``, ``"hash"``, ``"drop"``, ...); empty without redaction."""
+        table = self.__policy.check_read(table, "columns")
+        if self.__redaction is None:
+            return MappingProxyType({})
+        return self.__redaction.specs(table, self.__policy.allowed_columns(table))
 
     @property
     def capabilities(self) -> Capabilities:
@@ -160,7 +183,7 @@ class _Reader(Closing):
                 query = replace(query, columns=readable)
         plans = self._plans(table, include, query.columns, known)
         if not plans:
-            return self.__backend.read(query)
+            return self._redacted(table, self.__backend.read(query))
         read_related = getattr(self.__backend, "read_related", None)
         if not callable(read_related):
             raise UnsupportedOperatorError(
@@ -169,7 +192,11 @@ class _Reader(Closing):
                 backend=self.__backend.name,
             )
         page: Page = read_related(query, plans)
-        return page
+        return self._redacted(table, page)
+
+    def _redacted(self, table: str, page: Page) -> Page:
+        """``page`` as it may leave the facade: redacted, when a redaction policy is set."""
+        return page if self.__redaction is None else self.__redaction.redact_page(table, page)
 
     def relations(self, table: str) -> tuple[Relation, ...]:
         """The relations ``include`` may follow from ``table``: the backend's (foreign keys of
@@ -277,6 +304,10 @@ class _Reader(Closing):
         columns = tuple(dict.fromkeys((*names, *measured)))
         query = Query(table, filters=_filters(filters), columns=columns or None)
         query, _ = self._checked(query, "aggregate")
+        if self.__redaction is not None:
+            self.__redaction.check_aggregate(
+                table, names, [(m.function, m.column) for m in parsed if m.column is not None]
+            )
         check_kinds(table, names, parsed, self._known(table)[1])
         capabilities = self.__backend.capabilities
         for metric in parsed:
@@ -317,7 +348,13 @@ class _Reader(Closing):
             query = replace(query, columns=readable)
         types = self._known(table)[1]
         visible = readable if readable is not None else tuple(types)
-        text_columns = tuple(c for c in visible if c in types and types[c].kind is ColumnKind.TEXT)
+        # A redacted column is not ranked by: its rank would tell what it holds.
+        hidden = self.__redaction.columns(table) if self.__redaction is not None else {}
+        text_columns = tuple(
+            c
+            for c in visible
+            if c in types and types[c].kind is ColumnKind.TEXT and c not in hidden
+        )
         if not text_columns:
             raise InvalidQueryError(f"table {table!r} has no text column this search may rank by")
         if request.mode is SearchMode.SEMANTIC and self.__embedder is None:
@@ -333,7 +370,11 @@ class _Reader(Closing):
                 backend=self.__backend.name,
             )
         result: SearchResult = search(query, request, text_columns, self.__embedder)
-        return result
+        if self.__redaction is None or not self.__redaction.applies(table):
+            return result
+        redact = self.__redaction.redact_row
+        hits = tuple(replace(hit, row=redact(table, hit.row)) for hit in result.hits)
+        return replace(result, hits=hits)
 
     def _policy_columns(self, table: str, known: frozenset[str] | None) -> tuple[str, ...] | None:
         """The columns a read naming none may return: ``None`` (all) unless the policy restricts.
@@ -383,6 +424,8 @@ class _Reader(Closing):
                     operator=flt.op.value,
                     backend=self.__backend.name,
                 )
+        if self.__redaction is not None:
+            self.__redaction.check_query(table, query.filters, query.order, operation)
         filters = coerce_filters(table, query.filters, types)
         # By identity: Filter("x", EQ, 1) == Filter("x", EQ, True), yet only one is a boolean.
         if any(new is not old for new, old in zip(filters, query.filters, strict=True)):

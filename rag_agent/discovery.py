@@ -26,7 +26,7 @@ from rag_agent.tool_input import (
     brief,
     coerce_tool_input,
 )
-from rag_agent.understanding import column_infos
+from rag_agent.understanding import column_infos, redacted_columns
 from rag_agent.untrusted import boundary_block
 
 __all__ = [
@@ -62,12 +62,15 @@ def describe_table(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, A
     """``table``'s allowed columns (name, type, kind, operators) and its relations, as the
     facade allows them; raises the facade's errors for a table it refuses."""
     operators = {info.name: info.operators for info in column_infos(facade, table)}
+    redacted = redacted_columns(facade, table)
     columns = [
         {
             "name": name,
             "type": ctype.name,
             "kind": ctype.kind.value,
             "operators": list(operators.get(name, ())),
+            # Shown redacted ("mask:email", "hash", "drop"): exact look-ups only.
+            **({"redacted": redacted[name]} if name in redacted else {}),
         }
         for name, ctype in facade.column_types(table).items()
     ]

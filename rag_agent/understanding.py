@@ -18,8 +18,10 @@ import datetime as dt
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from persistence import (
+    EXACT_OPERATORS,
     BackendError,
     InvalidQueryError,
     Op,
@@ -196,12 +198,24 @@ def describe(condition: Condition) -> str:
     return f"{condition.column} {op} {condition.value!r}"
 
 
+_EXACT = frozenset(op.value for op in EXACT_OPERATORS)
+
+
+def redacted_columns(facade: Any, table: str) -> Mapping[str, str]:
+    """The redacted columns of ``table`` and how (empty for a facade without redaction)."""
+    own = getattr(facade, "redacted_columns", None)
+    return own(table) if callable(own) else {}
+
+
 def column_infos(facade: ReadOnlyPersistenceFacade, table: str) -> tuple[ColumnInfo, ...]:
     """The allowed columns of ``table`` with their kinds and the operators offered on each."""
     supported = {op.value for op in Op if facade.capabilities.supports(op)}
+    redacted = redacted_columns(facade, table)
     infos = []
     for name, ctype in sorted(facade.column_types(table).items()):
         kind = ctype.kind.value
         operators = OPERATORS_BY_KIND.get(kind, _ORDERED)
+        if name in redacted:  # exact look-ups only (persistence.redaction)
+            operators = tuple(op for op in operators if op in _EXACT)
         infos.append(ColumnInfo(name, kind, tuple(op for op in operators if op in supported)))
     return tuple(infos)

@@ -114,13 +114,8 @@ _OPTIONS = ("url", "key", "http_client", "allow_privileged", "allowed_roles", "c
 ALLOWED_KEY_ROLES = frozenset({"anon", "authenticated"})
 
 
-def key_role(key: str) -> str | None:
-    """The ``role`` claim of a Supabase API key, read without verifying it (``None`` if opaque).
-
-    New-style secret keys (``sb_secret_...``) count as ``service_role``: they bypass RLS too.
-    """
-    if key.startswith("sb_secret_"):
-        return "service_role"
+def _jwt_claims(key: str) -> dict[str, Any] | None:
+    """The claims of a JWT-shaped key, read without verifying it (``None`` if it is not one)."""
     parts = key.split(".")
     if len(parts) != 3:
         return None
@@ -128,8 +123,30 @@ def key_role(key: str) -> str | None:
         payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
     except (ValueError, binascii.Error, UnicodeDecodeError):
         return None
-    role = payload.get("role") if isinstance(payload, dict) else None
+    return payload if isinstance(payload, dict) else None
+
+
+def key_role(key: str) -> str | None:
+    """The ``role`` claim of a Supabase API key, read without verifying it (``None`` if opaque).
+
+    New-style secret keys (``sb_secret_...``) count as ``service_role``: they bypass RLS too.
+    """
+    if key.startswith("sb_secret_"):
+        return "service_role"
+    claims = _jwt_claims(key)
+    role = claims.get("role") if claims is not None else None
     return role if isinstance(role, str) else None
+
+
+def _lacks_role_claim(key: str) -> bool:
+    """Whether ``key`` is a JWT whose claims name no role (missing, or not a string).
+
+    Which role such a token gets is up to the server's configuration (PostgREST's anonymous
+    role, or whatever a gateway maps it to), so the read-only facade cannot tell whether
+    row-level security applies to it; it refuses rather than guess.
+    """
+    claims = _jwt_claims(key)
+    return claims is not None and not isinstance(claims.get("role"), str)
 
 
 class SupabaseBackend:
@@ -174,7 +191,17 @@ class SupabaseBackend:
             )
         self._declared = None if relations is None else check_relations(relations)
         role = key_role(key)
-        if read_only and role is not None and role not in frozenset(allowed_roles):
+        if read_only and not allow_privileged and _lacks_role_claim(key):
+            raise ConfigurationError(
+                "SUPABASE_KEY (or key=) is a JWT without a 'role' claim, so the role it reads "
+                "as (and whether row-level security applies) depends on the server; the "
+                "read-only facade accepts only keys naming one of "
+                f"{', '.join(sorted(allowed_roles))}. Use the project's anon key, or pass "
+                "allow_privileged=True to accept the risk",
+                variable="SUPABASE_KEY",
+            )
+        privileged = role is not None and role not in frozenset(allowed_roles)
+        if read_only and (privileged or _lacks_role_claim(key)):
             if not allow_privileged:
                 raise ConfigurationError(
                     f"SUPABASE_KEY (or key=) is a {role!r} key, which may bypass row-level "
