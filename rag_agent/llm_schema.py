@@ -8,7 +8,11 @@ the model's answer must follow, from the table's offered columns, their kinds an
     {"table": <one of the readable tables> | null,
      "conditions": [{"column": <enum>, "op": <enum>, "value": <typed per kind>}, ...],
      "count_only": bool,
-     "ignored": [{"text": str, "reason": str}, ...]}
+     "ignored": [{"text": str, "reason": str}, ...],
+     "group_by": [...], "metrics": [...], "include": [...]}
+
+The last three (how the answer is shaped: counts per group, aggregates, related rows) come from
+:mod:`rag_agent.llm_shape`, each present only when the request offers a name for it.
 
 Each condition is one of several **variants** (``anyOf``): columns that share a kind and an
 operator list form a group, and each group gets one variant per shape of value — a scalar for the
@@ -36,6 +40,7 @@ from collections.abc import Mapping
 from itertools import groupby
 from typing import Any
 
+from rag_agent.llm_shape import shape_prompt, shape_properties
 from rag_agent.specs import LLM_OPERATORS, ColumnInfo, ExtractionRequest
 
 __all__ = [
@@ -186,6 +191,7 @@ def extraction_schema(request: ExtractionRequest) -> dict[str, Any] | None:
                     "maxItems": MAX_IGNORED,
                     "description": "Parts of the request no condition can express.",
                 },
+                **shape_properties(request),
             }
         ),
     }
@@ -247,7 +253,7 @@ def extraction_messages(
         tables=", ".join(sorted(set(request.tables))) or "none",
         date_example="2025-03-01",
         time_example="2025-03-01T00:00:00Z",
-    )
+    ) + shape_prompt(request)
     if schema is not None:
         prompt += (
             "\nAnswer with one JSON object and nothing else, following this JSON Schema:\n"

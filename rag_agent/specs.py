@@ -143,6 +143,8 @@ class Understanding:
     ``("status",)``); empty when the text asks for rows or one count.
     ``include`` names the tables whose related rows the text asks to see with each row ("with
     its conversations" → ``("conversations",)``).
+    ``metrics`` names the aggregates asked for beyond a row count, as ``facade.aggregate`` takes
+    them ("average score by status" → ``("avg:score",)``); empty means the count alone.
     """
 
     table: str | None = None
@@ -152,6 +154,7 @@ class Understanding:
     weak: bool = False
     group_by: tuple[str, ...] = ()
     include: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,10 +170,13 @@ class ColumnInfo:
 @dataclass(frozen=True, slots=True)
 class ExtractionRequest:
     """What the LLM extraction step gets: the text, the table, the table's allowed columns (with
-    kinds and operators), the readable tables, and the current time for relative dates."""
+    kinds and operators), the readable tables, the current time for relative dates, and the
+    relations whose related rows may be asked for (relation names reachable from the table,
+    ``("conversations", "messages")``; empty when none is readable)."""
 
     text: str
     table: str
     columns: tuple[ColumnInfo, ...]
     tables: tuple[str, ...]
     now: dt.datetime
+    relations: tuple[str, ...] = ()
