@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,6 +29,7 @@ from persistence import (
 )
 from persistence.types import ColumnKind, column_type, enum_type
 from tests.conftest import PostgresDatabase
+from tests.support.postgrest import BASE_URL, PostgrestEmulator, fake_key
 
 pytestmark = pytest.mark.postgres
 
@@ -79,11 +81,32 @@ def pg(postgres_db: PostgresDatabase) -> Iterator[ReadOnlyPersistenceFacade]:
 
 
 @pytest.fixture(scope="module")
-def memory() -> ReadOnlyPersistenceFacade:
+def store() -> MemoryStore:
     """The same rows in a memory store declaring the same enum."""
     store = MemoryStore(schema=MEMORY_SCHEMA)
     create_persistence_agent(kind="memory", store=store, tables=[TABLE]).batch(TABLE, ROWS)
+    return store
+
+
+@pytest.fixture(scope="module")
+def memory(store: MemoryStore) -> ReadOnlyPersistenceFacade:
+    """A memory facade over the rows."""
     return create_read_only_facade(kind="memory", store=store, tables=[TABLE])
+
+
+@pytest.fixture(scope="module")
+def emulated(store: MemoryStore) -> Iterator[ReadOnlyPersistenceFacade]:
+    """A Supabase facade over the PostgREST emulator, whose description lists the labels."""
+    http = httpx.Client(transport=PostgrestEmulator(store, aggregates=True).transport())
+    with http:
+        yield create_read_only_facade(
+            kind="supabase",
+            url=BASE_URL,
+            key=fake_key(),
+            http_client=http,
+            sleep=lambda _: None,
+            tables=[TABLE],
+        )
 
 
 def emails(facade: ReadOnlyPersistenceFacade, *filters: Filter) -> set[str]:
@@ -151,6 +174,14 @@ class TestEnumFilters:
         assert emails(pg, Filter("stage", Op.NEQ, "LOST")) == expected(lambda s: s != "lost")
 
 
+class TestSupabaseEnum:
+    def test_the_labels_come_from_the_description(
+        self, emulated: ReadOnlyPersistenceFacade
+    ) -> None:
+        """PostgREST's enum list gives the same type as pg_enum."""
+        assert emulated.column_types(TABLE)["stage"] == enum_type("enum_test_stage", LABELS)
+
+
 class TestEnumAggregates:
     def test_a_count_per_label_in_code_point_order(self, pg: ReadOnlyPersistenceFacade) -> None:
         """Grouping by an enum works (an enum takes no COLLATE) and orders as memory does."""
@@ -172,20 +203,21 @@ class TestEnumDifferential:
         max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
     )
     @given(op=_OPS, value=_VALUES, second=_VALUES, group=st.booleans())
-    def test_memory_and_postgresql_agree(
+    def test_memory_postgresql_and_postgrest_agree(
         self,
         pg: ReadOnlyPersistenceFacade,
         memory: ReadOnlyPersistenceFacade,
+        emulated: ReadOnlyPersistenceFacade,
         op: Op,
         value: str,
         second: str,
         group: bool,
     ) -> None:
-        """Every filter on the enum gives the same rows, or the same error, on both backends."""
+        """Every filter on the enum gives the same rows, or the same error, on all backends."""
         arg: Any = (value, second) if op is Op.IN else (value == "" if op is Op.IS_NULL else value)
         flt = Filter("stage", op, arg)
         answers = []
-        for facade in (memory, pg):
+        for facade in (memory, pg, emulated):
             try:
                 if group:
                     result = facade.aggregate(TABLE, [flt], group_by=("stage",))
@@ -194,4 +226,4 @@ class TestEnumDifferential:
                     answers.append(sorted(emails(facade, flt)))
             except InvalidQueryError as exc:
                 answers.append(["error", str(exc)])
-        assert answers[0] == answers[1]
+        assert answers[0] == answers[1] == answers[2]

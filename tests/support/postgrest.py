@@ -176,11 +176,13 @@ def describe(store: MemoryStore, relations: Sequence[Relation] = ()) -> dict[str
         for r in relations
     }
 
-    def prop(table: str, column: str, ctype: ColumnType) -> dict[str, str]:
-        described = {
+    def prop(table: str, column: str, ctype: ColumnType) -> dict[str, Any]:
+        described: dict[str, Any] = {
             "format": _FORMATS.get(ctype.name, ctype.name),
             "type": _JSON_TYPES.get(ctype.kind, "string"),
         }
+        if ctype.labels is not None:  # PostgREST lists an enum's labels, in pg_enum order
+            described["enum"] = list(ctype.labels)
         if (table, column) in notes:
             described["description"] = notes[(table, column)]
         return described

@@ -19,6 +19,7 @@ from persistence.aggregate import Metric
 from persistence.backends import _pg_sql
 from persistence.backends._postgrest_schema import parse_description
 from persistence.types import ColumnKind, ColumnType, coerce_filter, coerce_value, enum_type
+from tests.conftest import corpus_lines
 
 STAGE = enum_type("lead_stage", ["new", "Qualified", "lost", "won"])
 
@@ -140,3 +141,21 @@ class TestEnumAggregateSql:
         assert 'ORDER BY "stage"::pg_catalog.text COLLATE "C"' in statement
         assert 'max("stage"::pg_catalog.text COLLATE "C")' in statement
         assert 'GROUP BY "stage"' in statement
+
+
+class TestHostileEnumValues:
+    def test_no_corpus_line_reaches_a_backend_as_an_enum_value(self) -> None:
+        """Every corpus line, under every operator, is refused or becomes labels only."""
+        failures = []
+        for payload in corpus_lines():
+            for op in (Op.EQ, Op.NEQ, Op.IEQ, Op.ICONTAINS, Op.ILIKE, Op.GT, Op.LT):
+                try:
+                    flt = rewrite(op, payload)
+                except InvalidQueryError:
+                    continue
+                values = flt.value if flt.op is Op.IN else (flt.value,)
+                if flt.op not in (Op.EQ, Op.NEQ, Op.IN) or not set(values) <= set(
+                    STAGE.labels or ()
+                ):
+                    failures.append((payload, op))
+        assert failures == []
