@@ -105,7 +105,7 @@ def offered_columns(request: ExtractionRequest) -> tuple[ColumnInfo, ...]:
             )
         )
         if operators and column.kind not in _NOT_OFFERED_KINDS and column.name not in offered:
-            offered[column.name] = ColumnInfo(column.name, column.kind, operators)
+            offered[column.name] = ColumnInfo(column.name, column.kind, operators, column.labels)
     return tuple(offered.values())
 
 
@@ -230,6 +230,15 @@ Rules:
 """
 
 
+def _labels(column: ColumnInfo) -> str:
+    # An enum's values are a closed list: the model should write one of them (the facade maps
+    # a label written in another case, and refuses anything else).
+    if not column.labels:
+        return ""
+    shown = ", ".join(json.dumps(label, ensure_ascii=False) for label in column.labels[:30])
+    return f"; one of {shown}" + (" …" if len(column.labels) > 30 else "")
+
+
 def extraction_messages(
     request: ExtractionRequest, schema: Mapping[str, Any] | None = None
 ) -> tuple[str, str]:
@@ -241,7 +250,7 @@ def extraction_messages(
     now = request.now if request.now.tzinfo else request.now.replace(tzinfo=dt.UTC)
     now = now.astimezone(dt.UTC)
     columns = "\n".join(
-        f"- {column.name}: {column.kind}; {' '.join(column.operators)}"
+        f"- {column.name}: {column.kind}; {' '.join(column.operators)}{_labels(column)}"
         for column in offered_columns(request)
     )
     prompt = _SYSTEM_PROMPT.format(

@@ -160,11 +160,13 @@ class Understanding:
 @dataclass(frozen=True, slots=True)
 class ColumnInfo:
     """A column as an extractor may use it: its name, its kind (a ``ColumnKind`` value such as
-    ``"text"``, ``"uuid"``, ``"timestamptz"``) and the operators allowed on it."""
+    ``"text"``, ``"uuid"``, ``"timestamptz"``), the operators allowed on it, and an enum
+    column's labels (``None`` for any other column)."""
 
     name: str
     kind: str
     operators: tuple[str, ...]
+    labels: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -228,5 +228,6 @@ def column_infos(facade: ReadOnlyPersistenceFacade, table: str) -> tuple[ColumnI
     for name, ctype in sorted(facade.column_types(table).items()):
         kind = ctype.kind.value
         operators = OPERATORS_BY_KIND.get(kind, _ORDERED)
-        infos.append(ColumnInfo(name, kind, tuple(op for op in operators if op in supported)))
+        offered = tuple(op for op in operators if op in supported)
+        infos.append(ColumnInfo(name, kind, offered, ctype.labels))
     return tuple(infos)

@@ -3,6 +3,8 @@ memory backend declaring one, PostgREST's description of one, and the aggregate 
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,6 +21,10 @@ from persistence.aggregate import Metric
 from persistence.backends import _pg_sql
 from persistence.backends._postgrest_schema import parse_description
 from persistence.types import ColumnKind, ColumnType, coerce_filter, coerce_value, enum_type
+from rag_agent.discovery import describe_table
+from rag_agent.llm_schema import extraction_messages
+from rag_agent.specs import ExtractionRequest
+from rag_agent.understanding import column_infos
 from tests.conftest import corpus_lines
 
 STAGE = enum_type("lead_stage", ["new", "Qualified", "lost", "won"])
@@ -159,3 +165,27 @@ class TestHostileEnumValues:
                 ):
                     failures.append((payload, op))
         assert failures == []
+
+
+class TestEnumForModels:
+    def test_describe_table_lists_the_labels(self) -> None:
+        """A tool-calling model sees an enum column's labels, and only there."""
+        store = MemoryStore(schema={"deals": {"id": "bigint", "stage": STAGE, "name": "text"}})
+        reader = create_read_only_facade(kind="memory", store=store, tables=["deals"])
+        columns = {c["name"]: c for c in describe_table(reader, "deals")["columns"]}
+        assert columns["stage"]["labels"] == ["new", "Qualified", "lost", "won"]
+        assert "labels" not in columns["name"]
+
+    def test_the_extraction_prompt_names_the_labels(self) -> None:
+        """The extraction prompt tells the model which values an enum column holds."""
+        store = MemoryStore(schema={"deals": {"id": "bigint", "stage": STAGE}})
+        reader = create_read_only_facade(kind="memory", store=store, tables=["deals"])
+        request = ExtractionRequest(
+            text="qualified deals",
+            table="deals",
+            columns=column_infos(reader, "deals"),
+            tables=("deals",),
+            now=dt.datetime(2025, 5, 7, tzinfo=dt.UTC),
+        )
+        system, _ = extraction_messages(request)
+        assert '; one of "new", "Qualified", "lost", "won"' in system
