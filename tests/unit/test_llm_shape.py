@@ -10,11 +10,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import jsonschema
 import pytest
 from langchain_core.messages import AIMessage
 
 from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
 from rag_agent import FallbackRequest, FallbackResult, RAGAgent
+from rag_agent.envelope import envelope_json_schema
 from rag_agent.llm_filters import SchemaFilterExtractor
 from rag_agent.llm_grounding import understand_answer
 from rag_agent.llm_schema import SCHEMA_NAME, extraction_messages, extraction_schema
@@ -240,6 +242,7 @@ class TestShapeThroughTheAgent:
             g["keys"]["status"]: g["values"] for g in data["metadata"]["aggregates"]["groups"]
         }
         assert float(groups["qualified"]["avg:score"]) == 6
+        jsonschema.validate(data, envelope_json_schema())
         assert groups["new"]["count"] == 1
 
     def test_the_model_asks_for_related_rows(self, store: MemoryStore) -> None:
@@ -250,6 +253,7 @@ class TestShapeThroughTheAgent:
         data = agent.run("the lead named ann alongside conversations", return_json=True)
         [record] = data["records"]
         assert len(record["related"]["conversations"]) == 2
+        jsonschema.validate(data, envelope_json_schema())
 
     def test_rules_win_on_grouping(self) -> None:
         """The rules' 'by status' stays when the model groups by something else."""
