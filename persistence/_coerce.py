@@ -18,7 +18,7 @@ from persistence._column_kinds import (
     ColumnKind,
     ColumnType,
 )
-from persistence._enum_filters import enum_filter, enum_label
+from persistence._enum_filters import enum_filter, exact_label
 from persistence.errors import InvalidQueryError
 from persistence.query import Filter, Op
 
@@ -343,7 +343,8 @@ def coerce_value(value: Any, column_type: ColumnType, *, table: str, column: str
             field="value",
         )
     if column_type.labels is not None:
-        return enum_label(value, column_type, table=table, column=column)
+        # Exactly a label, as PostgreSQL stores it; filters map other spellings first.
+        return exact_label(value, column_type, table=table, column=column)
     try:
         return _COERCERS[column_type.kind](value, column_type)
     except _Refused as refused:

@@ -31,7 +31,7 @@ from persistence.backends._like import fold_case, text_predicate
 from persistence.errors import InvalidQueryError
 from persistence.query import Filter, Op
 
-__all__ = ["enum_filter", "enum_label"]
+__all__ = ["enum_filter", "enum_label", "exact_label"]
 
 _SHOWN_LABELS = 20
 _AFTER = {Op.GT: (1, False), Op.GTE: (0, False), Op.LT: (0, True), Op.LTE: (1, True)}
@@ -57,6 +57,16 @@ def _text(value: Any, ctype: ColumnType, table: str, column: str) -> str:
     if isinstance(value, str):
         return str.__str__(value)  # a StrEnum member: its plain value
     raise _refuse(ctype, table, column, f"{value!r} is not a label")
+
+
+def exact_label(value: Any, ctype: ColumnType, *, table: str, column: str) -> str:
+    """``value`` when it is a label of ``ctype``, as PostgreSQL's enum input takes it (exactly,
+    case included): what a written value must be. ``InvalidQueryError`` listing the labels
+    otherwise."""
+    text = _text(value, ctype, table, column)
+    if text in (ctype.labels or ()):
+        return text
+    raise _refuse(ctype, table, column, f"{text[:60]!r} is not a label")
 
 
 def enum_label(value: Any, ctype: ColumnType, *, table: str, column: str) -> str:

@@ -101,12 +101,14 @@ class TestEnumRewrite:
 
 class TestMemoryEnum:
     def test_a_declared_enum_filters_and_refuses_writes_of_no_label(self) -> None:
-        """The memory store takes a ColumnType: ieq works and a write of no label is refused."""
+        """The memory store takes a ColumnType: ieq works, and a write that is not exactly a
+        label is refused, as PostgreSQL refuses it."""
         store = MemoryStore(schema={"deals": {"id": "bigint", "stage": STAGE}})
         writer = create_persistence_agent(kind="memory", store=store, tables=["deals"])
         writer.batch("deals", [{"stage": "new"}, {"stage": "Qualified"}])
-        with pytest.raises(InvalidQueryError):
-            writer.batch("deals", [{"stage": "archived"}])
+        for refused in ("archived", "qualified"):  # exactly a label, as PostgreSQL takes it
+            with pytest.raises(InvalidQueryError):
+                writer.batch("deals", [{"stage": refused}])
         reader = create_read_only_facade(kind="memory", store=store, tables=["deals"])
         rows = reader.read("deals", [Filter("stage", Op.IEQ, "QUALIFIED")]).rows
         assert [row["stage"] for row in rows] == ["Qualified"]
