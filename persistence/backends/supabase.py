@@ -80,6 +80,7 @@ from persistence.backends._postgrest_encoding import (
     order_param,
     select_param,
 )
+from persistence.backends._postgrest_enum_groups import all_enum_groups, ordered_and_capped
 from persistence.backends._postgrest_paging import (
     MAX_READ_ROWS,
     Window,
@@ -305,8 +306,12 @@ class SupabaseBackend:
             return aggregate_rows(typed_rows(rows, types, table), group_by, metrics, types, limit)
         total = lambda: self._total(table, base, "aggregate")  # noqa: E731 - only when capped
         native = tuple(m for m in metrics if m.function != "count_distinct")
-        shape = (group_by, native or (Metric("count"),), limit)
+        # Enum keys: every group asked for and ordered here (the server orders by declaration).
+        every = all_enum_groups(group_by, types)
+        shape = (group_by, native or (Metric("count"),), limit if every is None else every)
         result = fetch_aggregate(self._client, table, base, shape, types, self._page_size, total)
+        if every is not None and not result.capped:
+            result = ordered_and_capped(result, limit)
         if len(native) == len(metrics):
             return result
         distinct = {
