@@ -59,8 +59,8 @@ class DescribeTableInput(_Args):
 
 
 def describe_table(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, Any]:
-    """``table``'s allowed columns (name, type, kind, operators) and its relations, as the
-    facade allows them; raises the facade's errors for a table it refuses."""
+    """``table``'s allowed columns (name, type, kind, operators; an enum's labels) and its
+    relations, as the facade allows them; raises the facade's errors for a table it refuses."""
     operators = {info.name: info.operators for info in column_infos(facade, table)}
     redacted = redacted_columns(facade, table)
     columns = [
@@ -71,6 +71,8 @@ def describe_table(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, A
             "operators": list(operators.get(name, ())),
             # Shown redacted ("mask:email", "hash", "drop"): exact look-ups only.
             **({"redacted": redacted[name]} if name in redacted else {}),
+            # An enum's values are a closed list: a model filters on one of these labels.
+            **({"labels": list(ctype.labels)} if ctype.labels is not None else {}),
         }
         for name, ctype in facade.column_types(table).items()
     ]

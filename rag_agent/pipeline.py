@@ -53,7 +53,12 @@ from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
 from rag_agent.reformulation import relaxations
-from rag_agent.related import checked_includes, related_versions, resolve_words
+from rag_agent.related import (
+    checked_includes,
+    reachable_relations,
+    related_versions,
+    resolve_words,
+)
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition, ExtractionRequest, Understanding
 from rag_agent.understanding import (
@@ -193,16 +198,18 @@ class Pipeline:
                 sources=sorted({c.source for c in applied}),
                 ignored=len(outcome.ignored),
             )
-            if request.group_by:  # numbers per group, never rows: no filter is needed
+            aggregated = bool(request.group_by or request.metrics)
+            if aggregated:  # numbers per group, never rows: no filter is needed
                 self._applied(outcome, applied)
-                self._aggregate(log, outcome, checked_table, applied, request.group_by)
+                metrics = (*DEFAULT_METRICS, *request.metrics)
+                self._aggregate(log, outcome, checked_table, applied, request.group_by, metrics)
             elif applied and request.count_only:
                 self._applied(outcome, applied)
                 self._count(log, outcome, checked_table, applied)
             elif applied:
                 self._retrieve(log, outcome, checked_table, applied, window, include_raw, related)
             # zero is a count's answer
-            counted = (bool(applied) and request.count_only) or bool(request.group_by)
+            counted = (bool(applied) and request.count_only) or aggregated
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
                 self._fall_back(log, outcome, text, checked_table, applied, window, include_raw)
         except Exception as exc:
@@ -221,6 +228,7 @@ class Pipeline:
                 columns=column_infos(self.facade, table),
                 tables=self.facade.tables(),
                 now=self.now(),
+                relations=reachable_relations(self.facade, table),
             )
             found = self.extractor(request)
             if not isinstance(found, Understanding):
@@ -316,11 +324,12 @@ class Pipeline:
         table: str,
         conditions: tuple[Condition, ...],
         group_by: tuple[str, ...],
+        metrics: tuple[str, ...],
     ) -> None:
         filters = tuple(c.to_filter() for c in conditions)
         aggregate_into(
             outcome, facade=self.facade, cache=self.cache, now=self.now, log=log, table=table,
-            filters=filters, group_by=group_by, metrics=DEFAULT_METRICS,
+            filters=filters, group_by=group_by, metrics=metrics,
         )  # fmt: skip
 
     def _page(self, page: _Page) -> tuple[_Window, bool]:

@@ -1,8 +1,8 @@
 """What the PostgreSQL backend knows of the database: the catalog of readable tables and their
 column types (``pg_type.typname`` and ``typcategory``, read by
-:func:`persistence.types.column_type`), and the start-up check of the connected role's
-privileges; and, for ``rag-agent doctor``, the role's privileges, the indexes and the extensions
-as plain facts.
+:func:`persistence.types.column_type`; an enum's labels from ``pg_enum``), and the start-up
+check of the connected role's privileges; and, for ``rag-agent doctor``, the role's
+privileges, the indexes and the extensions as plain facts.
 
 Every catalog name is schema-qualified (``pg_catalog.``): a table or function of the same name
 earlier on the ``search_path`` cannot stand in for it.
@@ -24,7 +24,7 @@ import psycopg
 from persistence._logs import get_logger
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
 from persistence.relations import Relation, foreign_key_relations
-from persistence.types import ColumnType, column_type
+from persistence.types import ColumnType, column_type, enum_type
 
 __all__ = [
     "Catalog",
@@ -42,6 +42,8 @@ log = get_logger("persistence.postgres")
 
 _CATALOG_SQL = b"""
 SELECT c.relname, a.attname, t.typname, t.typcategory,
+       (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
+        FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid) AS labels,
        (pg_catalog.has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')
         OR pg_catalog.has_any_column_privilege(c.oid, 'INSERT, UPDATE')) AS writable
 FROM pg_catalog.pg_class c
@@ -150,10 +152,14 @@ class Catalog:
         """Read the schema's tables, columns and the role's write privileges afresh."""
         tables: dict[str, dict[str, ColumnType]] = {}
         writable: set[str] = set()
-        for table, column, type_name, category, can_write in conn.execute(
+        for table, column, type_name, category, labels, can_write in conn.execute(
             _CATALOG_SQL, (self._schema,)
         ):
-            tables.setdefault(table, {})[column] = column_type(type_name, category=category)
+            tables.setdefault(table, {})[column] = (
+                enum_type(type_name, labels)
+                if labels  # an enum: its labels in declaration order, from pg_enum
+                else column_type(type_name, category=category)
+            )
             if can_write:
                 writable.add(table)
         keys = [tuple(row) for row in conn.execute(_RELATIONS_SQL, (self._schema, self._schema))]

@@ -23,7 +23,7 @@ from persistence.backends._postgrest_client import PostgrestClient
 from persistence.backends._postgrest_embed import parse_relations
 from persistence.errors import BackendUnavailableError, PersistenceError, QueryTimeoutError
 from persistence.relations import Relation
-from persistence.types import ColumnKind, ColumnType, column_type
+from persistence.types import ColumnKind, ColumnType, column_type, enum_type
 
 __all__ = ["ApiDescription", "parse_description"]
 
@@ -38,6 +38,15 @@ def _property_type(prop: Any) -> ColumnType:
     if not isinstance(name, str) or not name:
         shown = prop.get("type")
         return ColumnType(ColumnKind.OTHER, shown if isinstance(shown, str) else "unknown")
+    labels = prop.get("enum")
+    if (
+        isinstance(labels, list)
+        and labels
+        and all(type(label) is str for label in labels)
+        and len(set(labels)) == len(labels)
+    ):
+        # PostgREST lists an enum column's labels (in pg_enum order) beside its type's name.
+        return enum_type(name, labels)
     return column_type(name, category="E" if "enum" in prop else None)
 
 

@@ -91,7 +91,7 @@ def _id_key(row: Mapping[str, Any]) -> tuple[str, Any]:
     return (type(value).__name__, value)
 
 
-def _typed(table: str, columns: Iterable[str] | Mapping[str, str]) -> Types:
+def _typed(table: str, columns: Iterable[str] | Mapping[str, str | ColumnType]) -> Types:
     """One table of a ``schema=`` argument as column -> type (``UNTYPED`` where none is given)."""
     if isinstance(columns, str):
         raise ConfigurationError(
@@ -99,12 +99,17 @@ def _typed(table: str, columns: Iterable[str] | Mapping[str, str]) -> Types:
         )
     if isinstance(columns, Mapping):
         for name, type_name in columns.items():
-            if not isinstance(type_name, str):
+            if not isinstance(type_name, str | ColumnType):
                 raise ConfigurationError(
-                    f"schema[{table!r}][{name!r}] must be a type name such as 'bigint', "
-                    f"not {type_name!r}"
+                    f"schema[{table!r}][{name!r}] must be a type name such as 'bigint' or a "
+                    f"ColumnType, not {type_name!r}"
                 )
-        return MappingProxyType({name: column_type(t) for name, t in columns.items()})
+        return MappingProxyType(
+            {
+                name: t if isinstance(t, ColumnType) else column_type(t)
+                for name, t in columns.items()
+            }
+        )
     return MappingProxyType(dict.fromkeys(columns, UNTYPED))
 
 
@@ -123,7 +128,9 @@ class MemoryStore:
 
     ``schema`` maps each table to its columns: either their names (untyped), or a mapping from
     name to PostgreSQL type name (``"uuid"``, ``"bigint"``, ``"numeric(12, 2)"``,
-    ``"timestamptz"``...; see :func:`persistence.types.column_type`). The default is the
+    ``"timestamptz"``...; see :func:`persistence.types.column_type`) or a
+    :class:`~persistence.types.ColumnType` (an enum: :func:`persistence.types.enum_type`). The
+    default is the
     reference schema's types (:data:`persistence.schema.TABLE_TYPES`);
     ``persistence.schema.SUPABASE_STYLE.types`` is a uuid-keyed one. A column first seen on
     write is learned, untyped. A table whose ``id`` is a ``uuid`` gets a random one (as
@@ -131,7 +138,7 @@ class MemoryStore:
     """
 
     def __init__(
-        self, schema: Mapping[str, Iterable[str] | Mapping[str, str]] = TABLE_TYPES
+        self, schema: Mapping[str, Iterable[str] | Mapping[str, str | ColumnType]] = TABLE_TYPES
     ) -> None:
         if not isinstance(schema, Mapping):
             raise ConfigurationError(

@@ -279,8 +279,9 @@ class PostgresBackend(Closing):
         referenced = {*(f.column for f in query.filters), *group_by, *measured}
         entry, filters = self._checked_filters(query.table, query.filters, "aggregate", referenced)
         text = frozenset(c for c, t in entry.types.items() if t.kind is ColumnKind.TEXT)
+        enums = frozenset(c for c, t in entry.types.items() if t.is_enum)
         statement = _pg_sql.build_aggregate(
-            query.table, self._schema, filters, group_by, metrics, text
+            query.table, self._schema, filters, group_by, metrics, text, enums
         ).as_bytes(None)
         params = [*_pg_sql.filter_params(filters), limit + 1]
         rows = self._connections.select(statement, params, "aggregate")

@@ -66,6 +66,10 @@ from persistence.backends._postgrest_aggregate import (
 )
 from persistence.backends._postgrest_client import PostgrestClient, json_body, json_rows
 from persistence.backends._postgrest_client import default_http_client as _default_http_client
+from persistence.backends._postgrest_distinct import (
+    count_distinct_groups,
+    with_distinct_counts,
+)
 from persistence.backends._postgrest_embed import embedded, embedding
 from persistence.backends._postgrest_encoding import (
     COUNT_MODES,
@@ -76,6 +80,7 @@ from persistence.backends._postgrest_encoding import (
     order_param,
     select_param,
 )
+from persistence.backends._postgrest_enum_groups import all_enum_groups, ordered_and_capped
 from persistence.backends._postgrest_paging import (
     MAX_READ_ROWS,
     Window,
@@ -158,8 +163,9 @@ class SupabaseBackend:
 
     name = "supabase"
     #: Every operator; any page size (capped answers are refilled here, where Content-Range is);
-    #: PostgREST's aggregate functions (it has no ``count(DISTINCT ...)``).
-    capabilities = Capabilities(aggregates=AGGREGATE_FUNCTIONS)
+    #: PostgREST's aggregate functions, and count_distinct from its grouping (bounded, see
+    #: ``_postgrest_distinct``).
+    capabilities = Capabilities(aggregates=AGGREGATE_FUNCTIONS | {"count_distinct"})
 
     def __init__(
         self,
@@ -326,8 +332,23 @@ class SupabaseBackend:
             rows = self._checked_rows(table, base, checks, "aggregate", wanted)
             return aggregate_rows(typed_rows(rows, types, table), group_by, metrics, types, limit)
         total = lambda: self._total(table, base, "aggregate")  # noqa: E731 - only when capped
-        shape = (group_by, metrics, limit)
-        return fetch_aggregate(self._client, table, base, shape, types, self._page_size, total)
+        native = tuple(m for m in metrics if m.function != "count_distinct")
+        # Enum keys: every group asked for and ordered here (the server orders by declaration).
+        every = all_enum_groups(group_by, types)
+        shape = (group_by, native or (Metric("count"),), limit if every is None else every)
+        result = fetch_aggregate(self._client, table, base, shape, types, self._page_size, total)
+        if every is not None and not result.capped:
+            result = ordered_and_capped(result, limit)
+        if len(native) == len(metrics):
+            return result
+        distinct = {
+            m: count_distinct_groups(
+                self._client, table, base, group_by, str(m.column), types, self._page_size
+            )
+            for m in metrics
+            if m.function == "count_distinct"
+        }
+        return with_distinct_counts(result, metrics, distinct)
 
     def columns(self, table: str) -> frozenset[str] | None:
         """The columns of ``table``'s first readable row, cached; ``None`` when none can be read.

@@ -190,9 +190,20 @@ class TestQueryLeads:
         """status is applied as given: a status no lead has matches nothing, and says so."""
         envelope = envelope_of(tools["query_leads"].invoke({"company": "acme", "status": "won"}))
         assert envelope["records"] == [] and envelope["metadata"]["total_count"] == 0
-        assert {"column": "status", "op": "eq", "value": "won", "source": "tool"} in envelope[
+        assert {"column": "status", "op": "ieq", "value": "won", "source": "tool"} in envelope[
             "metadata"
         ]["filters"]
+
+    def test_status_matches_ignoring_case(self, store: MemoryStore, tools: dict[str, Any]) -> None:
+        """'Qualified' and 'QUALIFIED' find the lead whose status is 'qualified'."""
+        create_persistence_agent(kind="memory", store=store).batch(
+            "leads", [{"email": "di@acme.example", "company_name": "Acme", "status": "qualified"}]
+        )
+        for status in ("Qualified", "QUALIFIED", "qualified"):
+            envelope = envelope_of(
+                tools["query_leads"].invoke({"company": "acme", "status": status})
+            )
+            assert [r["email"] for r in envelope["records"]] == ["di@acme.example"]
 
 
 class TestQueryTable:
