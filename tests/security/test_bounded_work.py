@@ -138,7 +138,7 @@ class TestValueBounds:
     def test_tool_in_lists_bounded(self) -> None:
         """A tool call's in list over MAX_TOOL_IN_VALUES is an error envelope, not a read."""
         agent = RAGAgent(create_read_only_facade("memory", store=MemoryStore()))
-        [_, query_table, *_] = build_tools(agent)
+        [_, query_table, *_] = build_tools(agent, content="full")
         values = [f"x{i}@e.io" for i in range(MAX_TOOL_IN_VALUES + 1)]
         message = query_table.invoke(
             {
