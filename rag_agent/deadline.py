@@ -119,7 +119,7 @@ def current_deadline() -> LLMDeadline | None:
     return _current.get()
 
 
-def timeout_kwargs(model: Any, seconds: float) -> dict[str, float]:
+def timeout_kwargs(model: Any, seconds: float) -> dict[str, Any]:
     """``{"timeout": seconds}`` for a model that declares a ``timeout`` setting (by name or
     alias, as ``ChatOpenAI``'s ``request_timeout`` does), whose calls then take it as their
     request timeout; ``{}`` for others, which could send an unknown argument to their API."""

@@ -74,8 +74,8 @@ def resolve_llm(
     OpenAI key. ``http_client`` is handed to the OpenAI client (a proxy, custom TLS, or an
     ``httpx.MockTransport`` in tests). ``timeout`` is the request timeout, by default the
     extraction's share of ``settings.llm_deadline_s`` (``RAG_LLM_DEADLINE_S``); a fallback call
-    is given the run's remaining time instead. Raises ``ConfigurationError`` when ``llm`` is not a chat
-    model, or when a key is set but ``langchain-openai`` is not installed. ``llm=False`` (or
+    is given the run's remaining time instead. Raises ``ConfigurationError`` when ``llm`` is not
+    a chat model, or when a key is set but ``langchain-openai`` is not installed. ``llm=False`` (or
     ``settings.llm`` off, ``RAG_LLM=off``) means no model on purpose: ``None``, without the
     warning.
     """

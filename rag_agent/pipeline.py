@@ -43,8 +43,8 @@ from rag_agent.assemble import (
     source_of,
 )
 from rag_agent.cache import QueryCache
-from rag_agent.deadline import LLMDeadline, deadline_scope
 from rag_agent.conditions import query_filters_view
+from rag_agent.deadline import LLMDeadline, deadline_scope
 from rag_agent.envelope import (
     Envelope,
     ReformulationAttempt,

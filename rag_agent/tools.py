@@ -71,8 +71,8 @@ from rag_agent.tool_input import (
 from rag_agent.untrusted import UNTRUSTED_DATA_NOTE, boundary_block
 
 __all__ = [
-    "ContentFormat",
     "AggregateTableTool",
+    "ContentFormat",
     "CountRowsTool",
     "DeliverDataTool",
     "DescribeTableTool",
@@ -363,16 +363,15 @@ def build_tools(agent: RAGAgent, *, content: ContentFormat = "compact") -> list[
         raise TypeError(f"build_tools needs a RAGAgent, not {type(agent).__name__}")
     if content not in ("compact", "full"):
         raise ValueError(f"content must be 'compact' or 'full', not {content!r}")
-    bound = {"agent": agent, "content_format": content}
     return [
-        QueryLeadsTool(**bound),
-        QueryTableTool(**bound),
-        RAGAgentTool(**bound),
+        QueryLeadsTool(agent=agent, content_format=content),
+        QueryTableTool(agent=agent, content_format=content),
+        RAGAgentTool(agent=agent, content_format=content),
         DeliverDataTool(),
-        CountRowsTool(**bound),
-        AggregateTableTool(**bound),
-        ListTablesTool(**bound),
-        DescribeTableTool(**bound),
+        CountRowsTool(agent=agent, content_format=content),
+        AggregateTableTool(agent=agent, content_format=content),
+        ListTablesTool(agent=agent, content_format=content),
+        DescribeTableTool(agent=agent, content_format=content),
     ]
 
 

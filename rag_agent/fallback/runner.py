@@ -180,7 +180,9 @@ class AgentFallback:
             scope=self.scope.tables(table),
         )
         _log.info("rag.fallback.start", table=table, max_steps=steps, timeout_s=round(timeout, 3))
-        work = _Work(contextvars.copy_context(), self._invoke, (session, text, table, tried_filters))
+        work = _Work(
+            contextvars.copy_context(), self._invoke, (session, text, table, tried_filters)
+        )
         worker = threading.Thread(target=work, name="rag-fallback", daemon=True)
         with thinking("fallback"):
             worker.start()

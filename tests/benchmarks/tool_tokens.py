@@ -179,7 +179,9 @@ def measure(*, quick: bool = True) -> TokensReport:
     )
     figures = {
         "counter": name,
-        "calls": {m.label: {"full": m.full, "compact": m.compact, "rows": m.rows_only} for m in measures},
+        "calls": {
+            m.label: {"full": m.full, "compact": m.compact, "rows": m.rows_only} for m in measures
+        },
         "ratio_all": total_compact / total_full,
     }
     return TokensReport(section, figures)

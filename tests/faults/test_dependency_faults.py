@@ -169,7 +169,9 @@ class TestPostgrestFailures:
             assert issubclass_name(error["type"], error_type), error
             assert envelope["records"] == []
             assert elapsed < 2
-            content = build_tools(agent, content="full")[1].invoke({"table": "leads", "filters": {"client_id": 1}})
+            content = build_tools(agent, content="full")[1].invoke(
+                {"table": "leads", "filters": {"client_id": 1}}
+            )
             assert '"error"' in content
 
     def test_transient_5xx_is_retried_to_success(self) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
+from pydantic import Field
 from structlog.testing import capture_logs
 
 from persistence import (
@@ -55,7 +56,7 @@ class BlockingModel(ScriptedChatModel):
 
     timeout: float = 30.0
     release: Any = None
-    timeouts: list[float] = []
+    timeouts: list[float] = Field(default_factory=list)
 
     def _generate(
         self,
@@ -212,7 +213,9 @@ class TestFallbackCache:
     def test_paging_asks_the_model_once(self, facade: ReadOnlyPersistenceFacade) -> None:
         """The next page of a fallback's answer comes from the cache: no model call, no budget."""
         query = calls(
-            call("query_table", table="leads", filters=[{"column": "score", "op": "gte", "value": 9}])
+            call(
+                "query_table", table="leads", filters=[{"column": "score", "op": "gte", "value": 9}]
+            )
         )
         model = ScriptedChatModel(
             script=[
