@@ -187,9 +187,8 @@ class QueryLeadsTool(_FreeTextTool):
         """Look up leads (CRM contacts) deterministically. Give free text in 'query' and/or
         explicit filters: email (exact, case-insensitive), company (substring), id, client_id,
         status, title (substring), score_min/score_max, created_after/created_before (ISO 8601);
-        count_only to count; limit and offset for paging. Returns a JSON envelope: metadata
-        (total_count, the applied filters and their source, what was ignored, has_more and
-        next_offset) and records, each with provenance."""
+        count_only to count; limit and offset for paging. Returns JSON: total_count, the rows,
+        has_more and next_offset, the applied filters and their source, what was ignored."""
     )
     args_schema: type[BaseModel] = QueryLeadsInput
     missing_filters: str = (
@@ -218,8 +217,8 @@ class QueryTableTool(_EnvelopeTool):
         dates as ISO 8601). Values are read as the column's type (uuid, integer, numeric,
         boolean, date, timestamp). Optional columns, order ('col' or '-col'), limit, offset,
         count_only, include (relations from describe_table, e.g. ['conversations']: each record
-        then carries its related rows, with their own provenance). Returns a JSON envelope with
-        total_count, has_more, next_offset and records with provenance."""
+        then carries its related rows). Returns JSON with total_count, has_more, next_offset
+        and the rows."""
     )
     args_schema: type[BaseModel] = QueryTableInput
     table_label: str | None = None
@@ -244,8 +243,9 @@ class RAGAgentTool(_FreeTextTool):
     description: str = _data_tool(
         """Answer a free-text request for business data (e.g. 'leads at Acme Corp') with the
         adaptive retrieval agent: rules and LLM filter extraction, reformulations, a rate-limited
-        agent fallback. Or pass a previous envelope's 'metadata' to re-run its filters (e.g. with
-        a new offset). Returns a JSON envelope with provenance."""
+        agent fallback. For the next page, ask again with the same query and offset set to
+        next_offset (or pass a previous envelope's 'metadata' with a new offset). Returns the
+        rows, total_count, has_more and next_offset, and the filters applied and ignored."""
     )
     args_schema: type[BaseModel] = RAGAgentInput
     missing_filters: str = (
@@ -291,8 +291,8 @@ class CountRowsTool(_EnvelopeTool):
     description: str = _prose(
         f"""Count the rows of an allow-listed table that match structured filters (a list of
         {{column, op, value}} with op one of {", ".join(LLM_OPERATORS)}, a {{column: value}}
-        mapping, and ranges), without reading them; no filter counts every row. Returns a JSON
-        envelope whose metadata.total_count is the count (records are empty)."""
+        mapping, and ranges), without reading them; no filter counts every row. Returns JSON
+        whose total_count is the count."""
     )
     args_schema: type[BaseModel] = CountRowsInput
     table_label: str | None = None
@@ -310,10 +310,9 @@ class AggregateTableTool(_EnvelopeTool):
         """Aggregate an allow-listed table instead of reading its rows: group_by up to 3
         columns, metrics 'count', 'count_distinct:<col>', 'sum:<col>', 'avg:<col>',
         'min:<col>', 'max:<col>', over rows matching structured filters (as count_rows).
-        Answers 'how many ... by status/per campaign'. Returns a JSON envelope: records empty,
-        metadata.total_count (rows matched) and metadata.aggregates {group_by, metrics,
-        groups: [{keys, values}], capped} with groups in key order; exact numbers are
-        decimal strings."""
+        Answers 'how many ... by status/per campaign'. Returns JSON: total_count (rows
+        matched) and aggregates {group_by, metrics, groups: [{keys, values}], capped} with
+        groups in key order; exact numbers are decimal strings."""
     )
     args_schema: type[BaseModel] = AggregateTableInput
     table_label: str | None = None
