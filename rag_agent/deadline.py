@@ -120,15 +120,23 @@ def current_deadline() -> LLMDeadline | None:
 
 
 def timeout_kwargs(model: Any, seconds: float) -> dict[str, Any]:
-    """``{"timeout": seconds}`` for a model that declares a ``timeout`` setting (by name or
-    alias, as ``ChatOpenAI``'s ``request_timeout`` does), whose calls then take it as their
-    request timeout; ``{}`` for others, which could send an unknown argument to their API."""
+    """``{"timeout": t}`` for a model that declares a ``timeout`` setting (by name or alias, as
+    ``ChatOpenAI``'s ``request_timeout`` does), whose calls then take it as their request
+    timeout; ``{}`` for others, which could send an unknown argument to their API.
+
+    ``t`` is ``seconds`` shared between the tries the model's client may make (its integer
+    ``max_retries``, as ``ChatOpenAI`` has), so the retries end in time too.
+    """
     fields = getattr(type(model), "model_fields", {})
     declares = any(
         name == "timeout" or getattr(info, "alias", None) == "timeout"
         for name, info in fields.items()
     )
-    return {"timeout": max(seconds, 0.001)} if declares else {}
+    if not declares:
+        return {}
+    retries = getattr(model, "max_retries", 0)
+    tries = 1 + (retries if type(retries) is int and retries > 0 else 0)
+    return {"timeout": max(seconds / tries, 0.001)}
 
 
 #: Told ``(step, True)`` when a model starts thinking for ``step`` ("filters" or "fallback"),

@@ -6,9 +6,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
+from langchain_openai import ChatOpenAI
 from pydantic import Field
 from structlog.testing import capture_logs
 
@@ -31,6 +33,7 @@ from rag_agent.deadline import (
 )
 from rag_agent.fallback import AgentFallback
 from rag_agent.fallback import runner as fallback_runner
+from rag_agent.llm import resolve_llm
 from tests.support.extraction import answer
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
@@ -119,6 +122,9 @@ class TestDeadline:
         release = threading.Event()
         assert timeout_kwargs(BlockingModel(script=[], release=release), 2.0) == {"timeout": 2.0}
         assert timeout_kwargs(ScriptedChatModel(script=[]), 2.0) == {}
+        # A client that retries shares the time between its tries.
+        openai = ChatOpenAI(api_key="sk-test", max_retries=1)  # type: ignore[arg-type]
+        assert timeout_kwargs(openai, 2.0) == {"timeout": 1.0}
 
     def test_thinking_listeners_hear_start_and_end(self) -> None:
         """Listeners hear a step start and end; one that raises breaks nothing."""
@@ -248,3 +254,41 @@ class TestFallbackCache:
         before = len(model.requests)
         agent.run(NO_FILTERS, offset=1, return_json=True)
         assert len(model.requests) == before + 1
+
+
+class TestOpenAIClient:
+    def test_request_timeouts_follow_the_deadline(self, facade: ReadOnlyPersistenceFacade) -> None:
+        """With the real ChatOpenAI: each extraction try waits a quarter of the deadline, each
+        fallback request a share of what is left, and the worker thread has ended when run()
+        returns (the endpoint answers nothing; the transport honours each request's timeout)."""
+        deadline = 2.0
+        release = threading.Event()
+        seen: list[float] = []
+
+        def silent(request: httpx.Request) -> httpx.Response:
+            read = request.extensions["timeout"]["read"]
+            seen.append(read)
+            release.wait(read)
+            raise httpx.ReadTimeout("no answer", request=request)
+
+        settings = RAGSettings(
+            openai_api_key="sk-test", openai_base_url="http://llm.test/v1", llm_deadline_s=deadline
+        )
+        model = resolve_llm(
+            None, settings, http_client=httpx.Client(transport=httpx.MockTransport(silent))
+        )
+        assert isinstance(model, ChatOpenAI) and model.max_retries == 1
+        agent = RAGAgent(facade, settings=settings, llm=model)
+        try:
+            with capture_logs() as logs:
+                envelope = agent.run(NO_FILTERS, return_json=True)
+            assert fallback_threads() == []
+        finally:
+            release.set()
+        assert envelope["records"] == []
+        extraction, fallback = seen[:2], seen[2:]
+        assert extraction == [extraction_timeout(deadline)] * 2  # one try and one retry
+        if fallback:  # extraction and its back-off may leave too little for the fallback
+            assert all(0 < t <= (deadline - sum(extraction)) / 2 for t in fallback)
+            assert envelope["metadata"]["fallback"] == "agent"
+        assert not any(log["event"] == "rag.fallback.overrun" for log in logs)
