@@ -20,6 +20,7 @@ gains nothing from a hash. :func:`compact_view` keeps what a model acts on:
       "error": {"type": "...", "message": "..."},
       "fallback": "agent",              # how the rows were found, when not a plain read
       "count_only": true,               # only counted: rows is absent
+      "related_capped": true,           # the bound on related rows in all cut a list
       "aggregates": {"group_by": [...], "metrics": [...], "groups": [{"keys", "values"}],
                      "capped": false}
     }
@@ -80,7 +81,7 @@ def compact_view(envelope: Envelope | Mapping[str, Any]) -> dict[str, Any]:
         view["applied"] = list(metadata["filters"])
     if metadata.get("ignored"):
         view["ignored"] = list(metadata["ignored"])
-    for key in ("error", "fallback", "count_only"):
+    for key in ("error", "fallback", "count_only", "related_capped"):
         if metadata.get(key):
             view[key] = metadata[key]
     if metadata.get("fallback_dropped_ids"):

@@ -102,7 +102,10 @@ def _password(args: argparse.Namespace, exists: bool) -> tuple[str | None, str]:
 
 
 def _setup(args: argparse.Namespace, dsn: str) -> SetupResult:
-    import psycopg
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - the postgres extra is part of [all]
+        raise UsageError('setup needs psycopg: pip install "readonly-rag[postgres]"') from None
 
     from persistence.errors import BackendUnavailableError
     from rag_agent.cli.connect import mask_dsn

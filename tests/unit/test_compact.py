@@ -142,6 +142,34 @@ class TestCompactView:
         assert json.loads(compact_text(error_envelope("leads", ValueError("bad")))) == view
 
 
+class TestViewOfJson:
+    def test_flags_and_a_fallback_answer(self) -> None:
+        """A parsed envelope works too; flags appear only when set, a plain count's single
+        group is left out (it repeats total_count)."""
+        envelope = {
+            "metadata": {
+                "source": "agent",
+                "total_count": 1,
+                "fallback": "agent",
+                "related_capped": True,
+                "truncated": False,
+                "aggregates": {
+                    "group_by": [],
+                    "metrics": ["count"],
+                    "groups": [{"keys": {}, "values": {"count": 1}}],
+                    "capped": False,
+                },
+            },
+            "records": [],
+        }
+        assert compact_view(envelope) == {
+            "table": "agent",
+            "total_count": 1,
+            "fallback": "agent",
+            "related_capped": True,
+        }
+
+
 _VALUES = st.one_of(st.none(), st.integers(), st.text(max_size=20), st.booleans())
 
 
