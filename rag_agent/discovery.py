@@ -10,13 +10,13 @@ as records with provenance.
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from persistence import ReadOnlyPersistenceFacade
 from rag_agent.agent import RAGAgent
+from rag_agent.compact import compact_records, view_text
 from rag_agent.tool_input import (
     MAX_DEPTH,
     BoundedInputTool,
@@ -27,7 +27,6 @@ from rag_agent.tool_input import (
     coerce_tool_input,
 )
 from rag_agent.understanding import column_infos, redacted_columns
-from rag_agent.untrusted import boundary_block
 
 __all__ = [
     "MAX_SAMPLE_ROWS",
@@ -92,9 +91,15 @@ def _error(exc: Exception) -> dict[str, Any]:
 
 
 class _DiscoveryTool(BoundedInputTool):
-    """Coerce and validate the input, answer JSON text, never raise."""
+    """Coerce and validate the input, answer JSON text, never raise.
+
+    The content is compact (sample rows without provenance, unless ``content_format="full"``);
+    the artifact is the whole answer as a ``dict``.
+    """
 
     agent: Any = None
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    content_format: Literal["compact", "full"] = "compact"
 
     def _to_args_and_kwargs(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
@@ -102,7 +107,7 @@ class _DiscoveryTool(BoundedInputTool):
         # Validation happens in _run, so malformed input becomes an answer, not an exception.
         return (), {"tool_input": tool_input}
 
-    def _run(self, tool_input: Any = None, **_: Any) -> str:
+    def _run(self, tool_input: Any = None, **_: Any) -> tuple[str, dict[str, Any]]:
         try:
             if isinstance(tool_input, TooDeep):
                 raise ToolInputError(f"input is nested deeper than {MAX_DEPTH} levels")
@@ -116,9 +121,11 @@ class _DiscoveryTool(BoundedInputTool):
             answer = _error(ToolInputError(brief(exc)))
         except Exception as exc:  # the tool contract: report, never raise
             answer = _error(exc)
-        text = json.dumps(answer, ensure_ascii=False, default=str)
-        # Sample rows are row text: data for the model, never instructions.
-        return boundary_block(text) if "sample" in answer else text
+        shown = answer
+        if self.content_format == "compact" and isinstance(answer.get("sample"), list):
+            shown = {**answer, "sample": compact_records(answer["sample"])}
+        # Sample rows are row text: between untrusted-data markers, data, never instructions.
+        return view_text(shown), answer
 
     def _answer(self, agent: RAGAgent, args: Any) -> dict[str, Any]:
         raise NotImplementedError

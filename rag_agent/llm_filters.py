@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from persistence import ConfigurationError, get_logger
 from rag_agent.cache import QueryCache
+from rag_agent.deadline import current_deadline, thinking, timeout_kwargs
 from rag_agent.filters import FILTER_KEYS, normalize_filters
 from rag_agent.llm_grounding import understand_answer
 from rag_agent.llm_schema import extraction_messages, extraction_schema, schema_fingerprint
@@ -217,6 +218,9 @@ class SchemaFilterExtractor:
     - **Metering**: ``budget()`` is asked before every model call; ``False`` (or an exception)
       means no call. Pass the agent's limiter's ``try_acquire`` so extraction and the fallback
       share one budget; ``lambda: True`` means unmetered.
+    - **Deadline**: inside a run, no model call is made once the run's LLM deadline
+      (:mod:`rag_agent.deadline`) has passed; the model's own request timeout (a quarter of the
+      deadline for the ``ChatOpenAI`` that ``resolve_llm`` builds) bounds each try.
     - **Caching**: answers are kept per (table, text, schema fingerprint, UTC day of ``now``) for
       ``cache_ttl`` seconds of ``timer`` (at most ``cache_maxsize`` entries; ``0`` turns the
       cache off). A hit costs no model call and no budget. Failures are not cached.
@@ -270,10 +274,15 @@ class SchemaFilterExtractor:
         if isinstance(cached, Understanding):
             log.info("rag.filters.llm", outcome="cache_hit")
             return cached
+        deadline = current_deadline()
+        if deadline is not None and deadline.expired:
+            log.info("rag.filters.llm", outcome="deadline_passed")
+            return _nothing(request, "not read by the language model: the run's deadline passed")
         if not self._allowed(log):
             return _nothing(request, "not read by the language model: its call budget is spent")
         try:
-            raw = self._ask(schema, request)
+            with thinking("filters"):
+                raw = self._ask(schema, request)
         except Exception as exc:  # any model failure means "nothing understood", never a crash
             log.warning("rag.filters.llm", outcome="model_error", error=repr(exc))
             return _nothing(request, f"the language model failed ({type(exc).__name__})")
@@ -317,7 +326,11 @@ class SchemaFilterExtractor:
         if structured is None:
             # No structured output at all: the schema goes into the prompt, the answer is text.
             system, human = extraction_messages(request, extraction_schema(request))
-            reply = self._llm.invoke([SystemMessage(system), HumanMessage(human)])
+            deadline = current_deadline()
+            # A model that takes a per-call timeout gets the extraction's share of the deadline
+            # (structured output cannot pass one: the model's own request timeout bounds it).
+            bound = timeout_kwargs(self._llm, deadline.extraction_timeout()) if deadline else {}
+            reply = self._llm.invoke([SystemMessage(system), HumanMessage(human)], **bound)
             return read_json_object(message_text(reply))
         system, human = extraction_messages(request)
         answer = structured.invoke([SystemMessage(system), HumanMessage(human)])

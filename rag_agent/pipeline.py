@@ -44,6 +44,7 @@ from rag_agent.assemble import (
 )
 from rag_agent.cache import QueryCache
 from rag_agent.conditions import query_filters_view
+from rag_agent.deadline import LLMDeadline, deadline_scope
 from rag_agent.envelope import (
     Envelope,
     ReformulationAttempt,
@@ -156,6 +157,8 @@ class Pipeline:
         # pay for (and be steered by) an arbitrarily long text.
         text = text[:MAX_TEXT_LENGTH]
         checked_table = table or DEFAULT_TABLE
+        # One deadline for every model call of this run: extraction and the fallback share it.
+        deadline = LLMDeadline(self.settings.llm_deadline_s)
         try:
             request = understand_request(
                 text,
@@ -163,7 +166,9 @@ class Pipeline:
                 explicit=given,
                 count_only=count_only,
                 now=self.now(),
-                extract=None if self.extractor is None else functools.partial(self._extract, log),
+                extract=None
+                if self.extractor is None
+                else functools.partial(self._extract, log, deadline),
             )
             outcome.source = source_of(request.table)
             checked_table = self.facade.policy.check_read(request.table, "run")
@@ -211,13 +216,15 @@ class Pipeline:
             # zero is a count's answer
             counted = (bool(applied) and request.count_only) or aggregated
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
-                self._fall_back(log, outcome, text, checked_table, applied, window, include_raw)
+                self._fall_back(
+                    log, outcome, text, checked_table, applied, window, include_raw, deadline
+                )
         except Exception as exc:
             self.log_error(log, "rag.error", exc, step="query", table=checked_table)
             outcome.fail(exc)
         return self._done(log, "rag.run", outcome, checked_table, window)
 
-    def _extract(self, log: Any, text: str, table: str) -> Understanding:
+    def _extract(self, log: Any, deadline: LLMDeadline, text: str, table: str) -> Understanding:
         # The extractor meters and caches its own model calls; it is told the table's allowed
         # columns, their kinds and operators, so its answer is constrained by the schema.
         assert self.extractor is not None
@@ -230,7 +237,8 @@ class Pipeline:
                 now=self.now(),
                 relations=reachable_relations(self.facade, table),
             )
-            found = self.extractor(request)
+            with deadline_scope(deadline):
+                found = self.extractor(request)
             if not isinstance(found, Understanding):
                 raise TypeError(f"the extractor returned {type(found).__name__}")
         except Exception as exc:  # an LLM failure only means "nothing understood"
@@ -481,6 +489,7 @@ class Pipeline:
         conditions: tuple[Condition, ...],
         window: _Window,
         include_raw: bool = False,
+        deadline: LLMDeadline | None = None,
     ) -> None:
         # JSON-ready: the fallback shows the model what was tried (a date as its ISO text).
         filters = canonical_value(query_filters_view(conditions))
@@ -489,6 +498,18 @@ class Pipeline:
         if self.fallback is None:
             outcome.fallback = "disabled"
             log.debug("rag.fallback", status="disabled", reason="no LLM fallback configured")
+            return
+        # Paging through a fallback's answer (``chat``'s ``next``) asks the model once.
+        cache_key = ("fallback", table, text, self.facade.data_version(table))
+        cached = self.cache.get(cache_key)
+        if isinstance(cached, FallbackResult):
+            log.debug("rag.fallback", status="cached")
+            self._take_fallback(log, outcome, cached, window, include_raw)
+            outcome.cache = "hit"
+            return
+        if deadline is not None and deadline.expired:
+            outcome.fallback = "suppressed"
+            log.info("rag.fallback", status="suppressed", reason="the run's LLM deadline passed")
             return
         try:
             allowed = self.limiter.try_acquire()
@@ -509,11 +530,25 @@ class Pipeline:
             limit=limit,
             offset=offset,
             max_steps=self.settings.fallback_max_steps,
+            seconds_left=None if deadline is None else deadline.remaining(),
         )
         try:
             result = self.fallback(request)
         except Exception as exc:  # a broken hook must not break run()
             result = FallbackResult(error=exc)
+        if result.error is None:
+            self.cache.put(cache_key, result)
+        self._take_fallback(log, outcome, result, window, include_raw)
+
+    def _take_fallback(
+        self,
+        log: Any,
+        outcome: Outcome,
+        result: FallbackResult,
+        window: _Window,
+        include_raw: bool,
+    ) -> None:
+        limit, offset = window
         page = fallback_page(
             result,
             limit=limit,

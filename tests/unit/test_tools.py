@@ -33,7 +33,7 @@ def agent(store: MemoryStore) -> RAGAgent:
 
 @pytest.fixture
 def tools(agent: RAGAgent) -> dict[str, Any]:
-    return {tool.name: tool for tool in build_tools(agent)}
+    return {tool.name: tool for tool in build_tools(agent, content="full")}
 
 
 def envelope_of(output: str) -> dict[str, Any]:
@@ -49,7 +49,7 @@ class TestBuildTools:
     def test_tools_in_order(self, agent: RAGAgent) -> None:
         """build_tools returns the four original tools first, then the aggregate and discovery
         tools."""
-        names = [tool.name for tool in build_tools(agent)]
+        names = [tool.name for tool in build_tools(agent, content="full")]
         assert names == [
             "query_leads",
             "query_table",
@@ -148,7 +148,7 @@ class TestQueryLeads:
         agent = RAGAgent(
             create_read_only_facade(kind="memory", store=store), settings=RAGSettings(), llm=model
         )
-        query_leads = build_tools(agent)[0]
+        query_leads = build_tools(agent, content="full")[0]
         envelope = envelope_of(query_leads.invoke({"company": "Nobody"}))
         assert envelope["records"] == [] and model.requests == []
 
@@ -321,7 +321,7 @@ class TestQueryTable:
             create_read_only_facade(kind="memory", store=store),
             settings=RAGSettings(summary_threshold=10, default_limit=5),
         )
-        query_table = build_tools(agent)[1]
+        query_table = build_tools(agent, content="full")[1]
         envelope = envelope_of(query_table.invoke({"table": "leads"}))
         assert envelope["metadata"]["truncated"] is True
         assert envelope["metadata"]["total_count"] == 30 and len(envelope["records"]) == 5
@@ -335,7 +335,7 @@ class TestQueryTable:
             settings=RAGSettings(max_limit=2),
             now=lambda: NOW,
         )
-        query_table = build_tools(agent)[1]
+        query_table = build_tools(agent, content="full")[1]
         first = envelope_of(query_table.invoke({"table": "leads", "limit": 100}))
         again = envelope_of(query_table.invoke({"table": "leads", "limit": 100}))
         assert (first["metadata"]["cache"], again["metadata"]["cache"]) == ("miss", "hit")
@@ -373,7 +373,7 @@ class TestRAGAgentTool:
         agent = RAGAgent(
             create_read_only_facade(kind="memory", store=store), settings=RAGSettings(), llm=model
         )
-        envelope = envelope_of(build_tools(agent)[2].invoke("who scores highest?"))
+        envelope = envelope_of(build_tools(agent, content="full")[2].invoke("who scores highest?"))
         assert envelope["metadata"]["fallback"] == "agent"
         assert envelope["metadata"]["fallback_dropped_ids"] == 1
         assert [r["id"] for r in envelope["records"]] == [1]
