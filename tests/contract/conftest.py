@@ -66,10 +66,15 @@ def supabase_pair(schema_variant: SchemaVariant) -> Iterator[Pair]:
     """
     store = MemoryStore(schema=schema_variant.types)
     writer_http = httpx.Client(transport=PostgrestEmulator(store).transport())
-    reader_http = httpx.Client(transport=PostgrestEmulator(store, max_rows=2).transport())
+    reader_transport = PostgrestEmulator(store, max_rows=2).transport()
+    reader_http = httpx.Client(transport=reader_transport)
+    # The awaitable reads' client, over the same emulator (MockTransport serves both kinds).
+    reader_async_http = httpx.AsyncClient(transport=reader_transport)
     options = {"url": BASE_URL, "key": fake_key("anon"), "sleep": lambda _: None}
     writer = create_persistence_agent(kind="supabase", http_client=writer_http, **options)
-    reader = create_read_only_facade(kind="supabase", http_client=reader_http, **options)
+    reader = create_read_only_facade(
+        kind="supabase", http_client=reader_http, async_http_client=reader_async_http, **options
+    )
     with writer, reader, writer_http, reader_http:
         yield writer, reader
 
