@@ -41,6 +41,7 @@ from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field
 
 from persistence import ConfigurationError, get_logger
+from persistence._steps import Steps, adrive, drive
 from rag_agent.cache import QueryCache
 from rag_agent.filters import FILTER_KEYS, normalize_filters
 from rag_agent.llm_grounding import understand_answer
@@ -256,6 +257,14 @@ class SchemaFilterExtractor:
 
     def __call__(self, request: ExtractionRequest) -> Understanding:
         """The conditions the model reads in ``request.text``, checked and grounded."""
+        return drive(self._steps(request), _invoke)
+
+    async def acall(self, request: ExtractionRequest) -> Understanding:
+        """The awaitable twin of calling the extractor: the model's ``ainvoke``, the same
+        schema, budget, cache and checks (what ``RAGAgent.arun`` awaits)."""
+        return await adrive(self._steps(request), _ainvoke)
+
+    def _steps(self, request: ExtractionRequest) -> Steps[_Ask, Understanding]:
         if not isinstance(request, ExtractionRequest):
             raise TypeError(f"expected an ExtractionRequest, not {type(request).__name__}")
         if not isinstance(request.text, str) or not request.text.strip():
@@ -273,7 +282,7 @@ class SchemaFilterExtractor:
         if not self._allowed(log):
             return _nothing(request, "not read by the language model: its call budget is spent")
         try:
-            raw = self._ask(schema, request)
+            raw = yield from self._ask(schema, request)
         except Exception as exc:  # any model failure means "nothing understood", never a crash
             log.warning("rag.filters.llm", outcome="model_error", error=repr(exc))
             return _nothing(request, f"the language model failed ({type(exc).__name__})")
@@ -312,21 +321,35 @@ class SchemaFilterExtractor:
                 continue
         return None
 
-    def _ask(self, schema: dict[str, Any], request: ExtractionRequest) -> Mapping[str, Any] | None:
+    def _ask(
+        self, schema: dict[str, Any], request: ExtractionRequest
+    ) -> Steps[_Ask, Mapping[str, Any] | None]:
         structured = self._structured(schema)
         if structured is None:
             # No structured output at all: the schema goes into the prompt, the answer is text.
             system, human = extraction_messages(request, extraction_schema(request))
-            reply = self._llm.invoke([SystemMessage(system), HumanMessage(human)])
+            reply = yield (self._llm, [SystemMessage(system), HumanMessage(human)])
             return read_json_object(message_text(reply))
         system, human = extraction_messages(request)
-        answer = structured.invoke([SystemMessage(system), HumanMessage(human)])
+        answer = yield (structured, [SystemMessage(system), HumanMessage(human)])
         parsed = answer.get("parsed") if isinstance(answer, Mapping) else answer
         if isinstance(parsed, Mapping):
             return parsed
         # The model answered in prose (or a malformed call): read JSON from its text.
         raw = answer.get("raw") if isinstance(answer, Mapping) else None
         return read_json_object(message_text(raw)) if raw is not None else None
+
+
+#: A model call the extraction's steps ask for: the runnable and its messages.
+_Ask = tuple[Runnable[Any, Any], list[BaseMessage]]
+
+
+def _invoke(ask: _Ask) -> Any:
+    return ask[0].invoke(ask[1])
+
+
+async def _ainvoke(ask: _Ask) -> Any:
+    return await ask[0].ainvoke(ask[1])
 
 
 def _utc_day(now: dt.datetime) -> dt.date:

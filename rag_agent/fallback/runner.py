@@ -10,11 +10,12 @@ raises, the step limit or the timeout give an outcome with ``error``, never an e
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextvars
 import datetime as dt
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -98,6 +99,10 @@ class _Budget(AgentMiddleware):
         self._session.start_model_call()
         return handler(request)
 
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        self._session.start_model_call()
+        return await handler(request)
+
 
 class AgentFallback:
     """Runs the grounded tool-calling agent over a read-only facade.
@@ -147,16 +152,7 @@ class AgentFallback:
         ``tried_filters`` are the filters the deterministic steps already tried, as a hint;
         ``max_steps`` overrides the step limit for this run.
         """
-        steps = self.max_steps if max_steps is None else max(1, max_steps)
-        session = FallbackSession(
-            self._facade,
-            max_steps=steps,
-            deadline=self._clock() + self.timeout_seconds,
-            clock=self._clock,
-            now=self._now,
-            scope=self.scope.tables(table),
-        )
-        _log.info("rag.fallback.start", table=table, max_steps=steps)
+        session = self._session(table, max_steps)
         context = contextvars.copy_context()
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rag-fallback")
         try:
@@ -171,9 +167,45 @@ class AgentFallback:
             pool.shutdown(wait=False)
         return self._result(session, output, table)
 
-    def _invoke(
+    async def arun(
+        self,
+        text: str,
+        *,
+        table: str = "leads",
+        tried_filters: Mapping[str, Any] | None = None,
+        max_steps: int | None = None,
+    ) -> FallbackOutcome:
+        """The awaitable twin of :meth:`run`: the agent graph's ``ainvoke`` (the model's
+        ``ainvoke``) on the running loop, cancelled at the deadline; never raises."""
+        session = self._session(table, max_steps)
+        graph, message = self._graph(session, text, table, tried_filters)
+        try:
+            output = await asyncio.wait_for(
+                graph.ainvoke({"messages": [message]}), timeout=self.timeout_seconds
+            )
+        except TimeoutError:
+            session.cancelled.set()
+            return self._failed(session, FallbackTimeoutError("agent fallback timed out"))
+        except Exception as exc:  # a failing model or graph ends the run, never the caller
+            return self._failed(session, exc)
+        return self._result(session, output, table)
+
+    def _session(self, table: str, max_steps: int | None) -> FallbackSession:
+        steps = self.max_steps if max_steps is None else max(1, max_steps)
+        session = FallbackSession(
+            self._facade,
+            max_steps=steps,
+            deadline=self._clock() + self.timeout_seconds,
+            clock=self._clock,
+            now=self._now,
+            scope=self.scope.tables(table),
+        )
+        _log.info("rag.fallback.start", table=table, max_steps=steps)
+        return session
+
+    def _graph(
         self, session: FallbackSession, text: str, table: str, tried: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
+    ) -> tuple[Any, HumanMessage]:
         graph = create_agent(
             self._llm,
             session.tools(),
@@ -181,7 +213,12 @@ class AgentFallback:
             middleware=[_Budget(session)],
             response_format=ToolStrategy(FinalAnswer),
         )
-        message = HumanMessage(request_message(text, table, tried))
+        return graph, HumanMessage(request_message(text, table, tried))
+
+    def _invoke(
+        self, session: FallbackSession, text: str, table: str, tried: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        graph, message = self._graph(session, text, table, tried)
         result: dict[str, Any] = graph.invoke({"messages": [message]})
         return result
 
@@ -290,6 +327,20 @@ class PipelineFallback:
             tried_filters=request.filters or None,
             max_steps=request.max_steps,
         )
+        return self._answer(outcome)
+
+    async def acall(self, request: FallbackRequest) -> FallbackResult:
+        """The awaitable twin of calling the hook (what ``RAGAgent.arun`` awaits)."""
+        outcome = await self.fallback.arun(
+            request.text,
+            table=request.table,
+            tried_filters=request.filters or None,
+            max_steps=request.max_steps,
+        )
+        return self._answer(outcome)
+
+    @staticmethod
+    def _answer(outcome: FallbackOutcome) -> FallbackResult:
         reads = [
             FallbackRead(table=entry.table, rows=[entry.row], retrieved_at=entry.retrieved_at)
             for entry in outcome.records
