@@ -34,14 +34,16 @@ from typing import Any, NamedTuple
 from persistence._closing import Closing
 from persistence._options import check_options, require_text
 from persistence._read_only import refuse_write
-from persistence._steps import Steps, drive
+from persistence._steps import Steps, adrive, drive
 from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Page, Query
 from persistence.relations import (
+    FetchRequest,
     RelatedPlan,
     Relation,
+    attach_steps,
     fetch_columns,
     parent_keys,
     read_with_related,
@@ -290,11 +292,28 @@ class PostgresBackend(Closing):
         per parent."""
         return read_with_related(self.read, query, plans, self._children)
 
+    async def aread_related(self, query: Query, plans: Sequence[RelatedPlan]) -> Page:
+        """:meth:`read_related` over the awaitable pool: the same statements and bounds."""
+        page = await self.aread(query)
+
+        async def fetch(asked: FetchRequest) -> list[Row]:
+            plan = self._children_plan(*asked)
+            return [] if plan is None else list(await self._aselect(plan))
+
+        capped = await adrive(attach_steps(page.rows, plans), fetch)
+        return Page(rows=page.rows, total_count=page.total_count, related_capped=capped)
+
     def _children(self, plan: RelatedPlan, parents: Sequence[Row], budget: int) -> list[Row]:
+        planned = self._children_plan(plan, parents, budget)
+        return [] if planned is None else list(self._select(planned))
+
+    def _children_plan(
+        self, plan: RelatedPlan, parents: Sequence[Row], budget: int
+    ) -> _Plan | None:
         relation = plan.relation
         keys = parent_keys(parents, relation.parent_column)
         if not keys:
-            return []
+            return None
         columns = fetch_columns(plan)
         entry, filters = self._checked_filters(relation.child_table, plan.filters, "read", columns)
         statement = _pg_sql.build_children(
@@ -306,8 +325,11 @@ class PostgresBackend(Closing):
             "id" in entry.column_set,
         ).as_bytes(None)
         params = [keys, *_pg_sql.filter_params(filters), plan.limit + 1, budget + 1]
-        rows = self._connections.select(statement, params, "read")
-        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+        def parse(rows: list[Any]) -> list[Row]:
+            return [dict(zip(columns, row, strict=True)) for row in rows]
+
+        return _Plan(statement, params, "read", parse)
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         count: int = self._select(self._count_plan(table, filters))

@@ -188,3 +188,35 @@ class TestArunOnPostgres:
         message, loop_thread = asyncio.run(main())
         assert threads and set(threads) == {loop_thread}
         assert message.artifact.metadata.total_count > 0
+
+
+class TestRelatedRowsAwaited:
+    def test_aread_with_include_matches_read_and_stays_on_the_loop(
+        self, seeded: ReadOnlyPersistenceFacade, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """aread with include answers what read answers: the page and each relation level are
+        awaited statements on the loop's thread."""
+        from persistence import Filter, Op
+
+        args = ("leads", [Filter("id", Op.LTE, 5)])
+        options: dict[str, Any] = {"include": ["conversations", "conversations.messages"]}
+        blocking = seeded.read(*args, **options)
+        threads: list[int] = []
+        original = PostgresBackend._aselect
+
+        async def noting(self: PostgresBackend, plan: Any) -> Any:
+            threads.append(threading.get_ident())
+            return await original(self, plan)
+
+        monkeypatch.setattr(PostgresBackend, "_aselect", noting)
+
+        async def main() -> tuple[Any, int]:
+            try:
+                return await seeded.aread(*args, **options), threading.get_ident()
+            finally:
+                await seeded.aclose()
+
+        awaited, loop_thread = asyncio.run(main())
+        assert awaited == blocking
+        assert any(row["conversations"] for row in blocking.rows)
+        assert len(threads) == 3 and set(threads) == {loop_thread}
