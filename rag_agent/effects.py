@@ -20,10 +20,9 @@ import inspect
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from rag_agent.pipeline import Pipeline
+from persistence import ReadOnlyPersistenceFacade
 
 __all__ = ["Call", "Steps", "perform", "perform_async"]
 
@@ -43,11 +42,24 @@ class Call:
     kwargs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
+class Parts(Protocol):
+    """What answers the calls: a pipeline's facade and hooks."""
+
+    @property
+    def facade(self) -> ReadOnlyPersistenceFacade: ...
+
+    @property
+    def extractor(self) -> Callable[..., Any] | None: ...
+
+    @property
+    def fallback(self) -> Callable[..., Any] | None: ...
+
+
 #: A pipeline step that yields :class:`Call` requests and returns a ``T``.
 Steps = Generator[Call, Any, T]
 
 
-def perform(pipeline: Pipeline, call: Call) -> Any:
+def perform(pipeline: Parts, call: Call) -> Any:
     """Answer ``call`` with the blocking methods of ``pipeline``'s parts."""
     if call.port == "prepare":
         return None  # the blocking facade loads its catalog on first use
@@ -56,7 +68,7 @@ def perform(pipeline: Pipeline, call: Call) -> Any:
     return _hook(pipeline, call.port)(*call.args, **call.kwargs)
 
 
-async def perform_async(pipeline: Pipeline, call: Call) -> Any:
+async def perform_async(pipeline: Parts, call: Call) -> Any:
     """Answer ``call`` with the awaitable twins, on the running loop and in its thread."""
     if call.port == "prepare":
         return await pipeline.facade.aprepare()
@@ -73,7 +85,7 @@ async def perform_async(pipeline: Pipeline, call: Call) -> Any:
     return await asyncio.to_thread(hook, *call.args, **call.kwargs)
 
 
-def _hook(pipeline: Pipeline, port: str) -> Callable[..., Any]:
+def _hook(pipeline: Parts, port: str) -> Callable[..., Any]:
     hook = pipeline.extractor if port == "extract" else pipeline.fallback
     if hook is None:  # the pipeline asks only for hooks it has
         raise RuntimeError(f"no {port} hook is configured")
