@@ -72,7 +72,13 @@ class AsyncConnections:
                     name="readonly-rag-async",
                     **self._blocking.async_pool_options,
                 )
-                await pool.open(wait=False)
+                # Waiting for the first connection (which the first read needs anyway) leaves
+                # no connection attempt in flight should this loop end before the next read.
+                try:
+                    await pool.open(wait=True, timeout=self._blocking.pool_timeout)
+                except Exception as exc:
+                    await pool.close()
+                    raise translate(exc, "connect") from exc
                 self._pool = pool
             return self._pool
 

@@ -112,6 +112,11 @@ class Connections:
         return dict(self._connect_kwargs)
 
     @property
+    def pool_timeout(self) -> float:
+        """Seconds to wait for a pooled connection."""
+        return float(self._pool_options.get("timeout", 30.0))
+
+    @property
     def async_pool_options(self) -> dict[str, Any]:
         """The pool's sizes and timeouts, for the awaitable pool, which only reads."""
         return {k: v for k, v in self._pool_options.items() if k != "configure"}
