@@ -220,3 +220,28 @@ class TestRelatedRowsAwaited:
         assert awaited == blocking
         assert any(row["conversations"] for row in blocking.rows)
         assert len(threads) == 3 and set(threads) == {loop_thread}
+
+
+class TestTransactionPoolerAwaited:
+    def test_pooler_mode_reads_alike(
+        self, seeded: ReadOnlyPersistenceFacade, postgres_clean: PostgresDatabase
+    ) -> None:
+        """Behind a transaction pooler (BEGIN READ ONLY, SET LOCAL, SELECT, COMMIT in one
+        pipeline), aread and acount answer what read and count answer."""
+        from persistence import Filter, Op
+
+        facade = create_read_only_facade(
+            kind="postgres", dsn=postgres_clean.reader_dsn, transaction_pooler=True
+        )
+        flt = [Filter("score", Op.GTE, 50)]
+
+        async def main() -> tuple[Any, int]:
+            try:
+                return await facade.aread("leads", flt, limit=7), await facade.acount("leads", flt)
+            finally:
+                await facade.aclose()  # closes the blocking pool too
+
+        blocking = (facade.read("leads", flt, limit=7), facade.count("leads", flt))
+        awaited = asyncio.run(main())
+        assert awaited == blocking
+        assert blocking[1] > 0
