@@ -7,6 +7,11 @@ the rate-limited fallback, and the envelope (:func:`~rag_agent.assemble.assemble
 ``RAGAgent.read``. Both return an envelope for bad input or a failing backend; an unexpected
 exception is left to the agent, which turns it into an error envelope too.
 
+The steps are written once, as generators (``run_steps``, ``read_steps``, ``aggregate_steps``)
+that yield a :class:`~rag_agent.effects.Call` for each read, count, aggregate and model call:
+:meth:`Pipeline.run` performs them blocking, :meth:`Pipeline.arun` awaits them (see
+:mod:`rag_agent.effects`), so ``RAGAgent.run`` and ``RAGAgent.arun`` share every check and step.
+
 Thread-safety: a ``Pipeline`` holds no state of its own beyond the agent's parts (facade, cache,
 limiter, hooks), all thread-safe; each call keeps its state in its own ``Outcome``.
 """
