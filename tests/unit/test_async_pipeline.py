@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +27,7 @@ from rag_agent import FallbackRead, FallbackRequest, FallbackResult, RAGAgent, R
 from rag_agent.sample import SAMPLE_TABLES, sample_rows
 from rag_agent.specs import ExtractionRequest, Understanding
 from rag_agent.tools import build_tools
+from rag_agent.untrusted import unwrap_boundary
 
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
 
@@ -205,13 +207,14 @@ class TestToolsAinvoke:
             ("count_rows", {"table": "leads"}),
             ("aggregate_table", {"table": "leads", "group_by": ["status"]}),
             ("rag_agent", {"query": "how many leads at acme"}),
+            ("describe_table", {"table": "leads", "sample_rows": 2}),
         ],
     )
     def test_ainvoke_reads_on_the_loop_thread(
         self, sample_store: MemoryStore, name: str, args: dict[str, Any]
     ) -> None:
-        """A data tool's ainvoke awaits the agent: no executor thread runs the read, and its
-        artifact is the envelope invoke gives."""
+        """A tool's ainvoke awaits the agent: no executor thread runs the read, and it answers
+        what invoke answers."""
         agent, backend = _agent(sample_store)
         tool = next(t for t in build_tools(agent) if t.name == name)
         call = {"name": name, "args": args, "id": "call-1", "type": "tool_call"}
@@ -221,4 +224,10 @@ class TestToolsAinvoke:
 
         message, loop_thread = asyncio.run(main())
         assert backend.threads and set(backend.threads) == {loop_thread}
-        assert message.artifact == tool.invoke(call).artifact
+        blocking = tool.invoke(call)
+        if blocking.artifact is not None:  # the data tools: the envelope
+            assert message.artifact == blocking.artifact
+        else:  # the discovery tools: JSON text (its untrusted-data marker is drawn per call)
+            assert json.loads(unwrap_boundary(message.content)) == json.loads(
+                unwrap_boundary(blocking.content)
+            )
