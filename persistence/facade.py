@@ -11,10 +11,11 @@ The backend itself is private: no public attribute hands it out.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, NoReturn, cast
+from typing import Any, NamedTuple, NoReturn, cast
 
 from persistence._closing import Closing
 from persistence._column_kinds import ColumnKind
@@ -166,6 +167,40 @@ class _Reader(Closing):
         >>> facade.read("leads", [Filter("id", Op.EQ, 7)], include=["conversations"]).rows[0][
         ...     "conversations"]
         """
+        page: Page = self._perform(
+            self._read_call(table, filters, columns, order, limit, offset, include)
+        )
+        return page
+
+    async def aread(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        columns: Sequence[str] | None = None,
+        order: Iterable[Order | str] = (),
+        limit: int | None = None,
+        offset: int = 0,
+        include: Iterable[str | Include] = (),
+    ) -> Page:
+        """:meth:`read`, awaited: the same checks, the backend's I/O on the running loop."""
+        await self.aprepare()
+        page: Page = await self._perform_async(
+            self._read_call(table, filters, columns, order, limit, offset, include)
+        )
+        return page
+
+    def _read_call(
+        self,
+        table: str,
+        filters: Iterable[Filter],
+        columns: Sequence[str] | None,
+        order: Iterable[Order | str],
+        limit: int | None,
+        offset: int,
+        include: Iterable[str | Include],
+    ) -> _BackendCall:
+        """The checks of :meth:`read` and the backend call they lead to."""
         table = self.__policy.check_read(table, "read")
         query = Query(
             table,
@@ -183,20 +218,14 @@ class _Reader(Closing):
                 query = replace(query, columns=readable)
         plans = self._plans(table, include, query.columns, known)
         if not plans:
-            return self._redacted(table, self.__backend.read(query))
-        read_related = getattr(self.__backend, "read_related", None)
-        if not callable(read_related):
+            return _BackendCall("read", (query,))
+        if not callable(getattr(self.__backend, "read_related", None)):
             raise UnsupportedOperatorError(
                 f"backend {self.__backend.name!r} cannot read related rows",
                 operator="include",
                 backend=self.__backend.name,
             )
-        page: Page = read_related(query, plans)
-        return self._redacted(table, page)
-
-    def _redacted(self, table: str, page: Page) -> Page:
-        """``page`` as it may leave the facade: redacted, when a redaction policy is set."""
-        return page if self.__redaction is None else self.__redaction.redact_page(table, page)
+        return _BackendCall("read_related", (query, plans))
 
     def relations(self, table: str) -> tuple[Relation, ...]:
         """The relations ``include`` may follow from ``table``: the backend's (foreign keys of
@@ -272,9 +301,19 @@ class _Reader(Closing):
 
     def count(self, table: str, filters: Iterable[Filter] = ()) -> int:
         """How many rows of ``table`` match all ``filters`` (values coerced as by :meth:`read`)."""
+        count: int = self._perform(self._count_call(table, filters))
+        return count
+
+    async def acount(self, table: str, filters: Iterable[Filter] = ()) -> int:
+        """:meth:`count`, awaited."""
+        await self.aprepare()
+        count: int = await self._perform_async(self._count_call(table, filters))
+        return count
+
+    def _count_call(self, table: str, filters: Iterable[Filter]) -> _BackendCall:
         table = self.__policy.check_read(table, "count")
         query, _ = self._checked(Query(table, filters=_filters(filters)), "count")
-        return self.__backend.count(table, query.filters)
+        return _BackendCall("count", (table, query.filters))
 
     def aggregate(
         self,
@@ -298,6 +337,35 @@ class _Reader(Closing):
 
         >>> facade.aggregate("leads", group_by=["status"], metrics=["count", "avg:score"])
         """
+        result: AggregateResult = self._perform(
+            self._aggregate_call(table, filters, group_by, metrics, limit)
+        )
+        return result
+
+    async def aaggregate(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        group_by: Iterable[str] = (),
+        metrics: Iterable[Metric | str] = ("count",),
+        limit: int | None = None,
+    ) -> AggregateResult:
+        """:meth:`aggregate`, awaited."""
+        await self.aprepare()
+        result: AggregateResult = await self._perform_async(
+            self._aggregate_call(table, filters, group_by, metrics, limit)
+        )
+        return result
+
+    def _aggregate_call(
+        self,
+        table: str,
+        filters: Iterable[Filter],
+        group_by: Iterable[str],
+        metrics: Iterable[Metric | str],
+        limit: int | None,
+    ) -> _BackendCall:
         table = self.__policy.check_read(table, "aggregate")
         names, parsed, cap = check_aggregate(group_by, metrics, limit)
         measured = [m.column for m in parsed if m.column is not None]
@@ -317,7 +385,7 @@ class _Reader(Closing):
                     operator=metric.function,
                     backend=self.__backend.name,
                 )
-        return self.__backend.aggregate(replace(query, columns=None), names, parsed, cap)
+        return _BackendCall("aggregate", (replace(query, columns=None), names, parsed, cap))
 
     def search(
         self,
@@ -339,6 +407,37 @@ class _Reader(Closing):
 
         >>> facade.search("inquiries", "customers who want to stop paying", k=5).rows
         """
+        result: SearchResult = self._perform(
+            self._search_call(table, text, filters, k, offset, mode)
+        )
+        return result
+
+    async def asearch(
+        self,
+        table: str,
+        text: str,
+        *,
+        filters: Iterable[Filter] = (),
+        k: int = 10,
+        offset: int = 0,
+        mode: SearchMode | str = SearchMode.HYBRID,
+    ) -> SearchResult:
+        """:meth:`search`, awaited (a backend without an awaitable search runs in a worker
+        thread)."""
+        await self.aprepare()
+        call = self._search_call(table, text, filters, k, offset, mode)
+        result: SearchResult = await self._perform_async(call)
+        return result
+
+    def _search_call(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter],
+        k: int,
+        offset: int,
+        mode: SearchMode | str,
+    ) -> _BackendCall:
         table = self.__policy.check_read(table, "search")
         # SearchRequest validates the mode, turning a string into a SearchMode or refusing it.
         request = SearchRequest(text, cast(SearchMode, mode), k, offset)
@@ -362,19 +461,53 @@ class _Reader(Closing):
                 "semantic search needs embeddings: pass embeddings= to the factory "
                 "or set RAG_EMBEDDINGS"
             )
-        search = getattr(self.__backend, "search", None)
-        if not callable(search):
+        if not callable(getattr(self.__backend, "search", None)):
             raise UnsupportedOperatorError(
                 f"backend {self.__backend.name!r} cannot search",
                 operator="search",
                 backend=self.__backend.name,
             )
-        result: SearchResult = search(query, request, text_columns, self.__embedder)
-        if self.__redaction is None or not self.__redaction.applies(table):
+        return _BackendCall("search", (query, request, text_columns, self.__embedder))
+
+    # --- the backend call, blocking or awaited -------------------------------------------------
+
+    def _perform(self, call: _BackendCall) -> Any:
+        return self._redacted(call, self._call_backend(call))
+
+    async def _perform_async(self, call: _BackendCall) -> Any:
+        twin = getattr(self.__backend, "a" + call.method, None)
+        if callable(twin):
+            return self._redacted(call, await twin(*call.args))
+        # A backend without awaitable reads (a caller's own): off the loop, in a worker thread.
+        return self._redacted(call, await asyncio.to_thread(self._call_backend, call))
+
+    def _call_backend(self, call: _BackendCall) -> Any:
+        return getattr(self.__backend, call.method)(*call.args)
+
+    def _redacted(self, call: _BackendCall, result: Any) -> Any:
+        """``result`` as it may leave the facade: rows redacted, when a redaction policy applies
+        (see :mod:`persistence.redaction`); counts and aggregates carry no row."""
+        redaction = self.__redaction
+        if redaction is None or call.method not in _ROW_CALLS:
             return result
-        redact = self.__redaction.redact_row
-        hits = tuple(replace(hit, row=redact(table, hit.row)) for hit in result.hits)
-        return replace(result, hits=hits)
+        table = call.args[0].table  # every row call starts with its Query
+        if call.method == "search":
+            if not redaction.applies(table):
+                return result
+            hits = tuple(replace(h, row=redaction.redact_row(table, h.row)) for h in result.hits)
+            return replace(result, hits=hits)
+        return redaction.redact_page(table, result)
+
+    async def aprepare(self) -> None:
+        """Load, without blocking the running loop, what the checks of every read consult (a
+        backend's catalog); the ``a``-methods call it, so calling it first is optional.
+
+        The checks themselves (allow-list, column policy, operators, coercion) are the blocking
+        methods' own code, run on cached facts: only the backend's I/O differs.
+        """
+        prepare = getattr(self.__backend, "aprepare", None)
+        if callable(prepare):
+            await prepare()
 
     def _policy_columns(self, table: str, known: frozenset[str] | None) -> tuple[str, ...] | None:
         """The columns a read naming none may return: ``None`` (all) unless the policy restricts.
@@ -439,10 +572,30 @@ class _Reader(Closing):
         """Release the backend's connections."""
         self.__backend.close()
 
+    async def aclose(self) -> None:
+        """Release the backend's connections, its awaitable ones (opened by the
+        ``a``-methods, on this loop) included."""
+        close = getattr(self.__backend, "aclose", None)
+        if callable(close):
+            await close()
+        self.__backend.close()
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(backend={self.__backend.name!r}, tables={list(self.tables())})"
         )
+
+
+#: The backend calls that return rows: what redaction applies to.
+_ROW_CALLS = frozenset({"read", "read_related", "search"})
+
+
+class _BackendCall(NamedTuple):
+    """The backend method a checked request leads to (``read``, ``count``, ...) and its
+    arguments: what :meth:`_Reader._perform` calls, or awaits as its ``a``-twin."""
+
+    method: str
+    args: tuple[Any, ...]
 
 
 def _data_target(backend: Backend) -> Hashable:

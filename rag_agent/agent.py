@@ -29,6 +29,9 @@ explicit hook) a step is disabled.
 
 This module is the public class and its wiring; the steps are :class:`rag_agent.pipeline.Pipeline`.
 
+:meth:`RAGAgent.arun`, :meth:`RAGAgent.aread` and :meth:`RAGAgent.aaggregate` are their async
+twins: the same pipeline (one implementation, see :mod:`rag_agent.effects`), its I/O awaited.
+
 Thread-safety: ``run`` and ``read`` may be called from many threads at once. The agent's own
 state is its cache and limiter, both thread-safe; the facade's backends are thread-safe.
 """
@@ -37,7 +40,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, Unpack, overload
 
 from persistence import (
@@ -237,6 +240,84 @@ class RAGAgent(Closing):
         )
 
     @overload
+    async def arun(
+        self, text: str, *, return_json: Literal[False] = ..., **options: Unpack[_RunOptions]
+    ) -> Envelope: ...
+
+    @overload
+    async def arun(
+        self, text: str, *, return_json: Literal[True], **options: Unpack[_RunOptions]
+    ) -> dict[str, Any]: ...
+
+    async def arun(
+        self,
+        text: str,
+        *,
+        table: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        include_raw: bool = False,
+        filters: Mapping[str, Any] | Sequence[Condition] | None = None,
+        count_only: bool | None = None,
+        include: Sequence[str | Include] | None = None,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`run`: the same arguments, steps and envelope, its I/O
+        awaited on the running event loop (the facade's ``aread``/``acount``/``aaggregate``,
+        the model's ``ainvoke``) instead of blocking it. Never raises for bad input or a
+        failing backend::
+
+            envelope = await rag.arun("find leads at acme")
+        """
+        page = (limit, offset, include_raw)
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: self._pipeline.arun(log, text, table, filters, page, count_only, include),
+        )
+
+    async def aread(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        columns: Sequence[str] | None = None,
+        order: Iterable[Order | str] = (),
+        limit: int | None = None,
+        offset: int | None = None,
+        include_raw: bool = False,
+        count_only: bool = False,
+        include: Sequence[str | Include] = (),
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`read`; never raises."""
+        page = (limit, offset, include_raw)
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: self._pipeline.aread(
+                log, table, filters, columns, order, page, count_only, include
+            ),
+        )
+
+    async def aaggregate(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        group_by: Sequence[str] = (),
+        metrics: Sequence[Metric | str] = ("count",),
+        limit: int | None = None,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`aggregate`; never raises."""
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: self._pipeline.aaggregate(log, table, filters, group_by, metrics, limit),
+        )
+
+    @overload
     def read(
         self,
         table: str,
@@ -365,6 +446,26 @@ class RAGAgent(Closing):
             self._pipeline.log_error(log, "rag.error", exc, step="envelope")
             envelope = self.error_envelope(table, exc)
             return envelope.to_json() if return_json else envelope
+
+    async def _aanswer(
+        self, table: object, return_json: object, body: Callable[[Any], Awaitable[Envelope]]
+    ) -> Envelope | dict[str, Any]:
+        log = _log.bind()
+        try:
+            envelope = await body(log)
+            return envelope.to_json() if return_json else envelope
+        except Exception as exc:  # the contract: arun() reports, it does not raise
+            self._pipeline.log_error(log, "rag.error", exc, step="envelope")
+            envelope = self.error_envelope(table, exc)
+            return envelope.to_json() if return_json else envelope
+
+    async def aclose(self) -> None:
+        """Release the facade's connections, its awaitable ones included, and the
+        limiter's."""
+        await self.facade.aclose()
+        close = getattr(self.limiter, "close", None)
+        if callable(close):
+            close()
 
     def close(self) -> None:
         """Release the facade's connections and the limiter's, if it holds any."""

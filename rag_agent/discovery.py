@@ -10,11 +10,13 @@ as records with provenance.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field, ValidationError
 
 from persistence import ReadOnlyPersistenceFacade
+from persistence._steps import Steps, adrive, drive
 from rag_agent.agent import RAGAgent
 from rag_agent.compact import compact_records, view_text
 from rag_agent.tool_input import (
@@ -90,6 +92,19 @@ def _error(exc: Exception) -> dict[str, Any]:
     return {"error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
 
 
+class _Io(NamedTuple):
+    """One I/O a discovery tool's steps ask for, in both flavours."""
+
+    blocking: Callable[[], Any]
+    awaitable: Callable[[], Awaitable[Any]]
+
+    def perform(self) -> Any:
+        return self.blocking()
+
+    async def aperform(self) -> Any:
+        return await self.awaitable()
+
+
 class _DiscoveryTool(BoundedInputTool):
     """Coerce and validate the input, answer JSON text, never raise.
 
@@ -108,6 +123,13 @@ class _DiscoveryTool(BoundedInputTool):
         return (), {"tool_input": tool_input}
 
     def _run(self, tool_input: Any = None, **_: Any) -> tuple[str, dict[str, Any]]:
+        return drive(self._steps(tool_input), _Io.perform)
+
+    async def _arun(self, tool_input: Any = None, **_: Any) -> tuple[str, dict[str, Any]]:
+        # The catalog and any sample rows awaited on the caller's loop: no executor thread.
+        return await adrive(self._steps(tool_input), _Io.aperform)
+
+    def _steps(self, tool_input: Any) -> Steps[_Io, tuple[str, dict[str, Any]]]:
         try:
             if isinstance(tool_input, TooDeep):
                 raise ToolInputError(f"input is nested deeper than {MAX_DEPTH} levels")
@@ -116,7 +138,7 @@ class _DiscoveryTool(BoundedInputTool):
             args = schema.model_validate(coerce_tool_input(tool_input or {}))
             if not isinstance(self.agent, RAGAgent):
                 raise ToolInputError("this tool was built without a RAGAgent (schema only)")
-            answer = self._answer(self.agent, args)
+            answer = yield from self._answer(self.agent, args)
         except ValidationError as exc:
             answer = _error(ToolInputError(brief(exc)))
         except Exception as exc:  # the tool contract: report, never raise
@@ -127,7 +149,7 @@ class _DiscoveryTool(BoundedInputTool):
         # Sample rows are row text: between untrusted-data markers, data, never instructions.
         return view_text(shown), answer
 
-    def _answer(self, agent: RAGAgent, args: Any) -> dict[str, Any]:
+    def _answer(self, agent: RAGAgent, args: Any) -> Steps[_Io, dict[str, Any]]:
         raise NotImplementedError
 
 
@@ -141,7 +163,8 @@ class ListTablesTool(_DiscoveryTool):
     )
     args_schema: type[BaseModel] = ListTablesInput
 
-    def _answer(self, agent: RAGAgent, args: ListTablesInput) -> dict[str, Any]:
+    def _answer(self, agent: RAGAgent, args: ListTablesInput) -> Steps[_Io, dict[str, Any]]:
+        yield from ()  # no I/O: the allow-list is the policy's
         return {"tables": list(agent.facade.tables())}
 
 
@@ -158,10 +181,16 @@ class DescribeTableTool(_DiscoveryTool):
     )
     args_schema: type[BaseModel] = DescribeTableInput
 
-    def _answer(self, agent: RAGAgent, args: DescribeTableInput) -> dict[str, Any]:
+    def _answer(self, agent: RAGAgent, args: DescribeTableInput) -> Steps[_Io, dict[str, Any]]:
+        # The catalog: awaited on the async path, loaded on first use by the blocking facade.
+        yield _Io(lambda: None, agent.facade.aprepare)
         described = describe_table(agent.facade, args.table)
         if args.sample_rows:
-            envelope = agent.read(args.table, limit=args.sample_rows, return_json=True)
+            table, limit = args.table, args.sample_rows
+            envelope = yield _Io(
+                lambda: agent.read(table, limit=limit, return_json=True),
+                lambda: agent.aread(table, limit=limit, return_json=True),
+            )
             error = envelope["metadata"].get("error")
             described["sample"] = envelope["records"] if error is None else {"error": error}
         return described

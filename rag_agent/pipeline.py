@@ -7,6 +7,11 @@ the rate-limited fallback, and the envelope (:func:`~rag_agent.assemble.assemble
 ``RAGAgent.read``. Both return an envelope for bad input or a failing backend; an unexpected
 exception is left to the agent, which turns it into an error envelope too.
 
+The steps are written once, as generators (``run_steps``, ``read_steps``, ``aggregate_steps``)
+that yield a :class:`~rag_agent.effects.Call` for each read, count, aggregate and model call:
+:meth:`Pipeline.run` performs them blocking, :meth:`Pipeline.arun` awaits them (see
+:mod:`rag_agent.effects`), so ``RAGAgent.run`` and ``RAGAgent.arun`` share every check and step.
+
 Thread-safety: a ``Pipeline`` holds no state of its own beyond the agent's parts (facade, cache,
 limiter, hooks), all thread-safe; each call keeps its state in its own ``Outcome``.
 """
@@ -28,6 +33,7 @@ from persistence import (
     Query,
     ReadOnlyPersistenceFacade,
 )
+from persistence._steps import adrive, drive
 from rag_agent.aggregating import DEFAULT_METRICS, aggregate_into
 from rag_agent.assemble import (
     MAX_ERROR_MESSAGE,
@@ -45,6 +51,7 @@ from rag_agent.assemble import (
 from rag_agent.cache import QueryCache
 from rag_agent.conditions import query_filters_view
 from rag_agent.deadline import LLMDeadline, deadline_scope
+from rag_agent.effects import Call, Steps, perform, perform_async
 from rag_agent.envelope import (
     Envelope,
     ReformulationAttempt,
@@ -65,6 +72,7 @@ from rag_agent.specs import Condition, ExtractionRequest, Understanding
 from rag_agent.understanding import (
     DEFAULT_TABLE,
     ConditionExtractor,
+    Request,
     apply_conditions,
     column_infos,
     explicit_conditions,
@@ -121,7 +129,15 @@ class Pipeline:
     fallback: FallbackRunner | None
     now: Callable[[], dt.datetime]
 
-    def run(
+    def run(self, log: Any, *args: Any) -> Envelope:
+        """Steps 1 to 6 for ``RAGAgent.run`` (the arguments of :meth:`run_steps`), blocking."""
+        return drive(self.run_steps(log, *args), functools.partial(perform, self))
+
+    async def arun(self, log: Any, *args: Any) -> Envelope:
+        """Steps 1 to 6 for ``RAGAgent.arun``: the same steps, their I/O awaited."""
+        return await adrive(self.run_steps(log, *args), functools.partial(perform_async, self))
+
+    def run_steps(
         self,
         log: Any,
         text: str,
@@ -130,7 +146,7 @@ class Pipeline:
         page: _Page,
         count_only: bool | None = None,
         include: object = None,
-    ) -> Envelope:
+    ) -> Steps[Envelope]:
         """Steps 1 to 6 for ``RAGAgent.run``; arguments are checked here, not trusted.
 
         ``table`` ``None`` means the table the text names, else ``leads``; ``explicit`` is
@@ -160,16 +176,8 @@ class Pipeline:
         # One deadline for every model call of this run: extraction and the fallback share it.
         deadline = LLMDeadline(self.settings.llm_deadline_s)
         try:
-            request = understand_request(
-                text,
-                table=table,
-                explicit=given,
-                count_only=count_only,
-                now=self.now(),
-                extract=None
-                if self.extractor is None
-                else functools.partial(self._extract, log, deadline),
-            )
+            yield Call("prepare")
+            request = yield from self._understand(log, deadline, text, table, given, count_only)
             outcome.source = source_of(request.table)
             checked_table = self.facade.policy.check_read(request.table, "run")
             applied, refused = apply_conditions(self.facade, checked_table, request.conditions)
@@ -207,16 +215,20 @@ class Pipeline:
             if aggregated:  # numbers per group, never rows: no filter is needed
                 self._applied(outcome, applied)
                 metrics = (*DEFAULT_METRICS, *request.metrics)
-                self._aggregate(log, outcome, checked_table, applied, request.group_by, metrics)
+                yield from self._aggregate(
+                    log, outcome, checked_table, applied, request.group_by, metrics
+                )
             elif applied and request.count_only:
                 self._applied(outcome, applied)
-                self._count(log, outcome, checked_table, applied)
+                yield from self._count(log, outcome, checked_table, applied)
             elif applied:
-                self._retrieve(log, outcome, checked_table, applied, window, include_raw, related)
+                yield from self._retrieve(
+                    log, outcome, checked_table, applied, window, include_raw, related
+                )
             # zero is a count's answer
             counted = (bool(applied) and request.count_only) or aggregated
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
-                self._fall_back(
+                yield from self._fall_back(
                     log, outcome, text, checked_table, applied, window, include_raw, deadline
                 )
         except Exception as exc:
@@ -224,7 +236,39 @@ class Pipeline:
             outcome.fail(exc)
         return self._done(log, "rag.run", outcome, checked_table, window)
 
-    def _extract(self, log: Any, deadline: LLMDeadline, text: str, table: str) -> Understanding:
+    def _understand(
+        self,
+        log: Any,
+        deadline: LLMDeadline,
+        text: str,
+        table: str | None,
+        given: tuple[Condition, ...] | None,
+        count_only: bool | None,
+    ) -> Steps[Request]:
+        # understand_request is pure but for its extract callback, which it calls (or not) by
+        # rules alone: a first pass learns whether the model is asked and about which table,
+        # the answer is asked for as a step, and a second pass is handed it.
+        now = self.now()
+        asked: list[tuple[str, str]] = []
+
+        def note(text: str, table: str) -> Understanding:
+            asked.append((text, table))
+            return Understanding()
+
+        def understood(extract: Any) -> Request:
+            return understand_request(
+                text, table=table, explicit=given, count_only=count_only, now=now, extract=extract
+            )
+
+        request = understood(None if self.extractor is None else note)
+        if not asked:
+            return request
+        found = yield from self._extract(log, deadline, *asked[0])
+        return understood(lambda _text, _table: found)
+
+    def _extract(
+        self, log: Any, deadline: LLMDeadline, text: str, table: str
+    ) -> Steps[Understanding]:
         # The extractor meters and caches its own model calls; it is told the table's allowed
         # columns, their kinds and operators, so its answer is constrained by the schema.
         assert self.extractor is not None
@@ -238,7 +282,7 @@ class Pipeline:
                 relations=reachable_relations(self.facade, table),
             )
             with deadline_scope(deadline):
-                found = self.extractor(request)
+                found = yield Call("extract", (request,))
             if not isinstance(found, Understanding):
                 raise TypeError(f"the extractor returned {type(found).__name__}")
         except Exception as exc:  # an LLM failure only means "nothing understood"
@@ -246,7 +290,15 @@ class Pipeline:
             return Understanding()
         return found
 
-    def read(
+    def read(self, log: Any, *args: Any) -> Envelope:
+        """Step 3 alone for ``RAGAgent.read`` (the arguments of :meth:`read_steps`), blocking."""
+        return drive(self.read_steps(log, *args), functools.partial(perform, self))
+
+    async def aread(self, log: Any, *args: Any) -> Envelope:
+        """Step 3 alone for ``RAGAgent.aread``, its I/O awaited."""
+        return await adrive(self.read_steps(log, *args), functools.partial(perform_async, self))
+
+    def read_steps(
         self,
         log: Any,
         table: str,
@@ -256,10 +308,11 @@ class Pipeline:
         page: _Page,
         count_only: bool = False,
         include: object = (),
-    ) -> Envelope:
+    ) -> Steps[Envelope]:
         """Step 3 alone, for ``RAGAgent.read``; arguments are checked here, not trusted."""
         outcome = Outcome(source_of(table))
         try:
+            yield Call("prepare")
             window, include_raw = self._page(page)
             related = checked_includes(include)
             checked_table = self.facade.policy.check_read(table, "read")
@@ -283,9 +336,11 @@ class Pipeline:
             return self._refuse(log, outcome, exc)
         try:
             if count_only:
-                self._count(log, outcome, checked_table, conditions)
+                yield from self._count(log, outcome, checked_table, conditions)
             else:
-                result, hit = self._query(log, query, include_raw, outcome.filters, related)
+                result, hit = yield from self._query(
+                    log, query, include_raw, outcome.filters, related
+                )
                 outcome.take(result, shared=self.cache.enabled)
                 outcome.cache = "hit" if hit else "miss"
         except Exception as exc:
@@ -293,7 +348,16 @@ class Pipeline:
             outcome.fail(exc)
         return self._done(log, "rag.read", outcome, checked_table, window)
 
-    def aggregate(
+    def aggregate(self, log: Any, *args: Any) -> Envelope:
+        """``RAGAgent.aggregate`` (the arguments of :meth:`aggregate_steps`), blocking."""
+        return drive(self.aggregate_steps(log, *args), functools.partial(perform, self))
+
+    async def aaggregate(self, log: Any, *args: Any) -> Envelope:
+        """``RAGAgent.aaggregate``, its I/O awaited."""
+        steps = self.aggregate_steps(log, *args)
+        return await adrive(steps, functools.partial(perform_async, self))
+
+    def aggregate_steps(
         self,
         log: Any,
         table: str,
@@ -301,11 +365,12 @@ class Pipeline:
         group_by: object,
         metrics: object,
         limit: object,
-    ) -> Envelope:
+    ) -> Steps[Envelope]:
         """``facade.aggregate`` as an envelope, for ``RAGAgent.aggregate``; arguments checked
         here and by the facade."""
         outcome = Outcome(source_of(table))
         try:
+            yield Call("prepare")
             checked_table = self.facade.policy.check_read(table, "aggregate")
             given = Query(checked_table, filters=_sequence(filters, "filters")).filters
             shown_filters(given)
@@ -315,7 +380,7 @@ class Pipeline:
             )
             if limit is not None and type(limit) is not int:
                 raise InvalidQueryError(f"limit must be an int, not {limit!r}", field="limit")
-            aggregate_into(
+            yield from aggregate_into(
                 outcome, facade=self.facade, cache=self.cache, now=self.now, log=log,
                 table=checked_table, filters=checked, group_by=group_by, metrics=metrics,
                 limit=limit,
@@ -333,9 +398,9 @@ class Pipeline:
         conditions: tuple[Condition, ...],
         group_by: tuple[str, ...],
         metrics: tuple[str, ...],
-    ) -> None:
+    ) -> Steps[None]:
         filters = tuple(c.to_filter() for c in conditions)
-        aggregate_into(
+        yield from aggregate_into(
             outcome, facade=self.facade, cache=self.cache, now=self.now, log=log, table=table,
             filters=filters, group_by=group_by, metrics=metrics,
         )  # fmt: skip
@@ -376,20 +441,20 @@ class Pipeline:
         window: _Window,
         include_raw: bool,
         related: tuple[Include, ...] = (),
-    ) -> None:
-        def query(conditions: tuple[Condition, ...]) -> tuple[PageResult, bool]:
+    ) -> Steps[None]:
+        def query(conditions: tuple[Condition, ...]) -> Steps[tuple[PageResult, bool]]:
             planned = _planned(table, conditions, window)
             shown = query_filters_view(conditions)
             return self._query(log, planned, include_raw, shown, related)
 
-        result, all_hits = query(conditions)
+        result, all_hits = yield from query(conditions)
         used = conditions
         if result.total_count == 0:
             relaxed_steps = relaxations(conditions)
             for reason, relaxed in itertools.islice(
                 relaxed_steps, self.settings.reformulation_max_attempts
             ):
-                attempt, hit = query(relaxed)
+                attempt, hit = yield from query(relaxed)
                 all_hits = all_hits and hit
                 shown = query_filters_view(relaxed)
                 outcome.attempts.append(
@@ -415,14 +480,14 @@ class Pipeline:
 
     def _count(
         self, log: Any, outcome: Outcome, table: str, conditions: tuple[Condition, ...]
-    ) -> None:
+    ) -> Steps[None]:
         filters = tuple(c.to_filter() for c in conditions)
         typed = tuple((f.column, f.op, _typed(f.value)) for f in filters)
         key = ("count", table, self.facade.data_version(table), typed)
         cached: tuple[int, dt.datetime] | None = self.cache.get(key)
         outcome.cache = "miss" if cached is None else "hit"
         if cached is None:
-            cached = (self.facade.count(table, filters), self.now())
+            cached = ((yield Call("count", (table, filters))), self.now())
             self.cache.put(key, cached)
         outcome.total_count, outcome.retrieved_at = cached
         log.debug("rag.count", table=table, filters=outcome.filters, total_count=cached[0])
@@ -439,7 +504,7 @@ class Pipeline:
         include_raw: bool,
         shown: Mapping[str, Any],
         related: tuple[Include, ...] = (),
-    ) -> tuple[PageResult, bool]:
+    ) -> Steps[tuple[PageResult, bool]]:
         """The page of ``query`` as records, from the cache if it holds it (and whether it did).
 
         ``shown`` is how the filters are logged; ``related`` the related rows each row carries.
@@ -451,14 +516,16 @@ class Pipeline:
         if cached is not None:
             log.debug("rag.query", table=query.table, filters=shown, cache="hit")
             return cached, True
-        page = self.facade.read(
-            query.table,
-            query.filters,
-            columns=query.columns,
-            order=query.order,
-            limit=query.limit,
-            offset=query.offset,
-            include=related,
+        page = yield Call(
+            "read",
+            (query.table, query.filters),
+            {
+                "columns": query.columns,
+                "order": query.order,
+                "limit": query.limit,
+                "offset": query.offset,
+                "include": related,
+            },
         )
         result = page_result(
             page.rows,
@@ -490,7 +557,7 @@ class Pipeline:
         window: _Window,
         include_raw: bool = False,
         deadline: LLMDeadline | None = None,
-    ) -> None:
+    ) -> Steps[None]:
         # JSON-ready: the fallback shows the model what was tried (a date as its ISO text).
         filters = canonical_value(query_filters_view(conditions))
         if conditions and outcome.filters is None:
@@ -533,7 +600,7 @@ class Pipeline:
             seconds_left=None if deadline is None else deadline.remaining(),
         )
         try:
-            result = self.fallback(request)
+            result = yield Call("fallback", (request,))
         except Exception as exc:  # a broken hook must not break run()
             result = FallbackResult(error=exc)
         if result.error is None:

@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from persistence._column_kinds import ColumnType
+from persistence._steps import Steps
 from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.backends._postgrest_aggregate import aggregate_rows_from
-from persistence.backends._postgrest_client import PostgrestClient
+from persistence.backends._postgrest_client import Exchange, PostgrestClient
 from persistence.errors import UnsupportedOperatorError
 
 __all__ = ["MAX_DISTINCT_PAIRS", "count_distinct_groups", "with_distinct_counts"]
@@ -42,9 +43,9 @@ def count_distinct_groups(
     column: str,
     types: Mapping[str, ColumnType],
     page_size: int,
-) -> dict[Key, int]:
+) -> Steps[Exchange, dict[Key, int]]:
     """The number of distinct non-NULL ``column`` values per group key (groups whose values are
-    all NULL are absent: their count is 0)."""
+    all NULL are absent: their count is 0); as steps, sent blocking or awaited."""
     # The distinct column is grouped too, as the last key; count() keeps the request grouped
     # (and is what PostgREST needs to group at all).
     keys = (*group_by, column)
@@ -61,7 +62,7 @@ def count_distinct_groups(
             ("limit", str(want)),
             ("offset", str(read)),
         ]
-        response = client.request(
+        response = yield from client.request_steps(
             "GET", table, "aggregate", params, columns=[*keys, *(k for k, _ in filters)]
         )
         found, _ = aggregate_rows_from(response, table, keys, (Metric("count"),), types)

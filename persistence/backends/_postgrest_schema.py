@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from persistence.backends._postgrest_client import PostgrestClient
+from persistence._steps import Steps
+from persistence.backends._postgrest_client import Exchange, PostgrestClient
 from persistence.backends._postgrest_embed import parse_relations
 from persistence.errors import BackendUnavailableError, PersistenceError, QueryTimeoutError
 from persistence.relations import Relation
@@ -90,8 +91,16 @@ class ApiDescription:
         return tables.get(table)
 
     def _fetch(self) -> Tables:
+        return self._client.drive(self.fetch_steps())
+
+    def known(self) -> bool:
+        """True once the description was read (or found missing for good)."""
+        return self._tables is not None
+
+    def fetch_steps(self) -> Steps[Exchange, Tables]:
+        """Read the description (``GET`` on the REST root) as steps."""
         try:
-            response = self._client.request("GET", "", "column_types", [])
+            response = yield from self._client.request_steps("GET", "", "column_types", [])
             document = json.loads(response.content)
             parsed = parse_description(document)
             self._relations = parse_relations(document)

@@ -44,6 +44,7 @@ from persistence._options import check_options
 from persistence._read_only import refuse_write
 from persistence.aggregate import AggregateResult, Metric
 from persistence.backends._aggregate_rows import aggregate_rows
+from persistence.backends._inline_async import InlineAsyncReads
 from persistence.backends._like import text_predicate
 from persistence.backends._memory_search import search_rows, vector_cache
 from persistence.capabilities import Capabilities
@@ -401,11 +402,12 @@ def _sorted(rows: list[Row], order: Sequence[Order]) -> list[Row]:
     return rows
 
 
-class MemoryBackend:
+class MemoryBackend(InlineAsyncReads):
     """Serves queries from a :class:`MemoryStore` (``default_store()`` unless given one).
 
     ``relations`` are the relations ``include`` may follow (a store has no foreign keys): the
-    reference schema's by default.
+    reference schema's by default. Its awaitable reads (``aread`` ...) run inline on the event
+    loop, with no thread: they wait for nothing.
     """
 
     name = "memory"

@@ -17,11 +17,12 @@ ends; the run waits for that (at most :data:`JOIN_GRACE_SECONDS` more, then logs
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -108,13 +109,19 @@ class _Budget(AgentMiddleware):
         self._session = session
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return handler(self._bounded(request))
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        return await handler(self._bounded(request))
+
+    def _bounded(self, request: Any) -> Any:
+        """Count the call against the budget; give it the seconds left as its request timeout."""
         session = self._session
         session.start_model_call()
-        left = session.deadline - session.clock()
-        bound = timeout_kwargs(request.model, left)
+        bound = timeout_kwargs(request.model, session.deadline - session.clock())
         if bound:
             request = request.override(model_settings={**request.model_settings, **bound})
-        return handler(request)
+        return request
 
 
 class AgentFallback:
@@ -167,19 +174,8 @@ class AgentFallback:
         ``max_steps`` overrides the step limit for this run; ``timeout_seconds`` shortens its
         timeout (what is left of the run's deadline).
         """
-        steps = self.max_steps if max_steps is None else max(1, max_steps)
-        timeout = self.timeout_seconds
-        if timeout_seconds is not None:
-            timeout = max(0.0, min(timeout, timeout_seconds))
-        session = FallbackSession(
-            self._facade,
-            max_steps=steps,
-            deadline=self._clock() + timeout,
-            clock=self._clock,
-            now=self._now,
-            scope=self.scope.tables(table),
-        )
-        _log.info("rag.fallback.start", table=table, max_steps=steps, timeout_s=round(timeout, 3))
+        timeout = self._timeout(timeout_seconds)
+        session = self._session(table, max_steps, timeout)
         work = _Work(
             contextvars.copy_context(), self._invoke, (session, text, table, tried_filters)
         )
@@ -207,9 +203,51 @@ class AgentFallback:
                 grace_s=JOIN_GRACE_SECONDS,
             )
 
-    def _invoke(
+    async def arun(
+        self,
+        text: str,
+        *,
+        table: str = "leads",
+        tried_filters: Mapping[str, Any] | None = None,
+        max_steps: int | None = None,
+        timeout_seconds: float | None = None,
+    ) -> FallbackOutcome:
+        """The awaitable twin of :meth:`run`: the agent graph's ``ainvoke`` (the model's
+        ``ainvoke``) on the running loop, cancelled at the deadline; never raises."""
+        timeout = self._timeout(timeout_seconds)
+        session = self._session(table, max_steps, timeout)
+        graph, message = self._graph(session, text, table, tried_filters)
+        try:
+            output = await asyncio.wait_for(graph.ainvoke({"messages": [message]}), timeout)
+        except TimeoutError:
+            session.cancelled.set()
+            return self._failed(session, FallbackTimeoutError("agent fallback timed out"))
+        except Exception as exc:  # a failing model or graph ends the run, never the caller
+            return self._failed(session, exc)
+        return self._result(session, output, table)
+
+    def _timeout(self, timeout_seconds: float | None) -> float:
+        """The run's timeout: the fallback's own, shortened to what is left of the deadline."""
+        if timeout_seconds is None:
+            return self.timeout_seconds
+        return max(0.0, min(self.timeout_seconds, timeout_seconds))
+
+    def _session(self, table: str, max_steps: int | None, timeout: float) -> FallbackSession:
+        steps = self.max_steps if max_steps is None else max(1, max_steps)
+        session = FallbackSession(
+            self._facade,
+            max_steps=steps,
+            deadline=self._clock() + timeout,
+            clock=self._clock,
+            now=self._now,
+            scope=self.scope.tables(table),
+        )
+        _log.info("rag.fallback.start", table=table, max_steps=steps, timeout_s=round(timeout, 3))
+        return session
+
+    def _graph(
         self, session: FallbackSession, text: str, table: str, tried: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
+    ) -> tuple[Any, HumanMessage]:
         graph = create_agent(
             self._llm,
             session.tools(),
@@ -217,7 +255,12 @@ class AgentFallback:
             middleware=[_Budget(session)],
             response_format=ToolStrategy(FinalAnswer),
         )
-        message = HumanMessage(request_message(text, table, tried))
+        return graph, HumanMessage(request_message(text, table, tried))
+
+    def _invoke(
+        self, session: FallbackSession, text: str, table: str, tried: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        graph, message = self._graph(session, text, table, tried)
         result: dict[str, Any] = graph.invoke({"messages": [message]})
         return result
 
@@ -347,6 +390,21 @@ class PipelineFallback:
             max_steps=request.max_steps,
             timeout_seconds=request.seconds_left,
         )
+        return self._answer(outcome)
+
+    async def acall(self, request: FallbackRequest) -> FallbackResult:
+        """The awaitable twin of calling the hook (what ``RAGAgent.arun`` awaits)."""
+        outcome = await self.fallback.arun(
+            request.text,
+            table=request.table,
+            tried_filters=request.filters or None,
+            max_steps=request.max_steps,
+            timeout_seconds=request.seconds_left,
+        )
+        return self._answer(outcome)
+
+    @staticmethod
+    def _answer(outcome: FallbackOutcome) -> FallbackResult:
         reads = [
             FallbackRead(table=entry.table, rows=[entry.row], retrieved_at=entry.retrieved_at)
             for entry in outcome.records
