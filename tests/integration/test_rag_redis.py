@@ -102,21 +102,23 @@ class TestSharedFallbackBudget:
     """Two agents sharing a Redis limiter share RAG_MAX_FALLBACKS_PER_MIN."""
 
     def test_two_agents_one_budget(self, redis_url: str, redis_key_prefix: str) -> None:
-        """The third fallback across both agents is suppressed until the window moves."""
+        """The third fallback across both agents is suppressed until the window moves.
+
+        Each question is new: an answered one comes from the fallback cache, spending nothing."""
         clock = FakeClock(1_700_000_000.0)
         key = redis_key_prefix + "agents"
         one_fallback, two_fallback = CountingFallback(), CountingFallback()
         one = _agent(redis_url, key, clock, one_fallback)
         two = _agent(redis_url, key, clock, two_fallback)
         statuses = [
-            one.run("?").metadata.fallback,
-            two.run("?").metadata.fallback,
-            one.run("?").metadata.fallback,
-            two.run("?").metadata.fallback,
+            one.run("first?").metadata.fallback,
+            two.run("second?").metadata.fallback,
+            one.run("third?").metadata.fallback,
+            two.run("fourth?").metadata.fallback,
         ]
         assert statuses == ["agent", "agent", "suppressed", "suppressed"]
         clock.now += 60
-        assert two.run("?").metadata.fallback == "agent"
+        assert two.run("fifth?").metadata.fallback == "agent"
         assert (one_fallback.calls, two_fallback.calls) == (1, 2)
         one.close()
         two.close()
