@@ -1,0 +1,472 @@
+"""Hybrid search on PostgreSQL: the legs, their fusion and the page, in one read-only transaction.
+
+Legs, each ranking at least ``offset + k`` rows where that many match the filters (filters are
+hard constraints inside every leg):
+
+* ``keyword``: full text over the allowed text columns, ``ts_rank(document, query, 1)`` over a
+  bounded candidate set (:mod:`persistence.backends._pg_search_sql`);
+* ``trigram``: pg_trgm's ``word_similarity`` over short text columns
+  (:func:`persistence.search.text.is_short_text_column`), threshold 0.6; skipped, and said so,
+  without pg_trgm;
+* ``semantic``: cosine distance over stored vectors (pgvector: the side table written by
+  ``rag-agent index``, or a ``vector(n)`` column declared with ``vector_columns=``), with one
+  round of pseudo-relevance feedback. Selective filters take the exact path (every filtered row
+  measured); others the HNSW index with ``hnsw.iterative_scan = relaxed_order`` and
+  ``hnsw.ef_search`` set in the transaction, and the exact path again should the index return
+  too few rows. Without pgvector or stored vectors, at most ``rerank_rows`` filtered rows are
+  embedded in process (cached by text) and ranked there, and ``degraded`` says so.
+
+The fusion is :func:`persistence.search.fusion.fuse` itself, over the legs' id lists, so the
+order and scores are those of every other backend's fusion.
+
+Thread-safety: a :class:`PostgresSearch` is safe to share; its only state, the in-process
+vector cache, takes a lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from array import array
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import psycopg
+from cachetools import LRUCache
+from psycopg import sql
+
+from persistence._logs import get_logger
+from persistence.backends import _pg_search_sql as q
+from persistence.backends._pg_catalog import Table
+from persistence.backends._pg_pool import Connections
+from persistence.backends._pg_sql import build_count, filter_params
+from persistence.errors import ConfigurationError, InvalidQueryError
+from persistence.query import Filter, Query
+from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult, fuse
+from persistence.search.embedder import Embedder, Vector
+from persistence.search.feedback import FEEDBACK_ROWS, refine
+from persistence.search.fusion import DEFAULT_WEIGHTS
+from persistence.search.text import is_short_text_column, keyword_terms, topical_text
+
+__all__ = [
+    "EMBEDDINGS_TABLE_SUFFIX",
+    "PostgresSearch",
+    "SearchSettings",
+    "embeddings_table",
+    "row_text",
+    "text_hash",
+]
+
+log = get_logger("persistence.postgres")
+
+#: The side table of ``T`` is ``T_embeddings``, in ``T``'s schema.
+EMBEDDINGS_TABLE_SUFFIX = "_embeddings"
+#: pg_trgm's ``word_similarity`` a short column's word must reach.
+TRIGRAM_THRESHOLD = 0.6
+_LEG_ORDER = ("keyword", "trigram", "semantic")
+_CACHE_ENTRIES = 20_000
+
+
+def embeddings_table(table: str) -> str:
+    """The side table holding ``table``'s row vectors."""
+    return f"{table}{EMBEDDINGS_TABLE_SUFFIX}"
+
+
+def row_text(values: Sequence[Any]) -> str:
+    """What is embedded for a row: its non-empty text values, one per line (the indexer and the
+    in-process re-rank embed the same text)."""
+    return "\n".join(str(v).strip() for v in values if v is not None and str(v).strip())
+
+
+def text_hash(columns: Sequence[str], text: str) -> bytes:
+    """The SHA-256 of the embedded text and the columns it came from (a changed column list
+    re-embeds every row)."""
+    return hashlib.sha256(json.dumps([list(columns), text]).encode()).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    """The backend's search options (``create_backend`` names them).
+
+    ``text_search_config``: the full-text configuration (``english``); ``vector_columns``:
+    ``{table: (column, model_id)}`` for tables that hold their own ``vector(n)`` column;
+    ``exact_rows``: at most this many filtered rows take the exact vector path;
+    ``rerank_rows``: at most this many filtered rows are embedded in process when no vectors are
+    stored; ``keyword_candidates``: rows the keyword leg ranks at most (more when deeper).
+    """
+
+    text_search_config: str = "english"
+    vector_columns: Mapping[str, tuple[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    exact_rows: int = 10_000
+    rerank_rows: int = 2_000
+    keyword_candidates: int = 1_000
+
+    def __post_init__(self) -> None:
+        parts = self.text_search_config.split(".")
+        if not (1 <= len(parts) <= 2 and all(p.isidentifier() for p in parts)):
+            raise ConfigurationError(
+                f"text_search_config= must be a configuration name such as 'english', "
+                f"not {self.text_search_config!r}"
+            )
+        for table, spec in self.vector_columns.items():
+            if not (
+                isinstance(spec, tuple)
+                and len(spec) == 2
+                and all(isinstance(s, str) and s for s in spec)
+            ):
+                raise ConfigurationError(
+                    f"vector_columns[{table!r}] must be (column, model_id), not {spec!r}"
+                )
+        for name in ("exact_rows", "rerank_rows", "keyword_candidates"):
+            value = getattr(self, name)
+            if type(value) is not int or value <= 0:
+                raise ConfigurationError(f"{name}= must be a positive int, not {value!r}")
+
+
+@dataclass(slots=True)
+class _Facts:
+    vector_schema: str | None
+    trgm_schema: str | None
+    side_dimension: int | None
+    side_meta: dict[str, Any] | None
+    has_hnsw: bool
+    column_dimension: int | None
+
+
+@dataclass(slots=True)
+class _Run:
+    """One search's working state inside its transaction."""
+
+    cursor: psycopg.Cursor[Any]
+    table: sql.Identifier
+    filters: tuple[Filter, ...]
+    depth: int
+    total: int
+    notes: list[str]
+    path: dict[str, Any] = field(default_factory=dict)
+
+
+class PostgresSearch:
+    """The search of one :class:`~persistence.backends.postgres.PostgresBackend`."""
+
+    def __init__(self, connections: Connections, schema: str, settings: SearchSettings) -> None:
+        self._connections = connections
+        self._schema = schema
+        self.settings = settings
+        self._cache: LRUCache[bytes, array[float]] = LRUCache(_CACHE_ENTRIES)
+        self._lock = threading.Lock()
+
+    def search(
+        self,
+        entry: Table,
+        query: Query,
+        filters: tuple[Filter, ...],
+        request: SearchRequest,
+        text_columns: tuple[str, ...],
+        embedder: Embedder | None,
+    ) -> SearchResult:
+        table = query.table
+        if "id" not in entry.column_set:
+            raise InvalidQueryError(f"table {table!r} has no id column to rank rows by")
+        entry.require(table, text_columns, "search")
+        columns = entry.names if query.columns is None else query.columns
+        topical = topical_text(request.text, table)
+        notes: list[str] = []
+        mode = request.mode
+        if mode is SearchMode.HYBRID and embedder is None:
+            mode = SearchMode.KEYWORD
+            notes.append("no embeddings configured: ranked by keywords only")
+        if mode is SearchMode.SEMANTIC and embedder is None:
+            raise InvalidQueryError("semantic search needs embeddings")
+        # Embedded before the transaction opens: a model call holds no connection.
+        vector = embedder.embed_query(topical) if embedder and mode is not SearchMode.KEYWORD else None
+
+        def work(conn: psycopg.Connection[Any]) -> SearchResult:
+            cursor = conn.cursor()
+            # One snapshot for the count, every leg and the page.
+            cursor.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cursor.execute(self._connections.set_timeout)
+            run = _Run(cursor, sql.Identifier(self._schema, table), filters, request.depth, 0, notes)
+            count = build_count(table, self._schema, filters).as_bytes(None)
+            run.total = int(cursor.execute(count, filter_params(filters)).fetchall()[0][0])
+            facts = self._probe(cursor, table)
+            legs: dict[str, list[Any]] = {}
+            if mode in (SearchMode.HYBRID, SearchMode.KEYWORD):
+                legs["keyword"] = self._keyword(run, text_columns, keyword_terms(request.text, table))
+                short = tuple(c for c in text_columns if is_short_text_column(c))
+                if short and facts.trgm_schema is None:
+                    notes.append("pg_trgm is not installed: no trigram leg for short text columns")
+                elif short and facts.trgm_schema is not None:
+                    legs["trigram"] = self._trigram(run, short, topical, facts.trgm_schema)
+            if vector is not None and embedder is not None:
+                legs["semantic"] = self._semantic(
+                    run, facts, table, text_columns, vector, embedder, legs
+                )
+            hits = self._page(run, legs, columns, request)
+            cursor.execute(b"COMMIT")
+            log.debug("postgres.search", table=table, legs=list(legs), **run.path)
+            return SearchResult(
+                hits=hits,
+                mode=mode,
+                legs=tuple(legs),
+                query=topical,
+                total_count=run.total,
+                degraded="; ".join(notes) if notes else None,
+            )
+
+        result: SearchResult = self._connections.run(work, "search", read=True)
+        return result
+
+    # --- facts -----------------------------------------------------------------------------------
+
+    def _probe(self, cursor: psycopg.Cursor[Any], table: str) -> _Facts:
+        side = sql.Identifier(self._schema, embeddings_table(table)).as_string(None)
+        base = sql.Identifier(self._schema, table).as_string(None)
+        column = self.settings.vector_columns.get(table, ("", ""))[0]
+        row = cursor.execute(q.probe_statement(), [column, side, base]).fetchall()[0]
+        meta: dict[str, Any] | None = None
+        if row[3]:
+            try:
+                parsed = json.loads(row[3])
+                meta = parsed if isinstance(parsed, dict) else None
+            except ValueError:
+                meta = None
+        return _Facts(row[0], row[1], row[2], meta, bool(row[4]), row[5])
+
+    # --- legs ------------------------------------------------------------------------------------
+
+    def _keyword(self, run: _Run, columns: Sequence[str], terms: Sequence[str]) -> list[Any]:
+        if not terms:
+            return []
+        config = self.settings.text_search_config
+        statement = q.build_keyword(run.table, run.filters, columns, config, len(terms))
+        candidates = max(self.settings.keyword_candidates, run.depth)
+        params = q.keyword_params(run.filters, terms, candidates, run.depth)
+        return [r[0] for r in run.cursor.execute(statement, params).fetchall()]
+
+    def _trigram(self, run: _Run, columns: Sequence[str], text: str, schema: str) -> list[Any]:
+        run.cursor.execute(
+            b"SELECT pg_catalog.set_config('pg_trgm.word_similarity_threshold', %s, true)",
+            [str(TRIGRAM_THRESHOLD)],
+        )
+        statement = q.build_trigram(run.table, run.filters, columns, schema)
+        params = [*filter_params(run.filters), *([text] * (2 * len(columns))), run.depth]
+        # The text appears once per column in the condition, then once per column in the rank.
+        return [r[0] for r in run.cursor.execute(statement, params).fetchall()]
+
+    def _semantic(
+        self,
+        run: _Run,
+        facts: _Facts,
+        table: str,
+        text_columns: tuple[str, ...],
+        vector: Vector,
+        embedder: Embedder,
+        legs: Mapping[str, Sequence[Any]],
+    ) -> list[Any]:
+        source = self._vector_source(facts, table, text_columns, embedder, run.notes)
+        if source is None or facts.vector_schema is None:
+            return self._rerank(run, text_columns, vector, embedder, legs)
+        first = self._nearest(run, source, facts, vector, embedder, FEEDBACK_ROWS, True)
+        refined = refine(vector, [_parse_vector(row[2]) for row in first])
+        return [r[0] for r in self._nearest(run, source, facts, refined, embedder, run.depth, False)]
+
+    def _vector_source(
+        self,
+        facts: _Facts,
+        table: str,
+        text_columns: tuple[str, ...],
+        embedder: Embedder,
+        notes: list[str],
+    ) -> q.VectorSource | None:
+        """Where ``table``'s stored vectors are, checked against ``embedder``; ``None`` (with a
+        note) when there are none the search may use."""
+        if facts.vector_schema is None:
+            notes.append(
+                "pgvector is not installed on the server: the semantic leg ranked at most "
+                f"{self.settings.rerank_rows} filtered rows embedded in process"
+            )
+            return None
+        declared = self.settings.vector_columns.get(table)
+        if declared is not None:
+            column, model_id = declared
+            if facts.column_dimension is None or facts.column_dimension <= 0:
+                raise ConfigurationError(
+                    f"vector_columns names {table}.{column}, which is not a vector(n) column"
+                )
+            embedder.check_stored(model_id=model_id, dimension=facts.column_dimension)
+            relation = sql.Identifier(self._schema, table)
+            return q.VectorSource(relation, "id", column, facts.column_dimension, None)
+        meta = facts.side_meta
+        if facts.side_dimension is None or meta is None:
+            notes.append(
+                f"no stored vectors for {table!r} (run `rag-agent index {table}`): the semantic "
+                f"leg ranked at most {self.settings.rerank_rows} filtered rows embedded in process"
+            )
+            return None
+        indexed = meta.get("columns")
+        if not isinstance(indexed, list) or not set(indexed) <= set(text_columns):
+            notes.append(
+                f"the stored vectors of {table!r} embed columns this search may not read: the "
+                f"semantic leg ranked at most {self.settings.rerank_rows} filtered rows embedded "
+                "in process"
+            )
+            return None
+        embedder.check_stored(model_id=str(meta.get("model_id")), dimension=facts.side_dimension)
+        relation = sql.Identifier(self._schema, embeddings_table(table))
+        return q.VectorSource(relation, "row_id", "embedding", facts.side_dimension, "model_id")
+
+    def _nearest(
+        self,
+        run: _Run,
+        source: q.VectorSource,
+        facts: _Facts,
+        vector: Vector,
+        embedder: Embedder,
+        limit: int,
+        with_vectors: bool,
+    ) -> list[Any]:
+        assert facts.vector_schema is not None
+        literal = _vector_literal(vector)
+        params = q.nearest_params(source, run.filters, literal, embedder.model_id, limit)
+        wanted = min(limit, run.total)
+        if facts.has_hnsw and run.total > self.settings.exact_rows:
+            applied = run.cursor.execute(
+                b"SELECT pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                b"pg_catalog.set_config('hnsw.ef_search', %s, true)",
+                [str(min(1000, max(40, limit)))],
+            ).fetchall()[0]
+            statement = q.build_nearest(
+                run.table, run.filters, source, facts.vector_schema, exact=False,
+                with_vectors=with_vectors,
+            )
+            rows = run.cursor.execute(statement, params).fetchall()
+            run.path.update(path="hnsw", iterative_scan=applied[0], ef_search=applied[1])
+            if len(rows) >= wanted:
+                return rows
+            # Fewer than asked although enough rows match: measure every filtered row instead.
+            run.path["fallback"] = True
+        else:
+            run.path.setdefault("path", "exact")
+        statement = q.build_nearest(
+            run.table, run.filters, source, facts.vector_schema, exact=True,
+            with_vectors=with_vectors,
+        )
+        return run.cursor.execute(statement, params).fetchall()
+
+    def _rerank(
+        self,
+        run: _Run,
+        columns: tuple[str, ...],
+        vector: Vector,
+        embedder: Embedder,
+        legs: Mapping[str, Sequence[Any]],
+    ) -> list[Any]:
+        """The semantic leg in process over at most ``rerank_rows`` filtered rows: all of them
+        when that many match, else the keyword legs' rows and then the first rows in id order."""
+        budget = self.settings.rerank_rows
+        rows: dict[Any, str] = {}
+        if run.total > budget:
+            keyed = list(dict.fromkeys(k for leg in legs.values() for k in leg))[:budget]
+            if keyed:
+                statement = q.build_texts(run.table, run.filters, columns, by_id=True)
+                for row in run.cursor.execute(statement, [*filter_params(run.filters), keyed]):
+                    rows[row[0]] = row_text(row[1:])
+        if len(rows) < budget:
+            statement = q.build_texts(run.table, run.filters, columns, by_id=False)
+            params = [*filter_params(run.filters), budget]
+            for row in run.cursor.execute(statement, params):
+                if len(rows) >= budget:
+                    break
+                rows.setdefault(row[0], row_text(row[1:]))
+        vectors = self._embedded(rows, columns, embedder)
+        ranked = _by_cosine(vector, vectors)
+        refined = refine(vector, [vectors[k] for k in ranked[:FEEDBACK_ROWS]])
+        run.path["path"] = "in-process"
+        return _by_cosine(refined, vectors)[: run.depth]
+
+    def _embedded(
+        self, texts: Mapping[Any, str], columns: Sequence[str], embedder: Embedder
+    ) -> dict[Any, Vector]:
+        """Each row's vector, from the cache or embedded now (rows without text have none)."""
+        out: dict[Any, Vector] = {}
+        missing: dict[bytes, list[Any]] = {}
+        pending: dict[bytes, str] = {}
+        with self._lock:
+            for key, text in texts.items():
+                if not text:
+                    continue
+                digest = hashlib.sha256(
+                    text_hash(columns, text) + embedder.model_id.encode()
+                ).digest()
+                cached = self._cache.get(digest)
+                if cached is not None:
+                    out[key] = tuple(cached)
+                else:
+                    missing.setdefault(digest, []).append(key)
+                    pending[digest] = text
+        digests = list(pending)
+        for start in range(0, len(digests), 256):
+            chunk = digests[start : start + 256]
+            made = embedder.embed_documents([pending[d] for d in chunk])
+            with self._lock:
+                for digest, vec in zip(chunk, made, strict=True):
+                    self._cache[digest] = array("d", vec)
+                    for key in missing[digest]:
+                        out[key] = vec
+        return out
+
+    # --- the page --------------------------------------------------------------------------------
+
+    def _page(
+        self,
+        run: _Run,
+        legs: Mapping[str, Sequence[Any]],
+        columns: Sequence[str],
+        request: SearchRequest,
+    ) -> tuple[SearchHit, ...]:
+        ordered = {name: legs[name] for name in _LEG_ORDER if name in legs}
+        fused = fuse(ordered, DEFAULT_WEIGHTS)
+        depth = request.depth
+        if len(fused) < depth <= run.total:
+            # Enough rows match but the legs ranked too few: the rest, in id order, unranked.
+            known = [key for key, _, _ in fused]
+            statement = q.build_fill(run.table, run.filters, exclude=bool(known))
+            params = [*filter_params(run.filters), *([known] if known else []), depth - len(fused)]
+            blank = dict.fromkeys(ordered)
+            fused += [(r[0], 0.0, dict(blank)) for r in run.cursor.execute(statement, params)]
+        page = fused[request.offset : depth]
+        if not page:
+            return ()
+        statement = q.build_rows(run.table, columns)
+        found = {r[0]: r[1:] for r in run.cursor.execute(statement, [[k for k, _, _ in page]])}
+        return tuple(
+            SearchHit(
+                row=dict(zip(columns, found[key], strict=True)),
+                score=score,
+                ranks=MappingProxyType(ranks),
+            )
+            for key, score, ranks in page
+            if key in found
+        )
+
+
+def _vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(v)) for v in vector) + "]"
+
+
+def _parse_vector(text: str) -> Vector:
+    return tuple(float(v) for v in text.strip("[]").split(","))
+
+
+def _by_cosine(query: Vector, vectors: Mapping[Any, Sequence[float]]) -> list[Any]:
+    """Keys by cosine similarity (vectors are unit length: a dot product), best first, then key."""
+    scored = [(math.fsum(a * b for a, b in zip(query, v, strict=True)), k) for k, v in vectors.items()]
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [k for _, k in scored]
