@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import threading
+import time
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,7 @@ EMBEDDINGS_TABLE_SUFFIX = "_embeddings"
 TRIGRAM_THRESHOLD = 0.6
 _LEG_ORDER = ("keyword", "trigram", "semantic")
 _CACHE_ENTRIES = 20_000
+_INDEX_RECHECK_SECONDS = 60.0
 
 
 def embeddings_table(table: str) -> str:
@@ -161,6 +163,7 @@ class PostgresSearch:
         self.settings = settings
         self._cache: LRUCache[bytes, array[float]] = LRUCache(_CACHE_ENTRIES)
         self._lock = threading.Lock()
+        self._keyword_indexes: dict[tuple[str, tuple[str, ...]], tuple[bool, float]] = {}
 
     def search(
         self,
@@ -185,20 +188,26 @@ class PostgresSearch:
         if mode is SearchMode.SEMANTIC and embedder is None:
             raise InvalidQueryError("semantic search needs embeddings")
         # Embedded before the transaction opens: a model call holds no connection.
-        vector = embedder.embed_query(topical) if embedder and mode is not SearchMode.KEYWORD else None
+        vector = (
+            embedder.embed_query(topical) if embedder and mode is not SearchMode.KEYWORD else None
+        )
 
         def work(conn: psycopg.Connection[Any]) -> SearchResult:
             cursor = conn.cursor()
             # One snapshot for the count, every leg and the page.
             cursor.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             cursor.execute(self._connections.set_timeout)
-            run = _Run(cursor, sql.Identifier(self._schema, table), filters, request.depth, 0, notes)
+            run = _Run(
+                cursor, sql.Identifier(self._schema, table), filters, request.depth, 0, notes
+            )
             count = build_count(table, self._schema, filters).as_bytes(None)
             run.total = int(cursor.execute(count, filter_params(filters)).fetchall()[0][0])
             facts = self._probe(cursor, table)
             legs: dict[str, list[Any]] = {}
             if mode in (SearchMode.HYBRID, SearchMode.KEYWORD):
-                legs["keyword"] = self._keyword(run, text_columns, keyword_terms(request.text, table))
+                legs["keyword"] = self._keyword(
+                    run, text_columns, keyword_terms(request.text, table)
+                )
                 short = tuple(c for c in text_columns if is_short_text_column(c))
                 if short and facts.trgm_schema is None:
                     notes.append("pg_trgm is not installed: no trigram leg for short text columns")
@@ -242,15 +251,37 @@ class PostgresSearch:
     # --- legs ------------------------------------------------------------------------------------
 
     def _keyword(self, run: _Run, columns: Sequence[str], terms: Sequence[str]) -> list[Any]:
-        if not terms:
+        if not terms or not run.total:
             return []
         config = self.settings.text_search_config
-        statement = q.build_keyword(run.table, run.filters, columns, config, len(terms))
+        indexed = self._indexed(run, columns)
+        statement = q.build_keyword(
+            run.table, run.filters, columns, config, len(terms), indexed=indexed
+        )
         candidates = max(self.settings.keyword_candidates, run.depth)
-        params = q.keyword_params(run.filters, terms, candidates, run.depth)
+        params = q.keyword_params(run.filters, terms, candidates, run.depth, indexed=indexed)
+        run.path["keyword_index"] = indexed
         return [r[0] for r in run.cursor.execute(statement, params).fetchall()]
 
+    def _indexed(self, run: _Run, columns: Sequence[str]) -> bool:
+        """Whether the planner serves the keyword document by an index (asked once a minute
+        per table and column set: an index created later is noticed)."""
+        key = (run.table.as_string(None), tuple(columns))
+        now = time.monotonic()
+        with self._lock:
+            known = self._keyword_indexes.get(key)
+        if known is not None and now - known[1] < _INDEX_RECHECK_SECONDS:
+            return known[0]
+        statement = q.build_keyword_probe(run.table, columns, self.settings.text_search_config)
+        plan = json.dumps(run.cursor.execute(statement, ["probe"]).fetchall()[0][0])
+        indexed = '"Bitmap Index Scan"' in plan or '"Index Scan"' in plan
+        with self._lock:
+            self._keyword_indexes[key] = (indexed, now)
+        return indexed
+
     def _trigram(self, run: _Run, columns: Sequence[str], text: str, schema: str) -> list[Any]:
+        if not run.total:
+            return []
         run.cursor.execute(
             b"SELECT pg_catalog.set_config('pg_trgm.word_similarity_threshold', %s, true)",
             [str(TRIGRAM_THRESHOLD)],
@@ -271,11 +302,15 @@ class PostgresSearch:
         legs: Mapping[str, Sequence[Any]],
     ) -> list[Any]:
         source = self._vector_source(facts, table, text_columns, embedder, run.notes)
+        if not run.total:
+            return []  # no row matches the filters: nothing to rank (the source was checked)
         if source is None or facts.vector_schema is None:
             return self._rerank(run, text_columns, vector, embedder, legs)
         first = self._nearest(run, source, facts, vector, embedder, FEEDBACK_ROWS, True)
         refined = refine(vector, [_parse_vector(row[2]) for row in first])
-        return [r[0] for r in self._nearest(run, source, facts, refined, embedder, run.depth, False)]
+        return [
+            r[0] for r in self._nearest(run, source, facts, refined, embedder, run.depth, False)
+        ]
 
     def _vector_source(
         self,
@@ -343,7 +378,11 @@ class PostgresSearch:
                 [str(min(1000, max(40, limit)))],
             ).fetchall()[0]
             statement = q.build_nearest(
-                run.table, run.filters, source, facts.vector_schema, exact=False,
+                run.table,
+                run.filters,
+                source,
+                facts.vector_schema,
+                exact=False,
                 with_vectors=with_vectors,
             )
             rows = run.cursor.execute(statement, params).fetchall()
@@ -355,7 +394,11 @@ class PostgresSearch:
         else:
             run.path.setdefault("path", "exact")
         statement = q.build_nearest(
-            run.table, run.filters, source, facts.vector_schema, exact=True,
+            run.table,
+            run.filters,
+            source,
+            facts.vector_schema,
+            exact=True,
             with_vectors=with_vectors,
         )
         return run.cursor.execute(statement, params).fetchall()
@@ -467,6 +510,8 @@ def _parse_vector(text: str) -> Vector:
 
 def _by_cosine(query: Vector, vectors: Mapping[Any, Sequence[float]]) -> list[Any]:
     """Keys by cosine similarity (vectors are unit length: a dot product), best first, then key."""
-    scored = [(math.fsum(a * b for a, b in zip(query, v, strict=True)), k) for k, v in vectors.items()]
+    scored = [
+        (math.fsum(a * b for a, b in zip(query, v, strict=True)), k) for k, v in vectors.items()
+    ]
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [k for _, k in scored]

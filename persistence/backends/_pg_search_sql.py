@@ -24,6 +24,7 @@ __all__ = [
     "VectorSource",
     "build_fill",
     "build_keyword",
+    "build_keyword_probe",
     "build_nearest",
     "build_rows",
     "build_texts",
@@ -45,9 +46,7 @@ def _where_and(filters: Sequence[Filter], extra: sql.Composable | None) -> sql.C
 def document(columns: Sequence[str], config: str, alias: str | None = None) -> sql.Composable:
     """The keyword leg's ``tsvector`` over ``columns`` (see the module docstring)."""
     parts = [
-        sql.SQL("COALESCE({}, '')").format(
-            sql.Identifier(alias, c) if alias else sql.Identifier(c)
-        )
+        sql.SQL("COALESCE({}, '')").format(sql.Identifier(alias, c) if alias else sql.Identifier(c))
         for c in columns
     ]
     return sql.SQL("pg_catalog.to_tsvector(CAST({} AS pg_catalog.regconfig), {})").format(
@@ -64,17 +63,39 @@ def _tsquery(config: str, terms: int) -> sql.Composable:
 
 
 def build_keyword(
-    table: sql.Identifier, filters: Sequence[Filter], columns: Sequence[str], config: str, terms: int
+    table: sql.Identifier,
+    filters: Sequence[Filter],
+    columns: Sequence[str],
+    config: str,
+    terms: int,
+    *,
+    indexed: bool,
 ) -> sql.Composed:
-    """The keyword leg: ids, best first, by ``ts_rank(document, query, 1)`` (length-normalised).
+    """The keyword leg: ids, best first, by ``ts_rank(document, query, 1)`` (length-normalised),
+    then id.
 
-    Ranking recomputes each candidate's document, so candidates are bounded first, cheaply, from
-    the index alone: the rows matching the most words (one index lookup per word), then by id.
-    Values: :func:`keyword_params`.
+    ``indexed`` (a GIN index serves the document): ranking recomputes each candidate's document,
+    so candidates are first bounded cheaply, from the index alone: the rows matching the most
+    words (one index lookup per word), then by id; values: :func:`keyword_params`. Otherwise
+    every filtered row's document is computed once, and every match ranked; values: the
+    filters', the words, the words again, the depth.
     """
+    if not indexed:
+        return sql.SQL(
+            "WITH docs AS MATERIALIZED (SELECT id, {doc} AS d FROM {table}{where}) "
+            "SELECT id FROM docs WHERE d @@ {query} "
+            "ORDER BY pg_catalog.ts_rank(d, {query}, 1) DESC, id LIMIT %s"
+        ).format(
+            doc=document(columns, config),
+            table=table,
+            where=_where(filters),
+            query=_tsquery(config, terms),
+        )
     single = sql.SQL("SELECT id FROM {table}{where}").format(
         table=table,
-        where=_where_and(filters, document(columns, config) + sql.SQL(" @@ ") + _tsquery(config, 1)),
+        where=_where_and(
+            filters, document(columns, config) + sql.SQL(" @@ ") + _tsquery(config, 1)
+        ),
     )
     return sql.SQL(
         "WITH hits AS ({hits}), candidates AS (SELECT id FROM hits GROUP BY id "
@@ -89,10 +110,19 @@ def build_keyword(
     )
 
 
+def build_keyword_probe(table: sql.Identifier, columns: Sequence[str], config: str) -> sql.Composed:
+    """``EXPLAIN`` of a one-word match: whether the planner serves the document by an index."""
+    return sql.SQL("EXPLAIN (FORMAT JSON) SELECT id FROM {} WHERE {} @@ {}").format(
+        table, document(columns, config), _tsquery(config, 1)
+    )
+
+
 def keyword_params(
-    filters: Sequence[Filter], terms: Sequence[str], candidates: int, depth: int
+    filters: Sequence[Filter], terms: Sequence[str], candidates: int, depth: int, *, indexed: bool
 ) -> list[Any]:
     values = filter_params(filters)
+    if not indexed:
+        return [*values, *terms, *terms, depth]
     params: list[Any] = []
     for term in terms:
         params.extend(values)
@@ -114,7 +144,9 @@ def build_trigram(
         sql.SQL("{}.word_similarity(%s, {})").format(sql.Identifier(trgm), sql.Identifier(c))
         for c in columns
     )
-    return sql.SQL("SELECT id FROM {table}{where} ORDER BY GREATEST({sim}) DESC, id LIMIT %s").format(
+    return sql.SQL(
+        "SELECT id FROM {table}{where} ORDER BY GREATEST({sim}) DESC, id LIMIT %s"
+    ).format(
         table=table,
         where=_where_and(filters, sql.SQL("(") + similar + sql.SQL(")")),
         sim=similarity,
@@ -185,13 +217,13 @@ def build_nearest(
         )
     else:
         # A subquery keeps the filters' column names apart from the side table's.
-        filtered = sql.SQL("{side} AS v JOIN (SELECT id FROM {table}{where}) AS t ON t.id = {key}").format(
-            side=source.relation, table=table, where=_where(filters), key=key
-        )
+        filtered = sql.SQL(
+            "{side} AS v JOIN (SELECT id FROM {table}{where}) AS t ON t.id = {key}"
+        ).format(side=source.relation, table=table, where=_where(filters), key=key)
         filtered = sql.SQL("{} WHERE true").format(filtered)
-    select = sql.SQL("SELECT {key} AS id, {distance} AS distance{vectors} FROM {filtered}{model}").format(
-        key=key, distance=distance, vectors=vectors, filtered=filtered, model=model
-    )
+    select = sql.SQL(
+        "SELECT {key} AS id, {distance} AS distance{vectors} FROM {filtered}{model}"
+    ).format(key=key, distance=distance, vectors=vectors, filtered=filtered, model=model)
     if exact:
         return select + sql.SQL(" ORDER BY distance, id LIMIT %s")
     return sql.SQL(

@@ -109,7 +109,9 @@ def index_table(
     side = embeddings_table(table)
     if len(side.encode()) > 63:
         raise ConfigurationError(f"index: table name {table!r} is too long for {side!r}")
-    embedder = embeddings if isinstance(embeddings, Embedder) else Embedder(embeddings, model_id=model_id)
+    embedder = (
+        embeddings if isinstance(embeddings, Embedder) else Embedder(embeddings, model_id=model_id)
+    )
     started = time.monotonic()
     try:
         with psycopg.connect(dsn, connect_timeout=max(1, round(connect_timeout))) as conn:
@@ -182,11 +184,14 @@ class _Indexer:
             removed += cursor.rowcount
         conn.execute(
             sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {name} ON {side} USING hnsw (embedding {vs}.vector_cosine_ops)"
+                "CREATE INDEX IF NOT EXISTS {name} ON {side} "
+                "USING hnsw (embedding {vs}.vector_cosine_ops)"
             ).format(name=sql.Identifier(f"{self.side_name}_hnsw"), side=self.side, vs=vs)
         )
         for role in grant_to:
-            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(self.side, sql.Identifier(role)))
+            conn.execute(
+                sql.SQL("GRANT SELECT ON {} TO {}").format(self.side, sql.Identifier(role))
+            )
         conn.execute(sql.SQL("ANALYZE {}").format(self.side))
         return IndexReport(
             table=self.table_name,
@@ -214,7 +219,9 @@ class _Indexer:
             raise ConfigurationError(f"index: table {self.table_name!r} has no id column")
         for column in self.columns:
             if column not in found:
-                raise ConfigurationError(f"index: table {self.table_name!r} has no column {column!r}")
+                raise ConfigurationError(
+                    f"index: table {self.table_name!r} has no column {column!r}"
+                )
             if found[column][1] != "S":
                 raise ConfigurationError(
                     f"index: column {column!r} is {found[column][0]}, not text"
@@ -248,7 +255,9 @@ class _Indexer:
                 "format": 1,
             }
             self.conn.execute(
-                sql.SQL("COMMENT ON TABLE {} IS {}").format(self.side, sql.Literal(json.dumps(meta)))
+                sql.SQL("COMMENT ON TABLE {} IS {}").format(
+                    self.side, sql.Literal(json.dumps(meta))
+                )
             )
 
     def _batches(self, size: int) -> Iterator[list[tuple[Any, ...]]]:
@@ -286,7 +295,8 @@ class _Indexer:
             key: (text, digest)
             for key, text in texts.items()
             if text
-            and stored.get(key) != ((digest := text_hash(self.columns, text)), self.embedder.model_id)
+            and stored.get(key)
+            != ((digest := text_hash(self.columns, text)), self.embedder.model_id)
         }
         unchanged = sum(1 for key, text in texts.items() if text and key not in changed)
         vectors = self.embedder.embed_documents([text for text, _ in changed.values()])

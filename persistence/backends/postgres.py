@@ -39,8 +39,6 @@ from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Page, Query
-from persistence.search import SearchRequest, SearchResult
-from persistence.search.embedder import Embedder
 from persistence.relations import (
     FetchRequest,
     RelatedPlan,
@@ -50,6 +48,8 @@ from persistence.relations import (
     parent_keys,
     read_with_related,
 )
+from persistence.search import SearchRequest, SearchResult
+from persistence.search.embedder import Embedder
 from persistence.types import ColumnKind, ColumnType, coerce_filters
 
 try:

