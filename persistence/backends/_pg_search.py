@@ -31,7 +31,7 @@ import math
 import threading
 import time
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -205,17 +205,28 @@ class PostgresSearch:
             facts = self._probe(cursor, table)
             legs: dict[str, list[Any]] = {}
             if mode in (SearchMode.HYBRID, SearchMode.KEYWORD):
-                legs["keyword"] = self._keyword(
-                    run, text_columns, keyword_terms(request.text, table)
-                )
+                terms = keyword_terms(request.text, table)
+                legs["keyword"] = _timed(run, "keyword", self._keyword, run, text_columns, terms)
                 short = tuple(c for c in text_columns if is_short_text_column(c))
                 if short and facts.trgm_schema is None:
                     notes.append("pg_trgm is not installed: no trigram leg for short text columns")
                 elif short and facts.trgm_schema is not None:
-                    legs["trigram"] = self._trigram(run, short, topical, facts.trgm_schema)
+                    trgm = facts.trgm_schema
+                    legs["trigram"] = _timed(
+                        run, "trigram", self._trigram, run, short, topical, trgm
+                    )
             if vector is not None and embedder is not None:
-                legs["semantic"] = self._semantic(
-                    run, facts, table, text_columns, vector, embedder, legs
+                legs["semantic"] = _timed(
+                    run,
+                    "semantic",
+                    self._semantic,
+                    run,
+                    facts,
+                    table,
+                    text_columns,
+                    vector,
+                    embedder,
+                    legs,
                 )
             hits = self._page(run, legs, columns, request)
             cursor.execute(b"COMMIT")
@@ -498,6 +509,15 @@ class PostgresSearch:
             for key, score, ranks in page
             if key in found
         )
+
+
+def _timed(run: _Run, name: str, leg: Callable[..., list[Any]], *args: Any) -> list[Any]:
+    """``leg(*args)``, its milliseconds recorded for the debug log."""
+    started = time.perf_counter()
+    try:
+        return leg(*args)
+    finally:
+        run.path[f"{name}_ms"] = round((time.perf_counter() - started) * 1000, 2)
 
 
 def _vector_literal(vector: Sequence[float]) -> str:
