@@ -32,18 +32,7 @@ _TOPICS = [
     "cancel subscription stop paying terminate contract downgrade",
     "feature request roadmap integration export dashboard",
 ]
-_FILLER = [
-    "please",
-    "thanks",
-    "hello",
-    "regards",
-    "team",
-    "question",
-    "update",
-    "kindly",
-    "asap",
-    "today",
-]
+_FILLER = ["please", "thanks", "hello", "regards", "team", "question", "update", "kindly"]
 _QUERIES = [
     "customers who want to stop paying",
     "messages where someone could not sign in",

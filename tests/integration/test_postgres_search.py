@@ -271,6 +271,59 @@ class TestVectorIndex:
         assert all(set(h.row) <= {"id", "client_id", "subject"} for h in result.hits)
 
 
+class TestPitfalls:
+    def test_stop_words_only_give_an_empty_keyword_leg(self, world: World) -> None:
+        """Text of stop words alone makes an empty tsquery: no error, the semantic leg ranks."""
+        with _facade(world.db.reader_dsn) as facade:
+            result = facade.search("inquiries", "the of and", k=5)
+        assert len(result.hits) == 5
+        assert all(h.ranks["keyword"] is None for h in result.hits)
+
+    def test_keyword_leg_ranks_by_length_normalised_rank(self, world: World) -> None:
+        """The keyword leg's order is ts_rank(document, query, 1) desc, then id, computed here
+        independently on the messages table (which has no GIN index: the one-pass path)."""
+        with _facade(world.db.reader_dsn) as facade:
+            result = facade.search("messages", "courier parcel", k=30, mode="keyword")
+        expected = world.db.execute(
+            "SELECT id FROM messages WHERE to_tsvector('english', coalesce(body, '')) @@ "
+            "(plainto_tsquery('english', 'courier') || plainto_tsquery('english', 'parcel')) "
+            "ORDER BY ts_rank(to_tsvector('english', coalesce(body, '')), "
+            "plainto_tsquery('english', 'courier') || plainto_tsquery('english', 'parcel'), 1) "
+            "DESC, id LIMIT 30"
+        )
+        assert [h.row["id"] for h in result.hits] == [row[0] for row in expected]
+
+    def test_a_declared_vector_column(self, pgvector_server: str) -> None:
+        """A table's own vector(n) column, declared with its model, serves the semantic leg;
+        a declared column of another model is refused."""
+        client = uuid.uuid4()
+        with pgvector_database(pgvector_server) as db:
+            rows = _rows(random.Random(9), {}, client)[:40]
+            _load(db.admin_dsn, rows, [client])
+            db.execute("ALTER TABLE inquiries ADD COLUMN embedding vector(64)")
+            model = HashEmbeddings()
+            for key, _, subject, body in rows:
+                vector = model.embed_query(f"{subject}\n{body}")
+                db.execute(
+                    "UPDATE inquiries SET embedding = %s::vector WHERE id = %s",
+                    ("[" + ",".join(map(str, vector)) + "]", key),
+                )
+            declared = {"inquiries": ("embedding", "HashEmbeddings:hash-64")}
+            with _facade(db.reader_dsn, vector_columns=declared) as facade:
+                target = rows[5]
+                result = facade.search(
+                    "inquiries", f"{target[2]} {target[3]}", k=3, mode="semantic"
+                )
+            assert result.degraded is None
+            assert target[0] in {h.row["id"] for h in result.hits}
+            wrong = {"inquiries": ("embedding", "another-model")}
+            with (
+                _facade(db.reader_dsn, vector_columns=wrong) as facade,
+                pytest.raises(InvalidQueryError),
+            ):
+                facade.search("inquiries", "refund", mode="semantic")
+
+
 class TestHostileInput:
     def test_payloads_through_text_and_filters(self, world: World) -> None:
         """Every corpus payload as search text and as a filter value: a result or a typed
