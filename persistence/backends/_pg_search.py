@@ -363,8 +363,9 @@ class PostgresSearch:
         meta = facts.side_meta
         if facts.side_dimension is None or meta is None:
             notes.append(
-                f"no stored vectors for {table!r} (run `rag-agent index {table}`): the semantic "
-                f"leg ranked at most {self.settings.rerank_rows} filtered rows embedded in process"
+                f"no stored vectors of {table!r} this role may read (run `rag-agent index "
+                f"{table}` and grant SELECT on {embeddings_table(table)}): the semantic leg "
+                f"ranked at most {self.settings.rerank_rows} filtered rows embedded in process"
             )
             return None
         indexed = meta.get("columns")
