@@ -107,7 +107,7 @@ class SearchSettings:
     )
     exact_rows: int = 10_000
     rerank_rows: int = 2_000
-    keyword_candidates: int = 1_000
+    keyword_candidates: int = 500
 
     def __post_init__(self) -> None:
         parts = self.text_search_config.split(".")

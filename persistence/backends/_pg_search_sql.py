@@ -35,6 +35,10 @@ __all__ = [
 ]
 
 
+#: Rows each word of the keyword leg may bring, as a multiple of the candidates ranked.
+_PER_WORD_FACTOR = 2
+
+
 def _where_and(filters: Sequence[Filter], extra: sql.Composable | None) -> sql.Composable:
     """``WHERE`` the filters and ``extra`` (the filters' placeholders come first)."""
     where = _where(filters)
@@ -75,8 +79,9 @@ def build_keyword(
     then id.
 
     ``indexed`` (a GIN index serves the document): ranking recomputes each candidate's document,
-    so candidates are first bounded cheaply, from the index alone: the rows matching the most
-    words (one index lookup per word), then by id; values: :func:`keyword_params`. Otherwise
+    so candidates are first bounded cheaply, from the index alone: at most ``per_word`` rows per
+    word (one index lookup each), the rows among them matching the most words first, then by
+    id; values: :func:`keyword_params`. Otherwise
     every filtered row's document is computed once, and every match ranked; values: the
     filters', the words, the words again, the depth.
     """
@@ -91,7 +96,9 @@ def build_keyword(
             where=_where(filters),
             query=_tsquery(config, terms),
         )
-    single = sql.SQL("SELECT id FROM {table}{where}").format(
+    # Each word brings at most %s rows: a word most rows contain would otherwise cost a heap
+    # visit per row; rows holding several words, the rarer ones included, still come first.
+    single = sql.SQL("(SELECT id FROM {table}{where} LIMIT %s)").format(
         table=table,
         where=_where_and(
             filters, document(columns, config) + sql.SQL(" @@ ") + _tsquery(config, 1)
@@ -127,6 +134,7 @@ def keyword_params(
     for term in terms:
         params.extend(values)
         params.append(term)
+        params.append(candidates * _PER_WORD_FACTOR)
     return [*params, candidates, *terms, depth]
 
 
