@@ -139,6 +139,8 @@ class _Facts:
     side_meta: dict[str, Any] | None
     has_hnsw: bool
     column_dimension: int | None
+    #: pgvector 0.8 brought ``hnsw.iterative_scan``; before it only the exact fallback helps.
+    iterative: bool = False
 
 
 @dataclass(slots=True)
@@ -257,7 +259,7 @@ class PostgresSearch:
                 meta = parsed if isinstance(parsed, dict) else None
             except ValueError:
                 meta = None
-        return _Facts(row[0], row[1], row[2], meta, bool(row[4]), row[5])
+        return _Facts(row[0], row[1], row[2], meta, bool(row[4]), row[5], _at_least(row[6], 0, 8))
 
     # --- legs ------------------------------------------------------------------------------------
 
@@ -395,10 +397,12 @@ class PostgresSearch:
         params = q.nearest_params(source, run.filters, literal, embedder.model_id, limit)
         wanted = min(limit, run.total)
         if facts.has_hnsw and run.total > self.settings.exact_rows:
+            scan = "relaxed_order" if facts.iterative else None
             applied = run.cursor.execute(
-                b"SELECT pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                b"pg_catalog.set_config('hnsw.ef_search', %s, true)",
-                [str(min(1000, max(40, limit)))],
+                b"SELECT pg_catalog.set_config('hnsw.ef_search', %s, true), "
+                b"CASE WHEN %s::text IS NULL THEN 'unavailable' ELSE "
+                b"pg_catalog.set_config('hnsw.iterative_scan', %s, true) END",
+                [str(min(1000, max(40, limit))), scan, scan],
             ).fetchall()[0]
             statement = q.build_nearest(
                 run.table,
@@ -409,7 +413,7 @@ class PostgresSearch:
                 with_vectors=with_vectors,
             )
             rows = run.cursor.execute(statement, params).fetchall()
-            run.path.update(path="hnsw", iterative_scan=applied[0], ef_search=applied[1])
+            run.path.update(path="hnsw", ef_search=applied[0], iterative_scan=applied[1])
             if len(rows) >= wanted:
                 return rows
             # Fewer than asked although enough rows match: measure every filtered row instead.
@@ -530,6 +534,15 @@ def _timed(run: _Run, name: str, leg: Callable[..., list[Any]], *args: Any) -> l
         return leg(*args)
     finally:
         run.path[f"{name}_ms"] = round((time.perf_counter() - started) * 1000, 2)
+
+
+def _at_least(version: str | None, major: int, minor: int) -> bool:
+    """Whether an extension version such as ``0.8.1`` is at least ``major.minor``."""
+    try:
+        parts = [int(p) for p in (version or "").split(".")[:2]]
+    except ValueError:
+        return False
+    return len(parts) == 2 and (parts[0], parts[1]) >= (major, minor)
 
 
 def _vector_literal(vector: Sequence[float]) -> str:

@@ -285,7 +285,7 @@ def build_texts(
 
 # One round trip tells what the search may use: the schemas pgvector and pg_trgm live in (NULL
 # when not installed), and the side table's vector dimension, HNSW index and description (NULL
-# when it does not exist or is not readable), and a vector column's dimension.
+# when it does not exist or is not readable), a vector column's dimension, pgvector's version.
 _PROBE = """
 SELECT
   (SELECT n.nspname FROM pg_catalog.pg_extension e
@@ -301,7 +301,8 @@ SELECT
             JOIN pg_catalog.pg_am am ON am.oid = i.relam
           WHERE x.indrelid IN (s.oid, b.oid) AND am.amname = 'hnsw'),
   (SELECT a.atttypmod FROM pg_catalog.pg_attribute a
-     WHERE a.attrelid = b.oid AND a.attname = %s AND NOT a.attisdropped)
+     WHERE a.attrelid = b.oid AND a.attname = %s AND NOT a.attisdropped),
+  (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname = 'vector')
 FROM (SELECT pg_catalog.to_regclass(%s) AS oid) AS s,
      (SELECT pg_catalog.to_regclass(%s) AS oid) AS b
 """
