@@ -79,9 +79,9 @@ def embeddings_table(table: str) -> str:
 
 
 def row_text(values: Sequence[Any]) -> str:
-    """What is embedded for a row: its non-empty text values, one per line (the indexer and the
-    in-process re-rank embed the same text)."""
-    return "\n".join(str(v).strip() for v in values if v is not None and str(v).strip())
+    """What is embedded for a row: its non-empty text values, one per line (the indexer, the
+    in-process re-rank and the memory backend embed the same text)."""
+    return "\n".join(str(v) for v in values if v is not None and v != "")
 
 
 def text_hash(columns: Sequence[str], text: str) -> bytes:
@@ -186,7 +186,7 @@ class PostgresSearch:
         mode = request.mode
         if mode is SearchMode.HYBRID and embedder is None:
             mode = SearchMode.KEYWORD
-            notes.append("no embeddings configured: ranked by keywords only")
+            notes.append("no embeddings are configured, so the semantic leg did not run")
         if mode is SearchMode.SEMANTIC and embedder is None:
             raise InvalidQueryError("semantic search needs embeddings")
         # Embedded before the transaction opens: a model call holds no connection.
@@ -208,7 +208,14 @@ class PostgresSearch:
             legs: dict[str, list[Any]] = {}
             if mode in (SearchMode.HYBRID, SearchMode.KEYWORD):
                 terms = keyword_terms(request.text, table)
-                legs["keyword"] = _timed(run, "keyword", self._keyword, run, text_columns, terms)
+                if terms:
+                    legs["keyword"] = _timed(
+                        run, "keyword", self._keyword, run, text_columns, terms
+                    )
+                else:
+                    notes.append(
+                        "the text has no words to match, so the keyword leg ranked nothing"
+                    )
                 short = tuple(c for c in text_columns if is_short_text_column(c))
                 if short and facts.trgm_schema is None:
                     notes.append("pg_trgm is not installed: no trigram leg for short text columns")
@@ -264,7 +271,7 @@ class PostgresSearch:
     # --- legs ------------------------------------------------------------------------------------
 
     def _keyword(self, run: _Run, columns: Sequence[str], terms: Sequence[str]) -> list[Any]:
-        if not terms or not run.total:
+        if not run.total:
             return []
         config = self.settings.text_search_config
         indexed = self._indexed(run, columns)
@@ -477,19 +484,21 @@ class PostgresSearch:
                 ).digest()
                 cached = self._cache.get(digest)
                 if cached is not None:
-                    out[key] = tuple(cached)
+                    if cached:  # an empty array: the text has no direction
+                        out[key] = tuple(cached)
                 else:
                     missing.setdefault(digest, []).append(key)
                     pending[digest] = text
         digests = list(pending)
         for start in range(0, len(digests), 256):
             chunk = digests[start : start + 256]
-            made = embedder.embed_documents([pending[d] for d in chunk])
+            made = embedder.embed_rows([pending[d] for d in chunk])
             with self._lock:
                 for digest, vec in zip(chunk, made, strict=True):
-                    self._cache[digest] = array("d", vec)
-                    for key in missing[digest]:
-                        out[key] = vec
+                    self._cache[digest] = array("d", vec or ())
+                    if vec is not None:
+                        for key in missing[digest]:
+                            out[key] = vec
         return out
 
     # --- the page --------------------------------------------------------------------------------
@@ -504,8 +513,9 @@ class PostgresSearch:
         ordered = {name: legs[name] for name in _LEG_ORDER if name in legs}
         fused = fuse(ordered, DEFAULT_WEIGHTS)
         depth = request.depth
-        if len(fused) < depth <= run.total:
-            # Enough rows match but the legs ranked too few: the rest, in id order, unranked.
+        if len(fused) < min(depth, run.total):
+            # The legs ranked too few for the page: the other matching rows follow, in id
+            # order, unranked (as on every backend).
             known = [key for key, _, _ in fused]
             statement = q.build_fill(run.table, run.filters, exclude=bool(known))
             params = [*filter_params(run.filters), *([known] if known else []), depth - len(fused)]

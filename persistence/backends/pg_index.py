@@ -299,7 +299,10 @@ class _Indexer:
             != ((digest := text_hash(self.columns, text)), self.embedder.model_id)
         }
         unchanged = sum(1 for key, text in texts.items() if text and key not in changed)
-        vectors = self.embedder.embed_documents([text for text, _ in changed.values()])
+        made = self.embedder.embed_rows([text for text, _ in changed.values()])
+        # A text without direction (a zero vector) is stored nowhere, as one without text.
+        vectors = dict(zip(changed, made, strict=True))
+        empty += [key for key, vector in vectors.items() if vector is None and key in stored]
         upsert = sql.SQL(
             "INSERT INTO {side} (row_id, text_hash, model_id, embedding) "
             "VALUES (%s, %s, %s, CAST(%s AS {vs}.vector)) ON CONFLICT (row_id) DO UPDATE SET "
@@ -307,19 +310,20 @@ class _Indexer:
             "embedding = EXCLUDED.embedding, embedded_at = now()"
         ).format(side=self.side, vs=vs)
         with self.conn.transaction(), self.conn.cursor() as cursor:
-            if changed:
+            if any(v is not None for v in vectors.values()):
                 cursor.executemany(
                     upsert,
                     [
                         (key, digest, self.embedder.model_id, _literal(vector))
-                        for (key, (_, digest)), vector in zip(changed.items(), vectors, strict=True)
+                        for key, (_, digest) in changed.items()
+                        if (vector := vectors[key]) is not None
                     ],
                 )
             if empty:
                 cursor.execute(
                     sql.SQL("DELETE FROM {} WHERE row_id = ANY(%s)").format(self.side), [empty]
                 )
-        return len(changed), unchanged, len(empty)
+        return sum(v is not None for v in vectors.values()), unchanged, len(empty)
 
 
 def _literal(vector: Sequence[float]) -> str:

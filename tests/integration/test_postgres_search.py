@@ -138,12 +138,7 @@ class TestRowsRule:
                 )
                 assert result.total_count == SELECTIVITY[share]
                 rest = max(0, result.total_count - page * k)
-                if rest >= k or mode == "hybrid":
-                    # Enough rows, or every filtered row has a vector the semantic leg ranks.
-                    assert len(result.hits) == min(k, rest)
-                else:
-                    # Fewer than a page match: the rows the legs ranked, no filler.
-                    assert len(result.hits) <= rest
+                assert len(result.hits) == min(k, rest)
                 assert {h.row["client_id"] for h in result.hits} <= {client}
                 ids = [h.row["id"] for h in result.hits]
                 assert len(set(ids)) == len(ids)
@@ -273,11 +268,19 @@ class TestVectorIndex:
 
 class TestPitfalls:
     def test_stop_words_only_give_an_empty_keyword_leg(self, world: World) -> None:
-        """Text of stop words alone makes an empty tsquery: no error, the semantic leg ranks."""
+        """Text of full-text stop words (not framing words) makes an empty tsquery: no error,
+        the keyword leg ranks nothing, the semantic leg ranks."""
         with _facade(world.db.reader_dsn) as facade:
-            result = facade.search("inquiries", "the of and", k=5)
+            result = facade.search("inquiries", "into over because", k=5)
         assert len(result.hits) == 5
+        assert "keyword" in result.legs
         assert all(h.ranks["keyword"] is None for h in result.hits)
+
+    def test_text_without_words_skips_the_keyword_leg(self, world: World) -> None:
+        with _facade(world.db.reader_dsn) as facade:
+            result = facade.search("inquiries", "?!", k=5)
+        assert "keyword" not in result.legs and result.degraded
+        assert len(result.hits) == 5
 
     def test_keyword_leg_ranks_by_length_normalised_rank(self, world: World) -> None:
         """The keyword leg's order is ts_rank(document, query, 1) desc, then id, computed here
