@@ -443,3 +443,40 @@ class TestWithoutPgvector:
 
         with pytest.raises(ConfigurationError, match="CREATE EXTENSION vector"):
             index_table(postgres_supabase_clean.writer_dsn, "inquiries", ["body"], HashEmbeddings())
+
+
+class TestAgreesWithMemory:
+    @pytest.mark.parametrize(
+        "text", ["customers who want to stop paying", "cannot sign in, password locked", "parcel"]
+    )
+    def test_semantic_leg_ranks_as_memory_does(self, pgvector_server: str, text: str) -> None:
+        """The same rows, embeddings and text: the semantic ranking on PostgreSQL (stored
+        float4 vectors, exact path) is the memory backend's exact one (ids mapped 1:1 to uuids
+        in the same order)."""
+        from tests.support.search import HashEmbeddings as SmallEmbeddings
+        from tests.support.search import inquiries_store
+
+        store = inquiries_store(rows=600)
+        rows = store.rows("inquiries")
+        memory = create_read_only_facade(kind="memory", store=store, embeddings=SmallEmbeddings())
+        expected = [
+            uuid.UUID(int=h.row["id"])
+            for h in memory.search("inquiries", text, k=50, mode="semantic").hits
+        ]
+        client = uuid.uuid4()
+        with pgvector_database(pgvector_server) as db:
+            _load(
+                db.admin_dsn,
+                [(uuid.UUID(int=r["id"]), client, r["subject"], r["body"]) for r in rows],
+                [client],
+            )
+            index_table(
+                db.writer_dsn,
+                "inquiries",
+                ["subject", "body"],
+                SmallEmbeddings(),
+                grant_to=[db.reader_role],
+            )
+            with _facade(db.reader_dsn, SmallEmbeddings()) as facade:
+                found = facade.search("inquiries", text, k=50, mode="semantic")
+        assert [h.row["id"] for h in found.hits] == expected
