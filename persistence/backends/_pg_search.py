@@ -19,25 +19,22 @@ hard constraints inside every leg):
 The fusion is :func:`persistence.search.fusion.fuse` itself, over the legs' id lists, so the
 order and scores are those of every other backend's fusion.
 
-Thread-safety: a :class:`PostgresSearch` is safe to share; its only state, the in-process
-vector cache, takes a lock.
+Thread-safety: a :class:`PostgresSearch` is safe to share; its state (the in-process vector cache,
+:class:`~persistence.backends._pg_vectors.RowVectors`, and whether a GIN index serves a table's
+keyword document) is guarded by locks.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import threading
 import time
-from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import psycopg
-from cachetools import LRUCache
 from psycopg import sql
 
 from persistence._logs import get_logger
@@ -45,6 +42,16 @@ from persistence.backends import _pg_search_sql as q
 from persistence.backends._pg_catalog import Table
 from persistence.backends._pg_pool import Connections
 from persistence.backends._pg_sql import build_count, filter_params
+from persistence.backends._pg_vectors import (
+    RowVectors,
+    SearchSettings,
+    at_least,
+    by_cosine,
+    embeddings_table,
+    parse_vector,
+    row_text,
+    vector_literal,
+)
 from persistence.errors import ConfigurationError, InvalidQueryError
 from persistence.query import Filter, Query
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult, fuse
@@ -53,82 +60,14 @@ from persistence.search.feedback import FEEDBACK_ROWS, refine
 from persistence.search.fusion import DEFAULT_WEIGHTS
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 
-__all__ = [
-    "EMBEDDINGS_TABLE_SUFFIX",
-    "PostgresSearch",
-    "SearchSettings",
-    "embeddings_table",
-    "row_text",
-    "text_hash",
-]
+__all__ = ["PostgresSearch", "SearchSettings"]
 
 log = get_logger("persistence.postgres")
 
-#: The side table of ``T`` is ``T_embeddings``, in ``T``'s schema.
-EMBEDDINGS_TABLE_SUFFIX = "_embeddings"
 #: pg_trgm's ``word_similarity`` a short column's word must reach.
 TRIGRAM_THRESHOLD = 0.6
 _LEG_ORDER = ("keyword", "trigram", "semantic")
-_CACHE_ENTRIES = 20_000
 _INDEX_RECHECK_SECONDS = 60.0
-
-
-def embeddings_table(table: str) -> str:
-    """The side table holding ``table``'s row vectors."""
-    return f"{table}{EMBEDDINGS_TABLE_SUFFIX}"
-
-
-def row_text(values: Sequence[Any]) -> str:
-    """What is embedded for a row: its non-empty text values, one per line (the indexer, the
-    in-process re-rank and the memory backend embed the same text)."""
-    return "\n".join(str(v) for v in values if v is not None and v != "")
-
-
-def text_hash(columns: Sequence[str], text: str) -> bytes:
-    """The SHA-256 of the embedded text and the columns it came from (a changed column list
-    re-embeds every row)."""
-    return hashlib.sha256(json.dumps([list(columns), text]).encode()).digest()
-
-
-@dataclass(frozen=True, slots=True)
-class SearchSettings:
-    """The backend's search options (``create_backend`` names them).
-
-    ``text_search_config``: the full-text configuration (``english``); ``vector_columns``:
-    ``{table: (column, model_id)}`` for tables that hold their own ``vector(n)`` column;
-    ``exact_rows``: at most this many filtered rows take the exact vector path;
-    ``rerank_rows``: at most this many filtered rows are embedded in process when no vectors are
-    stored; ``keyword_candidates``: rows the keyword leg ranks at most (more when deeper).
-    """
-
-    text_search_config: str = "english"
-    vector_columns: Mapping[str, tuple[str, str]] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
-    exact_rows: int = 10_000
-    rerank_rows: int = 2_000
-    keyword_candidates: int = 500
-
-    def __post_init__(self) -> None:
-        parts = self.text_search_config.split(".")
-        if not (1 <= len(parts) <= 2 and all(p.isidentifier() for p in parts)):
-            raise ConfigurationError(
-                f"text_search_config= must be a configuration name such as 'english', "
-                f"not {self.text_search_config!r}"
-            )
-        for table, spec in self.vector_columns.items():
-            if not (
-                isinstance(spec, tuple)
-                and len(spec) == 2
-                and all(isinstance(s, str) and s for s in spec)
-            ):
-                raise ConfigurationError(
-                    f"vector_columns[{table!r}] must be (column, model_id), not {spec!r}"
-                )
-        for name in ("exact_rows", "rerank_rows", "keyword_candidates"):
-            value = getattr(self, name)
-            if type(value) is not int or value <= 0:
-                raise ConfigurationError(f"{name}= must be a positive int, not {value!r}")
 
 
 @dataclass(slots=True)
@@ -163,7 +102,7 @@ class PostgresSearch:
         self._connections = connections
         self._schema = schema
         self.settings = settings
-        self._cache: LRUCache[bytes, array[float]] = LRUCache(_CACHE_ENTRIES)
+        self._vectors = RowVectors()
         self._lock = threading.Lock()
         self._keyword_indexes: dict[tuple[str, tuple[str, ...]], tuple[bool, float]] = {}
 
@@ -266,7 +205,7 @@ class PostgresSearch:
                 meta = parsed if isinstance(parsed, dict) else None
             except ValueError:
                 meta = None
-        return _Facts(row[0], row[1], row[2], meta, bool(row[4]), row[5], _at_least(row[6], 0, 8))
+        return _Facts(row[0], row[1], row[2], meta, bool(row[4]), row[5], at_least(row[6], 0, 8))
 
     # --- legs ------------------------------------------------------------------------------------
 
@@ -338,7 +277,7 @@ class PostgresSearch:
         if source is None or facts.vector_schema is None:
             return self._rerank(run, text_columns, vector, embedder, legs)
         first = self._nearest(run, source, facts, vector, embedder, FEEDBACK_ROWS, True)
-        refined = refine(vector, [_parse_vector(row[2]) for row in first])
+        refined = refine(vector, [parse_vector(row[2]) for row in first])
         return [
             r[0] for r in self._nearest(run, source, facts, refined, embedder, run.depth, False)
         ]
@@ -400,7 +339,7 @@ class PostgresSearch:
         with_vectors: bool,
     ) -> list[Any]:
         assert facts.vector_schema is not None
-        literal = _vector_literal(vector)
+        literal = vector_literal(vector)
         params = q.nearest_params(source, run.filters, literal, embedder.model_id, limit)
         wanted = min(limit, run.total)
         if facts.has_hnsw and run.total > self.settings.exact_rows:
@@ -462,44 +401,11 @@ class PostgresSearch:
                 if len(rows) >= budget:
                     break
                 rows.setdefault(row[0], row_text(row[1:]))
-        vectors = self._embedded(rows, columns, embedder)
-        ranked = _by_cosine(vector, vectors)
+        vectors = self._vectors.vectors(rows, columns, embedder)
+        ranked = by_cosine(vector, vectors)
         refined = refine(vector, [vectors[k] for k in ranked[:FEEDBACK_ROWS]])
         run.path["path"] = "in-process"
-        return _by_cosine(refined, vectors)[: run.depth]
-
-    def _embedded(
-        self, texts: Mapping[Any, str], columns: Sequence[str], embedder: Embedder
-    ) -> dict[Any, Vector]:
-        """Each row's vector, from the cache or embedded now (rows without text have none)."""
-        out: dict[Any, Vector] = {}
-        missing: dict[bytes, list[Any]] = {}
-        pending: dict[bytes, str] = {}
-        with self._lock:
-            for key, text in texts.items():
-                if not text:
-                    continue
-                digest = hashlib.sha256(
-                    text_hash(columns, text) + embedder.model_id.encode()
-                ).digest()
-                cached = self._cache.get(digest)
-                if cached is not None:
-                    if cached:  # an empty array: the text has no direction
-                        out[key] = tuple(cached)
-                else:
-                    missing.setdefault(digest, []).append(key)
-                    pending[digest] = text
-        digests = list(pending)
-        for start in range(0, len(digests), 256):
-            chunk = digests[start : start + 256]
-            made = embedder.embed_rows([pending[d] for d in chunk])
-            with self._lock:
-                for digest, vec in zip(chunk, made, strict=True):
-                    self._cache[digest] = array("d", vec or ())
-                    if vec is not None:
-                        for key in missing[digest]:
-                            out[key] = vec
-        return out
+        return by_cosine(refined, vectors)[: run.depth]
 
     # --- the page --------------------------------------------------------------------------------
 
@@ -544,29 +450,3 @@ def _timed(run: _Run, name: str, leg: Callable[..., list[Any]], *args: Any) -> l
         return leg(*args)
     finally:
         run.path[f"{name}_ms"] = round((time.perf_counter() - started) * 1000, 2)
-
-
-def _at_least(version: str | None, major: int, minor: int) -> bool:
-    """Whether an extension version such as ``0.8.1`` is at least ``major.minor``."""
-    try:
-        parts = [int(p) for p in (version or "").split(".")[:2]]
-    except ValueError:
-        return False
-    return len(parts) == 2 and (parts[0], parts[1]) >= (major, minor)
-
-
-def _vector_literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(repr(float(v)) for v in vector) + "]"
-
-
-def _parse_vector(text: str) -> Vector:
-    return tuple(float(v) for v in text.strip("[]").split(","))
-
-
-def _by_cosine(query: Vector, vectors: Mapping[Any, Sequence[float]]) -> list[Any]:
-    """Keys by cosine similarity (vectors are unit length: a dot product), best first, then key."""
-    scored = [
-        (math.fsum(a * b for a, b in zip(query, v, strict=True)), k) for k, v in vectors.items()
-    ]
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [k for _, k in scored]

@@ -42,7 +42,7 @@ try:
     from psycopg import sql
 
     from persistence.backends._pg_errors import translate
-    from persistence.backends._pg_search import embeddings_table, row_text, text_hash
+    from persistence.backends._pg_vectors import embeddings_table, row_text, text_hash
 except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
     raise ConfigurationError(
         'indexing needs psycopg 3: pip install "readonly-rag[postgres]"'

@@ -73,7 +73,8 @@ try:
     )
     from persistence.backends._pg_errors import translate
     from persistence.backends._pg_pool import Connections
-    from persistence.backends._pg_search import PostgresSearch, SearchSettings
+    from persistence.backends._pg_search import PostgresSearch
+    from persistence.backends._pg_vectors import SearchSettings
 except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
     raise ConfigurationError(
         "the postgres backend needs psycopg 3 and psycopg_pool: "
@@ -616,7 +617,7 @@ def create_backend(
     (600 s), ``max_lifetime`` (3600 s), ``transaction_pooler`` (False; True behind
     PgBouncer/Supavisor in transaction mode), ``prepared_statements`` (default: not
     ``transaction_pooler``), ``allow_privileged`` (False), ``search``
-    (a :class:`~persistence.backends._pg_search.SearchSettings`: text-search configuration,
+    (a :class:`~persistence.backends.postgres.SearchSettings`: text-search configuration,
     declared vector columns, the exact-path and re-rank bounds).
     """
     dsn = require_text(
