@@ -480,3 +480,21 @@ class TestAgreesWithMemory:
             with _facade(db.reader_dsn, SmallEmbeddings()) as facade:
                 found = facade.search("inquiries", text, k=50, mode="semantic")
         assert [h.row["id"] for h in found.hits] == expected
+
+
+class TestTransactionPooler:
+    def test_search_behind_a_transaction_pooler(self, world: World) -> None:
+        """Without session defaults (a transaction pooler), the search still runs in its own
+        READ ONLY transaction with the statement timeout, and ranks the same rows."""
+        text = "refund of an overcharged invoice"
+        with _facade(world.db.reader_dsn) as facade:
+            direct = facade.search("inquiries", text, k=10, mode="keyword")
+        pooled = create_read_only_facade(
+            kind="postgres",
+            dsn=world.db.reader_dsn,
+            embeddings=HashEmbeddings(),
+            transaction_pooler=True,
+        )
+        with pooled:
+            result = pooled.search("inquiries", text, k=10, mode="keyword")
+        assert [h.row["id"] for h in result.hits] == [h.row["id"] for h in direct.hits]
