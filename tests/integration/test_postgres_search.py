@@ -482,7 +482,7 @@ class TestAgreesWithMemory:
         assert [h.row["id"] for h in found.hits] == expected
 
 
-class TestTransactionPooler:
+class TestOtherCallPaths:
     def test_search_behind_a_transaction_pooler(self, world: World) -> None:
         """Without session defaults (a transaction pooler), the search still runs in its own
         READ ONLY transaction with the statement timeout, and ranks the same rows."""
@@ -498,3 +498,13 @@ class TestTransactionPooler:
         with pooled:
             result = pooled.search("inquiries", text, k=10, mode="keyword")
         assert [h.row["id"] for h in result.hits] == [h.row["id"] for h in direct.hits]
+
+    def test_awaited_search_ranks_the_same_rows(self, world: World) -> None:
+        """``facade.asearch`` (the sync search in a worker thread) gives the same page."""
+        import asyncio
+
+        text = "parcel delayed"
+        with _facade(world.db.reader_dsn) as facade:
+            direct = facade.search("inquiries", text, k=10)
+            awaited = asyncio.run(facade.asearch("inquiries", text, k=10))
+        assert [h.row["id"] for h in awaited.hits] == [h.row["id"] for h in direct.hits]
