@@ -48,6 +48,8 @@ from persistence.relations import (
     parent_keys,
     read_with_related,
 )
+from persistence.search import SearchRequest, SearchResult
+from persistence.search.embedder import Embedder
 from persistence.types import ColumnKind, ColumnType, coerce_filters
 
 try:
@@ -71,6 +73,8 @@ try:
     )
     from persistence.backends._pg_errors import translate
     from persistence.backends._pg_pool import Connections
+    from persistence.backends._pg_search import PostgresSearch
+    from persistence.backends._pg_vectors import SearchSettings
 except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
     raise ConfigurationError(
         "the postgres backend needs psycopg 3 and psycopg_pool: "
@@ -82,6 +86,7 @@ __all__ = [
     "IndexFacts",
     "PostgresBackend",
     "RoleFacts",
+    "SearchSettings",
     "create_backend",
     "data_target",
     "inspect_database",
@@ -131,6 +136,7 @@ class PostgresBackend(Closing):
         transaction_pooler: bool = False,
         allow_privileged: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        search: SearchSettings | None = None,
     ) -> None:
         self._read_only = read_only
         self._schema = schema
@@ -155,6 +161,7 @@ class PostgresBackend(Closing):
         )
         self._started = False
         self._async = AsyncConnections(self._connections, self._start_up_steps)
+        self._search = PostgresSearch(self._connections, schema, search or SearchSettings())
 
     def _start_up(self, conn: psycopg.Connection[Any]) -> None:
         drive(self._start_up_steps(), functools.partial(fetch_all, conn))
@@ -397,6 +404,20 @@ class PostgresBackend(Closing):
 
         return _Plan(statement, params, "aggregate", parse)
 
+    def search(
+        self,
+        query: Query,
+        request: SearchRequest,
+        text_columns: tuple[str, ...],
+        embedder: Embedder | None,
+    ) -> SearchResult:
+        """Rank the rows matching ``query.filters`` in one ``READ ONLY`` transaction (see
+        :mod:`persistence.backends._pg_search`)."""
+        entry, filters = self._checked_filters(
+            query.table, query.filters, "search", query.referenced_columns()
+        )
+        return self._search.search(entry, query, filters, request, text_columns, embedder)
+
     # --- writes (PersistenceAgent only) ----------------------------------------------------------
 
     def _check_writable(self, table: str, operation: str) -> None:
@@ -554,7 +575,7 @@ def inspect_database(
 _INT_OPTIONS = ("pool_min_size", "pool_max_size", "statement_timeout_ms")
 _FLOAT_OPTIONS = ("pool_timeout", "connect_timeout", "max_idle", "max_lifetime")
 _BOOL_OPTIONS = ("prepared_statements", "transaction_pooler", "allow_privileged")
-_OPTIONS = frozenset((*_INT_OPTIONS, *_FLOAT_OPTIONS, *_BOOL_OPTIONS, "schema", "clock"))
+_OPTIONS = frozenset((*_INT_OPTIONS, *_FLOAT_OPTIONS, *_BOOL_OPTIONS, "schema", "clock", "search"))
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -576,6 +597,9 @@ def _check_options(options: Mapping[str, Any]) -> None:
     schema = options.get("schema")
     if schema is not None and not (isinstance(schema, str) and schema.isidentifier()):
         raise ConfigurationError(f"schema= must be a plain identifier, not {schema!r}")
+    search = options.get("search")
+    if search is not None and not isinstance(search, SearchSettings):
+        raise ConfigurationError(f"search= must be a SearchSettings, not {search!r}")
     low, high = options.get("pool_min_size", 1), options.get("pool_max_size", 10)
     if low > high:
         raise ConfigurationError(f"pool_min_size={low} exceeds pool_max_size={high}")
@@ -592,7 +616,9 @@ def create_backend(
     ``pool_max_size`` (10), ``pool_timeout`` (10 s), ``connect_timeout`` (5 s), ``max_idle``
     (600 s), ``max_lifetime`` (3600 s), ``transaction_pooler`` (False; True behind
     PgBouncer/Supavisor in transaction mode), ``prepared_statements`` (default: not
-    ``transaction_pooler``), ``allow_privileged`` (False).
+    ``transaction_pooler``), ``allow_privileged`` (False), ``search``
+    (a :class:`~persistence.backends.postgres.SearchSettings`: text-search configuration,
+    declared vector columns, the exact-path and re-rank bounds).
     """
     dsn = require_text(
         "postgres", "dsn", dsn, what="a connection string", variable="RAG_POSTGRES_DSN"

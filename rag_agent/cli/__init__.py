@@ -1,4 +1,4 @@
-"""The ``rag-agent`` command line: ask, chat, tables, load, demo, tools, doctor, mcp.
+"""The ``rag-agent`` command line: ask, chat, tables, load, demo, tools, doctor, mcp, index.
 
 Run it as ``rag-agent`` or ``python -m rag_agent.cli``; ``main(argv)`` runs it in-process.
 

