@@ -66,8 +66,10 @@ __all__ = [
     "IgnoredPart",
     "Metadata",
     "Provenance",
+    "RankingInfo",
     "Record",
     "ReformulationAttempt",
+    "Relevance",
     "build_records",
     "canonical_value",
     "envelope_json_schema",
@@ -139,7 +141,7 @@ class ErrorInfo(_Frozen):
 class ReformulationAttempt(_Frozen):
     """One reformulated query: why it was tried, its filters and how many rows it matched."""
 
-    reason: Literal["drop_email", "shorten_company_suffix", "drop_company"]
+    reason: Literal["drop_email", "shorten_company_suffix", "similar_company", "drop_company"]
     filters: dict[str, Any]
     result_count: int = Field(ge=0)
 
@@ -239,7 +241,32 @@ def _unset(value: object) -> bool:
 
 
 #: The keys of a record that are not fields of its row (and so not hashed).
-OUTSIDE_ROW = frozenset({"provenance", "related", "related_truncated"})
+OUTSIDE_ROW = frozenset({"provenance", "related", "related_truncated", "relevance"})
+
+
+class Relevance(_Frozen):
+    """Where a ranked record stands: its fused score and its rank in each search leg.
+
+    Named ``relevance``, not ``score``: a row may have a column called ``score`` (leads do).
+    """
+
+    score: float = Field(description="The fused relevance score; higher is better.")
+    rank: int = Field(ge=1, description="The record's 1-based place in the whole ranking.")
+    ranks: dict[str, int | None] = Field(
+        description="Its 1-based rank in each leg ('keyword', 'semantic'); null where that leg "
+        "did not rank it."
+    )
+
+
+class RankingInfo(_Frozen):
+    """How ranked records were ranked: the mode that ran, the words, the legs."""
+
+    mode: Literal["hybrid", "keyword", "semantic"] = Field(description="The mode that ran.")
+    query: str = Field(description="The text the legs ranked by (request framing removed).")
+    legs: list[str] = Field(description="The legs that ranked, in fusion order.")
+    degraded: str | None = Field(
+        default=None, description="What could not run and what ran instead, when not all did."
+    )
 
 
 class Record(BaseModel):
@@ -261,6 +288,12 @@ class Record(BaseModel):
         exclude_if=_unset,
         description="The relations whose lists hold fewer rows than match (a per-parent or "
         "total bound cut them).",
+    )
+    relevance: Relevance | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="For a ranked record, its score and per-leg ranks; outside the hashed "
+        "fields.",
     )
 
 
@@ -319,6 +352,10 @@ class Metadata(_Frozen):
     aggregates: Aggregates | None = Field(
         default=None,
         description="Counts and metrics per group, for an aggregate run (records are then empty).",
+    )
+    ranking: RankingInfo | None = Field(
+        default=None,
+        description="Set when the records come back ranked by relevance to the request's topic.",
     )
 
 
@@ -461,7 +498,12 @@ def build_records(
         _set_attr(
             record,
             "__dict__",
-            {"provenance": provenance, "related": related, "related_truncated": truncated},
+            {
+                "provenance": provenance,
+                "related": related,
+                "related_truncated": truncated,
+                "relevance": None,
+            },
         )
         # As after validation, extra fields count as set (``exclude_unset`` keeps them).
         fields_set = record_fields.union(fields)

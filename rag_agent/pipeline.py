@@ -51,10 +51,12 @@ from rag_agent.envelope import (
 )
 from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner
+from rag_agent.ranking import CannotRank, cached_ranked_page, rankable
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
 from rag_agent.reformulation import relaxations
 from rag_agent.related import checked_includes, related_versions, resolve_words
 from rag_agent.settings import RAGSettings
+from rag_agent.similar import swap_note, with_similar_company
 from rag_agent.specs import Condition, ExtractionRequest, Understanding
 from rag_agent.understanding import (
     DEFAULT_TABLE,
@@ -193,14 +195,17 @@ class Pipeline:
                 sources=sorted({c.source for c in applied}),
                 ignored=len(outcome.ignored),
             )
+            topic = self._topic(request.topic, checked_table, related)
             if request.group_by:  # numbers per group, never rows: no filter is needed
                 self._applied(outcome, applied)
                 self._aggregate(log, outcome, checked_table, applied, request.group_by)
             elif applied and request.count_only:
                 self._applied(outcome, applied)
                 self._count(log, outcome, checked_table, applied)
-            elif applied:
-                self._retrieve(log, outcome, checked_table, applied, window, include_raw, related)
+            elif applied or (topic and not request.count_only):
+                self._retrieve(
+                    log, outcome, checked_table, applied, window, include_raw, related, topic
+                )
             # zero is a count's answer
             counted = (bool(applied) and request.count_only) or bool(request.group_by)
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
@@ -350,6 +355,11 @@ class Pipeline:
             )
         return eff_limit, eff_offset
 
+    def _topic(self, topic: str, table: str, related: tuple[Include, ...]) -> str:
+        # Rows are ranked by the topic when the table has text to rank by (related rows are
+        # read by the plain path alone).
+        return topic if topic and not related and rankable(self.facade, table) else ""
+
     def _retrieve(
         self,
         log: Any,
@@ -359,16 +369,31 @@ class Pipeline:
         window: _Window,
         include_raw: bool,
         related: tuple[Include, ...] = (),
+        topic: str = "",
     ) -> None:
         def query(conditions: tuple[Condition, ...]) -> tuple[PageResult, bool]:
+            if topic:  # ranked by the topic, the conditions hard constraints (rag_agent.ranking)
+                return cached_ranked_page(
+                    self, log, table, topic, conditions, window, include_raw
+                )
             planned = _planned(table, conditions, window)
             shown = query_filters_view(conditions)
             return self._query(log, planned, include_raw, shown, related)
 
-        result, all_hits = query(conditions)
+        try:
+            result, all_hits = query(conditions)
+        except CannotRank:
+            # The backend cannot search: answered as without a topic, never an unfiltered read.
+            log.debug("rag.search", table=table, status="unsupported")
+            if not conditions:
+                return
+            topic = ""
+            result, all_hits = query(conditions)
         used = conditions
         if result.total_count == 0:
-            relaxed_steps = relaxations(conditions)
+            relaxed_steps = with_similar_company(
+                relaxations(conditions), self.facade, table, conditions
+            )
             for reason, relaxed in itertools.islice(
                 relaxed_steps, self.settings.reformulation_max_attempts
             ):
@@ -391,6 +416,9 @@ class Pipeline:
                 if attempt.total_count:
                     result, used = attempt, relaxed
                     outcome.fallback = "reformulation"
+                    note = swap_note(conditions, relaxed) if reason == "similar_company" else None
+                    if note is not None:
+                        outcome.ignored += ignored_parts([note])
                     break
         self._applied(outcome, used)
         outcome.take(result, shared=self.cache.enabled)

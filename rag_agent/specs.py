@@ -143,6 +143,9 @@ class Understanding:
     ``("status",)``); empty when the text asks for rows or one count.
     ``include`` names the tables whose related rows the text asks to see with each row ("with
     its conversations" → ``("conversations",)``).
+    ``topic`` is what the text is about beyond its conditions: the words no rule read, request
+    framing removed ("inquiries from customers who want to stop paying" → ``"stop paying"``);
+    ``""`` when nothing is left. Rows are ranked by it (:mod:`rag_agent.ranking`).
     """
 
     table: str | None = None
@@ -152,6 +155,7 @@ class Understanding:
     weak: bool = False
     group_by: tuple[str, ...] = ()
     include: tuple[str, ...] = ()
+    topic: str = ""
 
 
 @dataclass(frozen=True, slots=True)

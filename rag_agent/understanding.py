@@ -28,6 +28,7 @@ from persistence import (
 )
 from rag_agent.conditions import legacy_conditions
 from rag_agent.filters import normalize_filters, understand
+from rag_agent.rules.topic import without_words
 from rag_agent.rules.vocabulary import DEFAULT_TABLE
 from rag_agent.specs import (
     ColumnInfo,
@@ -69,7 +70,8 @@ OPERATORS_BY_KIND: Mapping[str, tuple[str, ...]] = {
 @dataclass(frozen=True, slots=True)
 class Request:
     """What one run asks for, once understood: the table, the conditions, count or rows, the
-    parts of the request not applied so far, and the tables whose related rows it asks for."""
+    parts of the request not applied so far, the tables whose related rows it asks for, and
+    the topic rows are ranked by (``""``: none)."""
 
     table: str
     conditions: tuple[Condition, ...]
@@ -77,6 +79,7 @@ class Request:
     ignored: tuple[Ignored, ...] = ()
     group_by: tuple[str, ...] = ()
     include: tuple[str, ...] = ()
+    topic: str = ""
 
 
 def explicit_conditions(filters: object) -> tuple[Condition, ...]:
@@ -114,6 +117,7 @@ def understand_request(
     found = _rules(text, table, now.astimezone(dt.UTC).date()) if text.strip() else Understanding()
     group_by = found.group_by  # the rules' reading of "by status": the extraction has no say
     rules_include = found.include  # related rows are read from the words by the rules alone
+    topic = found.topic  # the words no rule read, less those the LLM turned into conditions
     if explicit is not None:
         # The caller's conditions win on every column they name: "score above 80" in the text
         # and score_min=50 from the arguments is the argument's question, said so in ignored.
@@ -130,6 +134,7 @@ def understand_request(
     elif extract is not None and text.strip() and (not found.conditions or found.weak):
         asked = extract(text, table or found.table or DEFAULT_TABLE)
         if asked.conditions:
+            topic = without_words(topic, (c.value for c in asked.conditions))
             found = Understanding(
                 asked.table or found.table, asked.conditions, asked.count_only, asked.ignored
             )
@@ -148,6 +153,7 @@ def understand_request(
         ignored=found.ignored,
         group_by=group_by,
         include=rules_include,
+        topic=topic,
     )
 
 

@@ -1,0 +1,161 @@
+"""A misspelled company, matched by trigram similarity: "leads at Globx" → Globex.
+
+When a run's company condition (``company_name icontains 'Globx'``) finds no row, the
+reformulation ``similar_company`` is tried before the company is dropped: the candidate names
+are the company values of the rows a keyword search ranks first for the misspelled name (the
+keyword leg matches short columns by trigram similarity, which forgives typos), or, on a backend
+that cannot search, the table's distinct company values (up to :data:`MAX_CANDIDATES`). Each is
+scored here by trigram similarity, as pg_trgm's ``word_similarity`` would (the best run of as
+many words as the name has); the best at or above :data:`SIMILARITY_THRESHOLD` replaces the
+name, ties broken by the name. Deterministic: the same rows give the same choice.
+
+The other conditions stay hard constraints while candidates are sought, and the replacement is
+reported (``metadata.reformulation_attempts`` and ``metadata.ignored``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Iterator
+
+from persistence import BackendError, Op, PersistenceError, ReadOnlyPersistenceFacade
+from rag_agent.specs import Condition, Ignored
+
+__all__ = [
+    "MAX_CANDIDATES",
+    "SIMILARITY_THRESHOLD",
+    "similar_company",
+    "swap_note",
+    "trigram_similarity",
+    "with_similar_company",
+]
+
+#: pg_trgm's default ``similarity_threshold``: below it two names share too little to be one.
+SIMILARITY_THRESHOLD = 0.3
+#: Candidate names read at most: the keyword search's first rows, or distinct values.
+MAX_CANDIDATES = 100
+_SEARCH_ROWS = 20
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_Steps = Iterator[tuple[str, tuple[Condition, ...]]]
+
+
+def _trigrams(words: Iterable[str]) -> frozenset[str]:
+    # pg_trgm's trigrams: each word lower-cased, padded with two spaces before and one after.
+    grams: set[str] = set()
+    for word in words:
+        padded = f"  {word.lower()} "
+        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
+    return frozenset(grams)
+
+
+def trigram_similarity(name: str, candidate: str) -> float:
+    """How alike ``name`` and the best run of as many words in ``candidate`` are (0 to 1):
+    shared trigrams over all trigrams, as pg_trgm counts them.
+
+    >>> round(trigram_similarity("Globx", "Globex Corporation"), 2)
+    0.44
+    """
+    words, theirs = _WORD.findall(name), _WORD.findall(candidate)
+    if not words or not theirs:
+        return 0.0
+    mine = _trigrams(words)
+    size = min(len(words), len(theirs))
+    best = 0.0
+    for start in range(len(theirs) - size + 1):
+        other = _trigrams(theirs[start : start + size])
+        best = max(best, len(mine & other) / len(mine | other))
+    return best
+
+
+def _company(conditions: tuple[Condition, ...]) -> Condition | None:
+    return next(
+        (
+            c
+            for c in conditions
+            if c.column == "company_name" and c.op is Op.ICONTAINS and isinstance(c.value, str)
+        ),
+        None,
+    )
+
+
+def _candidates(
+    facade: ReadOnlyPersistenceFacade, table: str, name: str, rest: tuple[Condition, ...]
+) -> set[str]:
+    filters = [c.to_filter() for c in rest]
+    try:
+        result = facade.search(table, name, filters=filters, k=_SEARCH_ROWS, mode="keyword")
+        found = {row.get("company_name") for row in result.rows}
+    except BackendError:
+        raise
+    except PersistenceError:  # no search here: the distinct names, bounded
+        groups = facade.aggregate(
+            table, filters, group_by=["company_name"], limit=MAX_CANDIDATES
+        ).groups
+        found = {group.keys.get("company_name") for group in groups}
+    return {value for value in found if isinstance(value, str) and value.strip()}
+
+
+def similar_company(
+    facade: ReadOnlyPersistenceFacade, table: str, conditions: tuple[Condition, ...]
+) -> tuple[Condition, ...] | None:
+    """``conditions`` with the company name replaced by the most similar existing one, or
+    ``None`` when there is no company condition, it was the caller's, or no name is similar."""
+    company = _company(conditions)
+    if company is None or company.source == "tool":
+        return None
+    rest = tuple(c for c in conditions if c is not company)
+    scored = [
+        (trigram_similarity(company.value, candidate), candidate)
+        for candidate in _candidates(facade, table, company.value, rest)
+        if candidate.casefold() != company.value.casefold()
+    ]
+    best = max(scored, key=lambda item: (item[0], _reverse(item[1])), default=None)
+    if best is None or best[0] < SIMILARITY_THRESHOLD:
+        return None
+    replaced = dataclasses.replace(company, value=best[1])
+    return tuple(replaced if c is company else c for c in conditions)
+
+
+def _reverse(name: str) -> tuple[int, ...]:
+    # max() with ties broken by the name ascending: the smaller name must compare larger.
+    return tuple(-ord(ch) for ch in name)
+
+
+def with_similar_company(
+    steps: _Steps,
+    facade: ReadOnlyPersistenceFacade,
+    table: str,
+    conditions: tuple[Condition, ...],
+) -> _Steps:
+    """``steps`` (the deterministic relaxations) with ``similar_company`` tried before
+    ``drop_company`` (or after the last step when the company cannot be dropped); the lookup
+    runs only if the steps before it found nothing (the caller stops at the first that does)."""
+    last = conditions
+    tried = False
+    for reason, relaxed in steps:
+        if reason == "drop_company" and not tried:
+            tried = True
+            similar = similar_company(facade, table, last)
+            if similar is not None:
+                yield "similar_company", similar
+        yield reason, relaxed
+        last = relaxed
+    if not tried:
+        similar = similar_company(facade, table, last)
+        if similar is not None:
+            yield "similar_company", similar
+
+
+def swap_note(before: tuple[Condition, ...], after: tuple[Condition, ...]) -> Ignored | None:
+    """The ``ignored`` entry saying which company name was read as which, if one was."""
+    old, new = _company(before), _company(after)
+    if old is None or new is None or old.value == new.value:
+        return None
+    similarity = trigram_similarity(old.value, new.value)
+    return Ignored(
+        old.value,
+        f"no company matches; read as the most similar name {new.value!r} "
+        f"(trigram similarity {similarity:.2f})",
+    )
