@@ -195,6 +195,22 @@ class FallbackReadInfo(_Frozen):
     rows: int = Field(ge=0, description="Rows that read returned.")
 
 
+class Relevance(_Frozen):
+    """Where a ranked record stands: its fused score, its place and its rank in each leg.
+
+    It sits in the record's ``provenance`` (how the record was found), outside the hashed
+    fields, so every record verifies as before; not beside the row's fields, where a column
+    called ``score`` (leads have one) would collide with it.
+    """
+
+    score: float = Field(description="The fused relevance score; higher is better.")
+    rank: int = Field(ge=1, description="The record's 1-based place in the whole ranking.")
+    ranks: dict[str, int | None] = Field(
+        description="Its 1-based rank in each leg ('keyword', 'semantic'); null where that leg "
+        "did not rank it."
+    )
+
+
 class Provenance(_Frozen):
     """Where a record came from, when, and the hash that lets anyone verify it."""
 
@@ -204,6 +220,9 @@ class Provenance(_Frozen):
     retrieved_at: dt.datetime = Field(description="When the row was read (UTC).")
     raw_row: dict[str, Any] | None = Field(
         default=None, description="The row exactly as read; only with include_raw=True."
+    )
+    relevance: Relevance | None = Field(
+        default=None, description="For a ranked record: its score, place and per-leg ranks."
     )
 
 
@@ -241,21 +260,7 @@ def _unset(value: object) -> bool:
 
 
 #: The keys of a record that are not fields of its row (and so not hashed).
-OUTSIDE_ROW = frozenset({"provenance", "related", "related_truncated", "relevance"})
-
-
-class Relevance(_Frozen):
-    """Where a ranked record stands: its fused score and its rank in each search leg.
-
-    Named ``relevance``, not ``score``: a row may have a column called ``score`` (leads do).
-    """
-
-    score: float = Field(description="The fused relevance score; higher is better.")
-    rank: int = Field(ge=1, description="The record's 1-based place in the whole ranking.")
-    ranks: dict[str, int | None] = Field(
-        description="Its 1-based rank in each leg ('keyword', 'semantic'); null where that leg "
-        "did not rank it."
-    )
+OUTSIDE_ROW = frozenset({"provenance", "related", "related_truncated"})
 
 
 class RankingInfo(_Frozen):
@@ -288,12 +293,6 @@ class Record(BaseModel):
         exclude_if=_unset,
         description="The relations whose lists hold fewer rows than match (a per-parent or "
         "total bound cut them).",
-    )
-    relevance: Relevance | None = Field(
-        default=None,
-        exclude_if=_unset,
-        description="For a ranked record, its score and per-leg ranks; outside the hashed "
-        "fields.",
     )
 
 
@@ -394,6 +393,8 @@ def _drop_unset_raw_rows(records: list[dict[str, Any]]) -> None:
         provenance = record["provenance"]
         if provenance["raw_row"] is None:
             del provenance["raw_row"]
+        if provenance["relevance"] is None:
+            del provenance["relevance"]
         for children in (record.get("related") or {}).values():
             _drop_unset_raw_rows(children)
 
@@ -489,6 +490,7 @@ def build_records(
                 "row_hash": digest,
                 "retrieved_at": retrieved_at,
                 "raw_row": _raw_row(row) if include_raw else None,
+                "relevance": None,
             },
         )
         _set_attr(provenance, "__pydantic_fields_set__", provenance_fields)
@@ -498,12 +500,7 @@ def build_records(
         _set_attr(
             record,
             "__dict__",
-            {
-                "provenance": provenance,
-                "related": related,
-                "related_truncated": truncated,
-                "relevance": None,
-            },
+            {"provenance": provenance, "related": related, "related_truncated": truncated},
         )
         # As after validation, extra fields count as set (``exclude_unset`` keeps them).
         fields_set = record_fields.union(fields)

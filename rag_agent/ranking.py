@@ -31,7 +31,7 @@ from persistence import (
     ReadOnlyPersistenceFacade,
     UnsupportedOperatorError,
 )
-from persistence.search import MAX_K, SearchHit, SearchMode, SearchResult
+from persistence.search import MAX_K, MAX_SEARCH_TEXT_LENGTH, SearchHit, SearchMode, SearchResult
 from rag_agent.assemble import (
     Outcome,
     PageResult,
@@ -101,7 +101,7 @@ def ranked_page(
     facade: ReadOnlyPersistenceFacade,
     table: str,
     topic: str,
-    filters: Iterable[Filter],
+    filters: Sequence[Filter],
     window: tuple[int, int],
     *,
     retrieved_at: dt.datetime,
@@ -110,7 +110,7 @@ def ranked_page(
     mode: SearchMode | str = DEFAULT_MODE,
 ) -> PageResult:
     """The page ``window`` (limit, offset) of ``table``'s rows matching ``filters``, ranked by
-    ``topic``: records with provenance and ``relevance``, ``ranking`` set.
+    ``topic``: records whose provenance carries a ``relevance``; ``ranking`` set.
 
     ``limit`` above the search's :data:`~persistence.search.MAX_K` is cut to it. Raises
     :class:`CannotRank` when the backend cannot search; any other error is the caller's to
@@ -118,16 +118,31 @@ def ranked_page(
     """
     limit, offset = window
     k = min(limit, MAX_K)
-    try:
-        result = facade.search(table, topic, filters=filters, k=k, offset=offset, mode=mode)
-    except UnsupportedOperatorError as exc:
-        raise CannotRank(str(exc)) from exc
-    hits = result.hits
-    # A full page may have more after it; a short one is the last, whatever the filters match.
-    total = result.total_count if len(hits) == k else offset + len(hits)
+    text = _bounded(topic)
+
+    def search(k: int, offset: int) -> tuple[SearchResult, tuple[SearchHit, ...]]:
+        try:
+            result = facade.search(table, text, filters=filters, k=k, offset=offset, mode=mode)
+        except UnsupportedOperatorError as exc:
+            raise CannotRank(str(exc)) from exc
+        if filters:  # every row matching the filters is in the ranking: the k-rows rule holds
+            return result, result.hits
+        # Without a condition, only rows a leg ranked answer: filling the page with rows no leg
+        # ranked would hand out the table itself.
+        return result, tuple(h for h in result.hits if any(r is not None for r in h.ranks.values()))
+
+    result, hits = search(k, offset)
+    if filters:
+        total = result.total_count
+    elif len(hits) == k:  # a full page may have more after it
+        total = result.total_count
+    elif hits or offset == 0:  # a short page is the last
+        total = offset + len(hits)
+    else:  # past the last ranked row, or nothing ranked at all: one row from the top tells
+        total = offset if search(1, 0)[1] else 0
     page = page_result(
         (hit.row for hit in hits),
-        max(total, offset + len(hits)),
+        max(total, offset + len(hits)) if total else 0,
         table=table,
         retrieved_at=retrieved_at,
         include_raw=include_raw,
@@ -137,16 +152,24 @@ def ranked_page(
     return dataclasses.replace(page, records=records, ranking=ranking_info(result))
 
 
+def _bounded(topic: str) -> str:
+    # The search refuses text past its bound; a topic is a few words, so a longer one is cut at
+    # a word boundary rather than refused.
+    if len(topic) <= MAX_SEARCH_TEXT_LENGTH:
+        return topic
+    return topic[:MAX_SEARCH_TEXT_LENGTH].rsplit(" ", 1)[0]
+
+
 def _with_relevance(
     records: Sequence[Record], hits: Sequence[SearchHit], offset: int
 ) -> tuple[Record, ...]:
-    # The records were built for this page alone and are not shared yet: their relevance is set
-    # in place, as build_records sets their other fields (a model_copy would turn the read-only
-    # fields into a plain dict).
+    # The records were built for this page alone and are not shared yet: each gets a provenance
+    # with its relevance in place, as build_records sets its fields (a model_copy of the record
+    # would turn its read-only fields into a plain dict).
     for place, (record, hit) in enumerate(zip(records, hits, strict=True), start=offset + 1):
         relevance = Relevance(score=hit.score, rank=place, ranks=dict(hit.ranks))
-        _set_attr(record, "__dict__", {**record.__dict__, "relevance": relevance})
-        _set_attr(record, "__pydantic_fields_set__", record.model_fields_set | {"relevance"})
+        provenance = record.provenance.model_copy(update={"relevance": relevance})
+        _set_attr(record, "__dict__", {**record.__dict__, "provenance": provenance})
     return tuple(records)
 
 

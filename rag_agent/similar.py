@@ -5,8 +5,8 @@ reformulation ``similar_company`` is tried before the company is dropped: the ca
 are the company values of the rows a keyword search ranks first for the misspelled name (the
 keyword leg matches short columns by trigram similarity, which forgives typos), or, on a backend
 that cannot search, the table's distinct company values (up to :data:`MAX_CANDIDATES`). Each is
-scored here by trigram similarity, as pg_trgm's ``word_similarity`` would (the best run of as
-many words as the name has); the best at or above :data:`SIMILARITY_THRESHOLD` replaces the
+scored by pg_trgm's ``word_similarity`` (:mod:`persistence.search.trigram`, the same
+function the keyword leg uses); the best at or above :data:`SIMILARITY_THRESHOLD` replaces the
 name, ties broken by the name. Deterministic: the same rows give the same choice.
 
 The other conditions stay hard constraints while candidates are sought, and the replacement is
@@ -16,10 +16,10 @@ reported (``metadata.reformulation_attempts`` and ``metadata.ignored``).
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from persistence import BackendError, Op, PersistenceError, ReadOnlyPersistenceFacade
+from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, word_similarity
 from rag_agent.specs import Condition, Ignored
 
 __all__ = [
@@ -27,46 +27,17 @@ __all__ = [
     "SIMILARITY_THRESHOLD",
     "similar_company",
     "swap_note",
-    "trigram_similarity",
     "with_similar_company",
 ]
 
-#: pg_trgm's default ``similarity_threshold``: below it two names share too little to be one.
-SIMILARITY_THRESHOLD = 0.3
+#: pg_trgm's default ``word_similarity_threshold``: below it two names share too little to be
+#: one ("Globx" in "Globex Corporation": 0.67; "Nowhere" in "Northwind": 0.25).
+SIMILARITY_THRESHOLD = WORD_SIMILARITY_THRESHOLD
 #: Candidate names read at most: the keyword search's first rows, or distinct values.
 MAX_CANDIDATES = 100
 _SEARCH_ROWS = 20
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _Steps = Iterator[tuple[str, tuple[Condition, ...]]]
-
-
-def _trigrams(words: Iterable[str]) -> frozenset[str]:
-    # pg_trgm's trigrams: each word lower-cased, padded with two spaces before and one after.
-    grams: set[str] = set()
-    for word in words:
-        padded = f"  {word.lower()} "
-        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
-    return frozenset(grams)
-
-
-def trigram_similarity(name: str, candidate: str) -> float:
-    """How alike ``name`` and the best run of as many words in ``candidate`` are (0 to 1):
-    shared trigrams over all trigrams, as pg_trgm counts them.
-
-    >>> round(trigram_similarity("Globx", "Globex Corporation"), 2)
-    0.44
-    """
-    words, theirs = _WORD.findall(name), _WORD.findall(candidate)
-    if not words or not theirs:
-        return 0.0
-    mine = _trigrams(words)
-    size = min(len(words), len(theirs))
-    best = 0.0
-    for start in range(len(theirs) - size + 1):
-        other = _trigrams(theirs[start : start + size])
-        best = max(best, len(mine & other) / len(mine | other))
-    return best
 
 
 def _company(conditions: tuple[Condition, ...]) -> Condition | None:
@@ -107,7 +78,7 @@ def similar_company(
         return None
     rest = tuple(c for c in conditions if c is not company)
     scored = [
-        (trigram_similarity(company.value, candidate), candidate)
+        (word_similarity(company.value, candidate), candidate)
         for candidate in _candidates(facade, table, company.value, rest)
         if candidate.casefold() != company.value.casefold()
     ]
@@ -153,9 +124,9 @@ def swap_note(before: tuple[Condition, ...], after: tuple[Condition, ...]) -> Ig
     old, new = _company(before), _company(after)
     if old is None or new is None or old.value == new.value:
         return None
-    similarity = trigram_similarity(old.value, new.value)
+    similarity = word_similarity(old.value, new.value)
     return Ignored(
         old.value,
         f"no company matches; read as the most similar name {new.value!r} "
-        f"(trigram similarity {similarity:.2f})",
+        f"(trigram word similarity {similarity:.2f})",
     )

@@ -34,11 +34,14 @@ FRAMING_WORDS = frozenset(
     request requests requested requesting mentioning mention mentions mentioned saying say
     says said talking talk talks regarding concerning related relating
     customer customers client clients user users people person persons someone somebody
-    anyone anybody everyone one ones folks
+    anyone anybody everyone one ones folks anything everything something whoever whatever
+    whichever wherever hmm hm um uh ok okay
     rows row records record entries entry data info information details results result
     there here just also only then than so such very really any other others
     created updated modified sent received dated limit offset page pages sorted sort order
-    ordered newest oldest latest recent recently first last top next previous""".split()  # noqa: SIM905
+    ordered newest oldest latest recent recently first last top next previous
+    email emails mail phone company companies status score title name names named called id
+    ids number""".split()  # noqa: SIM905
 )
 
 #: Words kept in a topic (they change its meaning: "could not sign in") that are no topic alone.
@@ -86,8 +89,9 @@ def topic_of(unclaimed: str) -> str:
 
 
 def is_topical(words: Iterable[str]) -> bool:
-    """Whether ``words`` hold a topic: one word that is neither weak nor a bare number."""
-    return any(w.lower() not in WEAK_WORDS and not w.isdigit() for w in words)
+    """Whether ``words`` hold a topic: one word of two letters or more that is neither weak nor
+    a bare number."""
+    return any(len(w) > 1 and w.lower() not in WEAK_WORDS and not w.isdigit() for w in words)
 
 
 def without_words(topic: str, values: Iterable[object]) -> str:
