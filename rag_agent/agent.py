@@ -49,6 +49,7 @@ from persistence import (
     ReadOnlyPersistenceFacade,
     get_logger,
 )
+from persistence.search import DEFAULT_K
 from rag_agent.assemble import utc_now
 from rag_agent.cache import QueryCache
 from rag_agent.conditions import legacy_conditions
@@ -59,6 +60,7 @@ from rag_agent.filters import normalize_filters
 from rag_agent.hooks import FallbackRunner, FilterExtractor
 from rag_agent.llm_filters import SchemaFilterExtractor
 from rag_agent.pipeline import Pipeline
+from rag_agent.ranking import DEFAULT_MODE, search_envelope
 from rag_agent.ratelimit import RateLimiter, create_limiter
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
@@ -87,6 +89,13 @@ class _ReadOptions(_PageOptions, total=False):
     order: Iterable[Order | str]
     count_only: bool
     include: Sequence[str | Include]
+
+
+class _SearchOptions(TypedDict, total=False):
+    k: int | None
+    offset: int | None
+    mode: str
+    include_raw: bool
 
 
 class _AggregateOptions(TypedDict, total=False):
@@ -344,6 +353,60 @@ class RAGAgent(Closing):
             table,
             return_json,
             lambda log: self._pipeline.aggregate(log, table, filters, group_by, metrics, limit),
+        )
+
+    @overload
+    def search(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter] = ...,
+        *,
+        return_json: Literal[False] = ...,
+        **options: Unpack[_SearchOptions],
+    ) -> Envelope: ...
+
+    @overload
+    def search(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter] = ...,
+        *,
+        return_json: Literal[True],
+        **options: Unpack[_SearchOptions],
+    ) -> dict[str, Any]: ...
+
+    def search(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter] = (),
+        *,
+        k: int | None = None,
+        offset: int | None = None,
+        mode: str = DEFAULT_MODE.value,
+        include_raw: bool = False,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The ``k`` rows of ``table`` matching all ``filters`` that best match ``text``, best
+        first, from rank ``offset`` on, as an envelope (see
+        :meth:`~persistence.ReadOnlyPersistenceFacade.search`; no rules, no LLM).
+
+        ``mode`` is ``hybrid`` (both legs; ``keyword`` alone without embeddings, said in
+        ``metadata.ranking.degraded``), ``keyword`` or ``semantic``; ``k`` defaults to 10
+        (at most 100). Filters are hard constraints: when at least ``offset + k`` rows match,
+        exactly ``k`` come back. ``metadata.ranking`` says how the rows were ranked and each
+        record's ``provenance.relevance`` its score and per-leg ranks. Cached like reads. Never
+        raises: the envelope's ``metadata.error`` says what went wrong::
+
+            rag.search("inquiries", "want to stop paying", [Filter("client_id", Op.EQ, 7)])
+        """
+        page = (DEFAULT_K if k is None else k, offset, include_raw)
+        return self._answer(
+            table,
+            return_json,
+            lambda log: search_envelope(self._pipeline, log, table, text, filters, page, mode),
         )
 
     def error_envelope(self, table: object, error: BaseException | str) -> Envelope:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from persistence import BackendError, Op, PersistenceError, ReadOnlyPersistenceFacade
+from persistence import Op, PersistenceError, ReadOnlyPersistenceFacade
 from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, word_similarity
 from rag_agent.specs import Condition, Ignored
 
@@ -54,16 +54,19 @@ def _company(conditions: tuple[Condition, ...]) -> Condition | None:
 def _candidates(
     facade: ReadOnlyPersistenceFacade, table: str, name: str, rest: tuple[Condition, ...]
 ) -> set[str]:
+    # A lookup that fails only means no similar name: the reformulations go on without it (a
+    # failing backend is reported by the queries around it).
     filters = [c.to_filter() for c in rest]
     try:
         result = facade.search(table, name, filters=filters, k=_SEARCH_ROWS, mode="keyword")
         found = {row.get("company_name") for row in result.rows}
-    except BackendError:
-        raise
     except PersistenceError:  # no search here: the distinct names, bounded
-        groups = facade.aggregate(
-            table, filters, group_by=["company_name"], limit=MAX_CANDIDATES
-        ).groups
+        try:
+            groups = facade.aggregate(
+                table, filters, group_by=["company_name"], limit=MAX_CANDIDATES
+            ).groups
+        except PersistenceError:
+            return set()
         found = {group.keys.get("company_name") for group in groups}
     return {value for value in found if isinstance(value, str) and value.strip()}
 

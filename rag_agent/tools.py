@@ -1,6 +1,7 @@
 """LangChain tools over a ``RAGAgent``: ``query_leads``, ``query_table``, ``rag_agent``,
-``deliver_data``, ``count_rows``, ``aggregate_table``, and the schema discovery tools
-``list_tables`` and ``describe_table`` (:mod:`rag_agent.discovery`).
+``deliver_data``, ``count_rows``, ``aggregate_table``, ``search_table`` (rows ranked by
+relevance to a text, :mod:`rag_agent.ranking`), and the schema discovery tools ``list_tables``
+and ``describe_table`` (:mod:`rag_agent.discovery`).
 
 ::
 
@@ -57,6 +58,7 @@ from rag_agent.tool_input import (
     QueryLeadsInput,
     QueryTableInput,
     RAGAgentInput,
+    SearchTableInput,
     TooDeep,
     ToolInputError,
     brief,
@@ -75,6 +77,7 @@ __all__ = [
     "QueryLeadsTool",
     "QueryTableTool",
     "RAGAgentTool",
+    "SearchTableTool",
     "ToolInputError",
     "build_tools",
     "coerce_tool_input",
@@ -223,6 +226,35 @@ class QueryTableTool(_EnvelopeTool):
         )
 
 
+class SearchTableTool(_EnvelopeTool):
+    """Rows of an allow-listed table ranked by relevance to a text, inside structured filters."""
+
+    name: str = "search_table"
+    description: str = _data_tool(
+        f"""Find the rows of an allow-listed table that are about something, best first:
+        'text' says what (e.g. 'customers who want to stop paying', 'could not sign in',
+        a misspelled company name); filters ({{column, op, value}} with op one of
+        {", ".join(LLM_OPERATORS)}, or {{column: value}}) and ranges are hard constraints.
+        mode: hybrid (words and meaning; the default), keyword (words, typos forgiven) or
+        semantic. k rows (default 10, at most 100) from offset. Returns a JSON envelope:
+        metadata.ranking {{mode, query, legs, degraded}}, total_count (rows matching the
+        filters), has_more, next_offset, and records with provenance, each provenance with
+        its relevance {{score, rank, ranks}}."""
+    )
+    args_schema: type[BaseModel] = SearchTableInput
+    table_label: str | None = None
+
+    def _answer(self, args: SearchTableInput) -> Envelope:
+        return self._agent.search(
+            args.table,
+            args.text,
+            to_filters(args.filter_specs()),
+            k=args.k,
+            offset=args.offset,
+            mode=args.mode,
+        )
+
+
 class RAGAgentTool(_FreeTextTool):
     """The full adaptive pipeline: free text (or a partial envelope) in, an envelope out."""
 
@@ -339,7 +371,7 @@ def _int_or_none(value: object) -> int | None:
 
 def build_tools(agent: RAGAgent) -> list[BaseTool]:
     """The tools bound to ``agent``: query_leads, query_table, rag_agent, deliver_data, then
-    count_rows, aggregate_table, list_tables and describe_table."""
+    count_rows, aggregate_table, list_tables, describe_table and search_table."""
     if not isinstance(agent, RAGAgent):
         raise TypeError(f"build_tools needs a RAGAgent, not {type(agent).__name__}")
     return [
@@ -351,6 +383,7 @@ def build_tools(agent: RAGAgent) -> list[BaseTool]:
         AggregateTableTool(agent=agent),
         ListTablesTool(agent=agent),
         DescribeTableTool(agent=agent),
+        SearchTableTool(agent=agent),
     ]
 
 
@@ -366,5 +399,6 @@ def openai_tool_schemas() -> list[dict[str, Any]]:
         AggregateTableTool(),
         ListTablesTool(),
         DescribeTableTool(),
+        SearchTableTool(),
     ]
     return [convert_to_openai_tool(tool) for tool in tools]

@@ -59,6 +59,7 @@ try:
         RoleFacts,
         Table,
         check_role,
+        read_available_extensions,
         read_extensions,
         read_indexes,
         read_role,
@@ -409,6 +410,8 @@ class DatabaseFacts(NamedTuple):
     writable: frozenset[str]
     indexes: tuple[IndexFacts, ...]
     extensions: frozenset[str]
+    #: The extensions the server could install (``pg_available_extensions``).
+    available: frozenset[str] = frozenset()
 
 
 def inspect_database(
@@ -437,6 +440,7 @@ def inspect_database(
                 writable=catalog.writable,
                 indexes=read_indexes(conn, schema),
                 extensions=read_extensions(conn),
+                available=read_available_extensions(conn),
             )
     except psycopg.Error as exc:
         raise translate(exc, "inspect") from exc
