@@ -270,7 +270,9 @@ class RankingInfo(_Frozen):
     query: str = Field(description="The text the legs ranked by (request framing removed).")
     legs: list[str] = Field(description="The legs that ranked, in fusion order.")
     degraded: str | None = Field(
-        default=None, description="What could not run and what ran instead, when not all did."
+        default=None,
+        exclude_if=_unset,
+        description="What could not run and what ran instead, when not all did.",
     )
 
 

@@ -41,6 +41,7 @@ from rag_agent.assemble import (
     source_of,
 )
 from rag_agent.envelope import Envelope, RankingInfo, Record, Relevance
+from rag_agent.rules.topic import topic_of
 from rag_agent.specs import Condition
 
 if TYPE_CHECKING:  # the pipeline imports this module
@@ -246,8 +247,11 @@ def search_envelope(
     except Exception as exc:
         return pipeline._refuse(log, outcome, exc)
     try:
+        # Agents pass whole requests: their framing is removed as from a run's (the text as
+        # given when nothing but framing is left).
+        topic = topic_of(text) or text
         result, hit = cached_ranked_page(
-            pipeline, log, checked_table, text, conditions, window, include_raw, mode
+            pipeline, log, checked_table, topic, conditions, window, include_raw, mode
         )
         outcome.take(result, shared=pipeline.cache.enabled)
         outcome.cache = "hit" if hit else "miss"

@@ -89,9 +89,11 @@ def topic_of(unclaimed: str) -> str:
 
 
 def is_topical(words: Iterable[str]) -> bool:
-    """Whether ``words`` hold a topic: one word of two letters or more that is neither weak nor
-    a bare number."""
-    return any(len(w) > 1 and w.lower() not in WEAK_WORDS and not w.isdigit() for w in words)
+    """Whether ``words`` hold a topic: one word of three characters or more, with a letter,
+    that is not weak ("x:0A" holds none; "could not sign in" does)."""
+    return any(
+        len(w) > 2 and w.lower() not in WEAK_WORDS and any(ch.isalpha() for ch in w) for w in words
+    )
 
 
 def without_words(topic: str, values: Iterable[object]) -> str:
