@@ -114,7 +114,9 @@ def _normal(expression: str) -> str:
     return re.sub(r"[\s()\"]", "", text)
 
 
-def _tsvector_index(table: str, columns: Sequence[str], indexes: Iterable[IndexFacts]) -> str | None:
+def _tsvector_index(
+    table: str, columns: Sequence[str], indexes: Iterable[IndexFacts]
+) -> str | None:
     wanted = {_normal(f"COALESCE({c}, '')") for c in columns}
     for index in indexes:
         if index.table != table or index.method != "gin" or not index.valid or index.partial:
@@ -128,9 +130,13 @@ def _tsvector_index(table: str, columns: Sequence[str], indexes: Iterable[IndexF
 
 def _hnsw_index(side: str, indexes: Iterable[IndexFacts]) -> str | None:
     for index in indexes:
-        if index.table == side and index.method == "hnsw" and index.valid and not index.partial:
-            if any(key.opclass == "vector_cosine_ops" for key in index.keys):
-                return index.name
+        usable = index.table == side and index.valid and not index.partial
+        if (
+            usable
+            and index.method == "hnsw"
+            and any(key.opclass == "vector_cosine_ops" for key in index.keys)
+        ):
+            return index.name
     return None
 
 

@@ -373,9 +373,7 @@ class Pipeline:
     ) -> None:
         def query(conditions: tuple[Condition, ...]) -> tuple[PageResult, bool]:
             if topic:  # ranked by the topic, the conditions hard constraints (rag_agent.ranking)
-                return cached_ranked_page(
-                    self, log, table, topic, conditions, window, include_raw
-                )
+                return cached_ranked_page(self, log, table, topic, conditions, window, include_raw)
             planned = _planned(table, conditions, window)
             shown = query_filters_view(conditions)
             return self._query(log, planned, include_raw, shown, related)

@@ -133,9 +133,7 @@ def ranked_page(
         return result, tuple(h for h in result.hits if any(r is not None for r in h.ranks.values()))
 
     result, hits = search(k, offset)
-    if filters:
-        total = result.total_count
-    elif len(hits) == k:  # a full page may have more after it
+    if filters or len(hits) == k:
         total = result.total_count
     elif hits or offset == 0:  # a short page is the last
         total = offset + len(hits)

@@ -1,5 +1,6 @@
 """``rag-agent doctor``: the connected role's privileges and the indexes the generated SQL needs,
-and, on PostgreSQL, the extensions and indexes each search leg needs (:mod:`rag_agent.doctor_search`).
+and, on PostgreSQL, the extensions and indexes each search leg needs
+(:mod:`rag_agent.doctor_search`).
 
 The knowledge (which columns, which operators, which index) is :mod:`rag_agent.doctor`; this
 module reads the facts for the chosen backend and prints the report.

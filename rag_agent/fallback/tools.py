@@ -2,7 +2,8 @@
 
 Six read-only tools over the facade: ``list_tables``, ``list_columns``, ``query_table``
 (structured filters, :class:`~rag_agent.specs.FilterSpec`), ``search_table`` (rows ranked by
-relevance to a text, inside the same filters), ``count_rows`` and ``aggregate_table``. They are closures over a :class:`FallbackSession`, the state of one run: its
+relevance to a text, inside the same filters), ``count_rows`` and ``aggregate_table``. They
+are closures over a :class:`FallbackSession`, the state of one run: its
 :class:`~.ledger.ReadLedger`, its counters and its deadline.
 
 - **Aggregates are numbers.** ``aggregate_table`` answers groups and metrics; nothing it returns

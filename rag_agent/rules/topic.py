@@ -52,7 +52,7 @@ WEAK_WORDS = frozenset(
 
 
 #: Particles kept after a topical word: "sign in", "log out", "opt out", "follow up".
-_PARTICLES = frozenset("in on up out off down over back".split())
+_PARTICLES = frozenset(["in", "on", "up", "out", "off", "down", "over", "back"])
 
 
 def _table_words() -> frozenset[str]:

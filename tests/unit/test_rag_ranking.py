@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from persistence import (
+    BUSINESS_TABLES,
     Filter,
     MemoryBackend,
     MemoryStore,
@@ -24,7 +25,6 @@ from persistence import (
     create_read_only_facade,
 )
 from persistence.policy import AccessPolicy
-from persistence import BUSINESS_TABLES
 from rag_agent import RAGAgent, build_tools
 from rag_agent.envelope import row_hash
 from rag_agent.filters import understand
