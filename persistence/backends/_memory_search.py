@@ -39,7 +39,7 @@ from persistence.search.embedder import Embedder, Vector
 from persistence.search.feedback import refine
 from persistence.search.fusion import DEFAULT_WEIGHTS, fuse
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
-from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, word_similarity
+from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, TrigramNeedle
 
 __all__ = ["MAX_CACHED_VECTORS", "VectorCache", "search_rows", "vector_cache"]
 
@@ -83,7 +83,10 @@ class VectorCache:
         embedding only rows not cached for this text and model."""
         self._forget_deleted(table)
         model = embedder.model_id
-        digests = [hashlib.blake2b(text.encode(), digest_size=16).digest() for text in texts]
+        digests = [
+            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            for text in texts
+        ]
         found: list[Vector | None] = [None] * len(rows)
         missing: list[int] = []
         with self._lock:
@@ -151,10 +154,11 @@ def _keyword_leg(rows: Sequence[Row], columns: Sequence[str], terms: Sequence[st
 
 
 def _trigram_leg(rows: Sequence[Row], columns: Sequence[str], query: str) -> list[Any]:
+    needle = TrigramNeedle(query)
     ranked = []
     for row in rows:
         values = [v for c in columns if isinstance(v := row.get(c), str)]
-        best = max((word_similarity(query, v) for v in values), default=0.0)
+        best = max((needle.similarity(v, WORD_SIMILARITY_THRESHOLD) for v in values), default=0.0)
         if best >= WORD_SIMILARITY_THRESHOLD:
             ranked.append((best, row["id"]))
     ranked.sort(key=lambda item: (-item[0], _id_order(item[1])))
