@@ -369,3 +369,31 @@ class TestFallbackSearch:
         assert session.tool_calls == 1 and session.rows_read == 2
         refused = session.search_table("secrets", "stop paying")
         assert refused.startswith("ERROR:")
+
+
+class TestSearchTableOverMCP:
+    def test_listed_read_only_and_answers_an_envelope(self, agent: RAGAgent) -> None:
+        """MCP lists search_table as read-only; a call answers the ranked envelope, and a bad
+        one an envelope with isError."""
+        pytest.importorskip("mcp")
+        from mcp import ClientSession
+
+        from rag_agent.mcp_server import create_mcp_server
+        from tests.support.mcp import envelope_of, in_process
+
+        async def work(client: ClientSession) -> tuple[Any, Any, Any]:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            good = await client.call_tool(
+                "search_table", {"table": "inquiries", "text": "could not sign in", "k": 2}
+            )
+            bad = await client.call_tool("search_table", {"table": "secrets", "text": "x"})
+            return tools["search_table"], good, bad
+
+        tool, good, bad = in_process(create_mcp_server(agent), work)
+        assert tool.annotations.readOnlyHint is True
+        assert tool.annotations.destructiveHint is False
+        assert set(tool.inputSchema["required"]) == {"table", "text"}
+        data = valid(envelope_of(good))
+        assert set(ids(data)) == {2, 7} and good.isError is False
+        assert bad.isError is True
+        assert envelope_of(bad)["metadata"]["error"]["type"] == "TableNotAllowedError"
