@@ -141,7 +141,9 @@ class ErrorInfo(_Frozen):
 class ReformulationAttempt(_Frozen):
     """One reformulated query: why it was tried, its filters and how many rows it matched."""
 
-    reason: Literal["drop_email", "shorten_company_suffix", "similar_company", "drop_company"]
+    reason: Literal[
+        "drop_email", "shorten_company_suffix", "similar_company", "drop_company", "rank_by_topic"
+    ]
     filters: dict[str, Any]
     result_count: int = Field(ge=0)
 

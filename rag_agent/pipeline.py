@@ -51,7 +51,12 @@ from rag_agent.envelope import (
 )
 from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner
-from rag_agent.ranking import CannotRank, cached_ranked_page, rankable
+from rag_agent.ranking import (
+    CannotRank,
+    cached_ranked_page,
+    rank_instead_of_text_conditions,
+    rankable,
+)
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
 from rag_agent.reformulation import relaxations
 from rag_agent.related import checked_includes, related_versions, resolve_words
@@ -418,6 +423,17 @@ class Pipeline:
                     if note is not None:
                         outcome.ignored += ignored_parts([note])
                     break
+        if (
+            result.total_count == 0
+            and len(outcome.attempts) < self.settings.reformulation_max_attempts
+        ):
+            ranked = rank_instead_of_text_conditions(
+                self, log, outcome, table, conditions, topic, window, include_raw
+            )
+            if ranked is not None:
+                result, used, hit = ranked
+                all_hits = all_hits and hit
+                outcome.fallback = "reformulation"
         self._applied(outcome, used)
         outcome.take(result, shared=self.cache.enabled)
         outcome.cache = "hit" if all_hits else "miss"

@@ -242,6 +242,42 @@ class TestRankedRun:
         assert bare["records"] == [] and bare["metadata"]["fallback"] == "disabled"
 
 
+class TestRankByTopic:
+    def test_a_subject_word_no_subject_holds_ranks_instead(self, agent: RAGAgent) -> None:
+        """'about the password reset' is no subject: it becomes the topic, and says so."""
+        data = valid(agent.run("inquiries about the password reset", return_json=True))
+        assert ids(data) == [2]
+        assert data["metadata"]["fallback"] == "reformulation"
+        assert data["metadata"]["reformulation_attempts"] == [
+            {"reason": "rank_by_topic", "filters": {}, "result_count": 1}
+        ]
+        assert data["metadata"]["ranking"]["query"] == "password reset"
+        assert "filters" not in data["metadata"]
+
+    def test_other_conditions_stay_hard(self, agent: RAGAgent) -> None:
+        """client 7's rows only, the refund one first."""
+        data = valid(agent.run("inquiries of client 7 about refunds", return_json=True))
+        assert ids(data)[0] == 6
+        assert all(record["client_id"] == 7 for record in data["records"])
+        assert data["metadata"]["filters"] == [
+            {"column": "client_id", "op": "eq", "value": 7, "source": "rules"}
+        ]
+
+    def test_rows_the_words_do_not_rank_are_no_answer(self, agent: RAGAgent) -> None:
+        """Filler rows that only match the filters do not count: no rows, result_count 0."""
+        data = valid(agent.run("inquiries of client 8 about zeppelins", return_json=True))
+        assert data["records"] == []
+        assert data["metadata"]["reformulation_attempts"] == [
+            {"reason": "rank_by_topic", "filters": {"client_id": 8}, "result_count": 0}
+        ]
+
+    def test_a_subject_that_matches_is_still_a_filter(self, agent: RAGAgent) -> None:
+        """'about pricing' finds its subject: the substring filter answers, as before."""
+        data = valid(agent.run("inquiries about pricing", return_json=True))
+        assert ids(data) == [3]
+        assert "ranking" not in data["metadata"]
+
+
 class TestSimilarCompany:
     def test_misspelled_company_is_read_as_the_similar_one(self, agent: RAGAgent) -> None:
         """'Globx' matches no company; Globex Corporation is read instead, and said so."""
