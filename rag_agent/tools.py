@@ -278,9 +278,11 @@ class RAGAgentTool(_FreeTextTool):
         if args.query and args.query.strip():
             return self._agent.run(args.query, table=table, limit=limit, offset=offset)
         count_only = metadata.get("count_only") is True or None
-        return self._run_conditions(
-            "", _metadata_conditions(metadata), table, (limit, offset), count_only
-        )
+        conditions = _metadata_conditions(metadata)
+        topic = _ranking_query(metadata)  # a ranked envelope's next page is ranked the same
+        if topic and not conditions:
+            return self._agent.run(topic, table=table, limit=limit, offset=offset)
+        return self._run_conditions(topic, conditions, table, (limit, offset), count_only)
 
 
 class DeliverDataTool(BoundedInputTool):
@@ -363,6 +365,12 @@ def _metadata_conditions(metadata: Mapping[str, Any]) -> tuple[Condition, ...]:
     query_filters = metadata.get("query_filters")
     legacy = checked_filters(query_filters if isinstance(query_filters, Mapping) else {})
     return legacy_conditions(legacy, "tool")
+
+
+def _ranking_query(metadata: Mapping[str, Any]) -> str:
+    ranking = metadata.get("ranking")
+    query = ranking.get("query") if isinstance(ranking, Mapping) else None
+    return query if isinstance(query, str) else ""
 
 
 def _int_or_none(value: object) -> int | None:

@@ -433,3 +433,29 @@ class TestSearchTableOverMCP:
         assert set(ids(data)) == {2, 7} and good.isError is False
         assert bad.isError is True
         assert envelope_of(bad)["metadata"]["error"]["type"] == "TableNotAllowedError"
+
+
+class TestNextPageThroughTheRAGAgentTool:
+    def test_a_ranked_envelopes_metadata_gives_the_next_ranked_page(self, agent: RAGAgent) -> None:
+        """Passing a ranked envelope's metadata with the next offset continues the ranking."""
+        tool = {t.name: t for t in build_tools(agent)}["rag_agent"]
+        text = "inquiries of client 7 from customers who want to stop paying"
+        whole = ids(agent.run(text, limit=4, return_json=True))
+        first = valid(agent.run(text, limit=2, return_json=True))
+        metadata = {**first["metadata"], "offset": first["metadata"]["next_offset"]}
+        second = _envelope(tool.invoke({"metadata": metadata}))
+        assert second["metadata"]["ranking"]["query"] == "stop paying"
+        assert ids(first) + ids(second) == whole
+        bare = valid(
+            agent.run("inquiries from customers who want to stop paying", limit=1, return_json=True)
+        )
+        again = _envelope(tool.invoke({"metadata": {**bare["metadata"], "offset": 1}}))
+        assert again["metadata"]["ranking"]["query"] == "stop paying"
+        assert (
+            ids(again)
+            == ids(
+                agent.run(
+                    "inquiries from customers who want to stop paying", limit=2, return_json=True
+                )
+            )[1:]
+        )
