@@ -10,7 +10,7 @@ envelope's ``metadata.ranking`` (mode, query, legs, degraded). ``RAGAgent.search
 
 Paging: a full page may have more after it (``has_more`` when more rows match the filters); a
 page with fewer than ``k`` rows is the last, and its ``total_count`` is the rows ranked (a
-keyword-only ranking leaves out rows that share no word with the topic).
+backend may leave out of a keyword-only ranking the rows that share no word with the topic).
 
 Thread-safety: pure functions over the facade, which is thread-safe.
 """
@@ -130,16 +130,16 @@ def ranked_page(
             result = facade.search(table, text, filters=filters, k=k, offset=offset, mode=mode)
         except UnsupportedOperatorError as exc:
             raise CannotRank(str(exc)) from exc
-        if filters:  # every row matching the filters is in the ranking: the k-rows rule holds
+        if filters:  # the conditions keep the answer to the question asked
             return result, result.hits
         # Without a condition, only rows a leg ranked answer: filling the page with rows no leg
         # ranked would hand out the table itself.
         return result, tuple(h for h in result.hits if any(r is not None for r in h.ranks.values()))
 
     result, hits = search(k, offset)
-    if filters or len(hits) == k:
+    if len(hits) == k:  # a full page may have more after it: as many as match the filters
         total = result.total_count
-    elif hits or offset == 0:  # a short page is the last
+    elif hits or offset == 0:  # a short page is the last (a keyword-only leg may rank no more)
         total = offset + len(hits)
     else:  # past the last ranked row, or nothing ranked at all: one row from the top tells
         total = offset if search(1, 0)[1] else 0

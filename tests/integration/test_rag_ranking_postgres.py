@@ -78,12 +78,19 @@ class TestRankedRunsOnPostgres:
         assert on_pg["metadata"].get("reformulation_attempts") == (
             in_memory["metadata"].get("reformulation_attempts")
         )
-        assert sorted(ids(on_pg)) == sorted(ids(in_memory))
-        assert ids(on_pg)[:1] == ids(in_memory)[:1]
-        if "ranking" in in_memory["metadata"]:
-            ranking = on_pg["metadata"]["ranking"]
-            assert ranking["query"] == in_memory["metadata"]["ranking"]["query"]
-            assert ranking["mode"] == "keyword" and "semantic" not in ranking["legs"]
+        if "ranking" not in in_memory["metadata"]:
+            assert "ranking" not in on_pg["metadata"]
+            assert sorted(ids(on_pg)) == sorted(ids(in_memory))
+            return
+        # The keyword rankers differ (ts_rank over stemmed words; BM25), and PostgreSQL's
+        # keyword-only ranking leaves out rows sharing no word: its rows are memory's, and its
+        # first is among memory's first.
+        ranking = on_pg["metadata"]["ranking"]
+        assert ranking["query"] == in_memory["metadata"]["ranking"]["query"]
+        assert ranking["mode"] == "keyword" and "semantic" not in ranking["legs"]
+        assert set(ids(on_pg)) <= set(ids(in_memory))
+        assert ids(on_pg)[0] in ids(in_memory)[:3]
+        assert on_pg["metadata"]["has_more"] is False
 
     def test_search_table_over_postgres(self, postgres_agent: RAGAgent) -> None:
         """The tool ranks on PostgreSQL inside its filters; hostile text is only words."""
