@@ -125,11 +125,11 @@ class Embedder:
         vectors: list[Vector | None] = []
         for values in embedded:
             try:
-                normalize(values)
+                vector = normalize(values)
             except InvalidQueryError:
                 vectors.append(None)
             else:
-                vectors.append(self._checked(values))
+                vectors.append(self._dimensioned(vector))
         return vectors
 
     def check_stored(self, *, model_id: str, dimension: int) -> None:
@@ -159,7 +159,9 @@ class Embedder:
             self._on_call()
 
     def _checked(self, values: Sequence[float]) -> Vector:
-        vector = normalize(values)
+        return self._dimensioned(normalize(values))
+
+    def _dimensioned(self, vector: Vector) -> Vector:
         if self._dimension is None:
             self._dimension = len(vector)
         elif len(vector) != self._dimension:

@@ -56,8 +56,17 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 @needs_wordllama
 class TestDefaultEmbeddings:
-    def test_loads_and_embeds_without_any_network_call(self, offline: Path) -> None:
+    def test_loads_and_embeds_without_any_network_call(
+        self, offline: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """Loading the model and embedding read only the installed wheel's files."""
+        monkeypatch.setattr(embeddings_module, "_models", {})  # load afresh, under the guard
+        embeddings_module._import_inference()  # imports wordllama, leaving logging alone
+        import wordllama.wordllama
+
+        # wordllama's own resolver (which would look in the cache, then download) is never used.
+        monkeypatch.setattr(wordllama.wordllama.WordLlama, "resolve_file", _refuse)
+        monkeypatch.setattr(wordllama.wordllama.WordLlama, "load", _refuse)
         embeddings = WordLlamaEmbeddings()
         vectors = embeddings.embed_documents(["cancel my subscription", "could not sign in"])
         assert len(vectors) == 2 and len(embeddings.embed_query("refund")) == 256

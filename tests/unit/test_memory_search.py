@@ -4,6 +4,7 @@ and scores have the fused shape, and what cannot run is said, never raised untyp
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,8 +19,9 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence.backends._memory_search import vector_cache
+from persistence.backends._memory_search import VectorCache, vector_cache
 from persistence.search import RRF_K, SearchMode
+from persistence.search.embedder import Embedder
 from persistence.search.fusion import DEFAULT_WEIGHTS
 from tests.support.search import HashEmbeddings, inquiries_store
 
@@ -310,3 +312,53 @@ class TestRowVectors:
         facade = create_read_only_facade(kind="memory", store=store, embeddings=embeddings)
         facade.search("inquiries", "b", filters=[Filter("lead_id", Op.EQ, 1)], mode="semantic")
         assert len(embeddings.documents) == 5
+
+    def test_the_cache_is_bounded(self) -> None:
+        """A cache smaller than the table evicts; searches stay correct (they embed again)."""
+        store = small_store([{"subject": "a", "body": f"refund {i}"} for i in range(10)])
+        cache = VectorCache(store, maxsize=4)
+        embedder = Embedder(HashEmbeddings())
+        rows = store.rows("inquiries")
+        texts = [row["body"] for row in rows]
+        first = cache.vectors("inquiries", rows, texts, embedder, 16)
+        assert len(cache) == 4
+        assert cache.vectors("inquiries", rows, texts, embedder, 16) == first
+
+    def test_concurrent_searches_and_writes(self) -> None:
+        """Searches in eight threads while a writer updates rows: no error, and once writes
+        stop every thread sees the same ranking as a fresh facade."""
+        store = small_store([{"subject": f"s{i}", "body": f"refund {i}"} for i in range(200)])
+        writer = create_persistence_agent(kind="memory", store=store)
+        facade = create_read_only_facade(kind="memory", store=store, embeddings=HashEmbeddings())
+        errors: list[BaseException] = []
+
+        def search() -> None:
+            try:
+                for _ in range(5):
+                    facade.search("inquiries", "refund 7", k=5)
+            except BaseException as exc:  # pragma: no cover - the failure being tested for
+                errors.append(exc)
+
+        threads = [threading.Thread(target=search) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for i in range(20):
+            writer.upsert("inquiries", [{"id": i + 1, "body": f"changed {i}"}])
+        for thread in threads:
+            thread.join()
+        assert not errors
+        expected = create_read_only_facade(
+            kind="memory",
+            store=small_store(list(store.rows("inquiries"))),
+            embeddings=HashEmbeddings(),
+        ).search("inquiries", "refund 7", k=5)
+        assert facade.search("inquiries", "refund 7", k=5).rows == expected.rows
+
+    def test_searches_are_deterministic(self, generated: MemoryStore) -> None:
+        """Two facades over one store give the same hits for the same request."""
+        first, second = (
+            create_read_only_facade(kind="memory", store=generated, embeddings=HashEmbeddings())
+            for _ in range(2)
+        )
+        request = {"text": "late parcel", "filters": [SELECTIVITIES["10%"]], "k": 20}
+        assert first.search("inquiries", **request) == second.search("inquiries", **request)
