@@ -141,9 +141,7 @@ class ErrorInfo(_Frozen):
 class ReformulationAttempt(_Frozen):
     """One reformulated query: why it was tried, its filters and how many rows it matched."""
 
-    reason: Literal[
-        "drop_email", "shorten_company_suffix", "similar_company", "drop_company", "rank_by_topic"
-    ]
+    reason: Literal["drop_email", "shorten_company_suffix", "similar_company", "drop_company"]
     filters: dict[str, Any]
     result_count: int = Field(ge=0)
 

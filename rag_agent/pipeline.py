@@ -51,12 +51,7 @@ from rag_agent.envelope import (
 )
 from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner
-from rag_agent.ranking import (
-    CannotRank,
-    cached_ranked_page,
-    rank_instead_of_text_conditions,
-    rankable,
-)
+from rag_agent.ranking import CannotRank, cached_ranked_page, rankable, text_conditions
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
 from rag_agent.reformulation import relaxations
 from rag_agent.related import checked_includes, related_versions, resolve_words
@@ -200,7 +195,12 @@ class Pipeline:
                 sources=sorted({c.source for c in applied}),
                 ignored=len(outcome.ignored),
             )
-            topic = self._topic(request.topic, checked_table, related)
+            # Rows are ranked by the topic, and by the words of "about …" substring conditions
+            # on the table's text column, when the table can be ranked (rag_agent.ranking).
+            as_topic = () if request.count_only else text_conditions(checked_table, applied)
+            words = " ".join([*(c.value for c in as_topic), request.topic]).strip()
+            topic = self._topic(words, checked_table, related)
+            as_topic = as_topic if topic else ()
             if request.group_by:  # numbers per group, never rows: no filter is needed
                 self._applied(outcome, applied)
                 self._aggregate(log, outcome, checked_table, applied, request.group_by)
@@ -208,8 +208,9 @@ class Pipeline:
                 self._applied(outcome, applied)
                 self._count(log, outcome, checked_table, applied)
             elif applied or (topic and not request.count_only):
+                rest = tuple(c for c in applied if c not in as_topic)
                 self._retrieve(
-                    log, outcome, checked_table, applied, window, include_raw, related, topic
+                    log, outcome, checked_table, rest, window, include_raw, related, topic, as_topic
                 )
             # zero is a count's answer
             counted = (bool(applied) and request.count_only) or bool(request.group_by)
@@ -375,6 +376,7 @@ class Pipeline:
         include_raw: bool,
         related: tuple[Include, ...] = (),
         topic: str = "",
+        as_topic: tuple[Condition, ...] = (),
     ) -> None:
         def query(conditions: tuple[Condition, ...]) -> tuple[PageResult, bool]:
             if topic:  # ranked by the topic, the conditions hard constraints (rag_agent.ranking)
@@ -386,11 +388,12 @@ class Pipeline:
         try:
             result, all_hits = query(conditions)
         except CannotRank:
-            # The backend cannot search: answered as without a topic, never an unfiltered read.
+            # The backend cannot search: answered as without a topic (the "about …" substrings
+            # filters again), never an unfiltered read.
             log.debug("rag.search", table=table, status="unsupported")
+            conditions, topic = conditions + as_topic, ""
             if not conditions:
                 return
-            topic = ""
             result, all_hits = query(conditions)
         used = conditions
         if result.total_count == 0:
@@ -423,17 +426,6 @@ class Pipeline:
                     if note is not None:
                         outcome.ignored += ignored_parts([note])
                     break
-        if (
-            result.total_count == 0
-            and len(outcome.attempts) < self.settings.reformulation_max_attempts
-        ):
-            ranked = rank_instead_of_text_conditions(
-                self, log, outcome, table, conditions, topic, window, include_raw
-            )
-            if ranked is not None:
-                result, used, hit = ranked
-                all_hits = all_hits and hit
-                outcome.fallback = "reformulation"
         self._applied(outcome, used)
         outcome.take(result, shared=self.cache.enabled)
         outcome.cache = "hit" if all_hits else "miss"

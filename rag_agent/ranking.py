@@ -41,8 +41,7 @@ from rag_agent.assemble import (
     shown_filters,
     source_of,
 )
-from rag_agent.conditions import query_filters_view
-from rag_agent.envelope import Envelope, RankingInfo, Record, ReformulationAttempt, Relevance
+from rag_agent.envelope import Envelope, RankingInfo, Record, Relevance
 from rag_agent.rules.topic import topic_of
 from rag_agent.rules.vocabulary import TEXT_COLUMNS
 from rag_agent.specs import Condition
@@ -55,11 +54,11 @@ __all__ = [
     "CannotRank",
     "cached_ranked_page",
     "checked_sequence",
-    "rank_instead_of_text_conditions",
     "rankable",
     "ranked_page",
     "ranking_info",
     "search_envelope",
+    "text_conditions",
 ]
 
 #: The mode a run ranks by: both legs where embeddings are configured, keyword alone otherwise
@@ -130,10 +129,9 @@ def ranked_page(
             result = facade.search(table, text, filters=filters, k=k, offset=offset, mode=mode)
         except UnsupportedOperatorError as exc:
             raise CannotRank(str(exc)) from exc
-        if filters:  # the conditions keep the answer to the question asked
-            return result, result.hits
-        # Without a condition, only rows a leg ranked answer: filling the page with rows no leg
-        # ranked would hand out the table itself.
+        # Only rows a leg ranked answer the words: a backend may fill a page with rows that
+        # merely match the filters (its k-rows rule), which would hand out, without a filter,
+        # the table itself, and with one, rows about something else.
         return result, tuple(h for h in result.hits if any(r is not None for r in h.ranks.values()))
 
     result, hits = search(k, offset)
@@ -265,50 +263,15 @@ def search_envelope(
     return pipeline._done(log, "rag.search", outcome, checked_table, window)
 
 
-def rank_instead_of_text_conditions(
-    pipeline: Pipeline,
-    log: Any,
-    outcome: Outcome,
-    table: str,
-    conditions: tuple[Condition, ...],
-    topic: str,
-    window: tuple[int, int],
-    include_raw: bool,
-) -> tuple[PageResult, tuple[Condition, ...], bool] | None:
-    """The reformulation ``rank_by_topic``: a substring condition the request's words made on
-    the table's text column ("inquiries about money back" → ``subject icontains 'money
-    back'``) that found no row becomes part of the topic, the rest stay filters.
-
-    Returns ``(page, conditions used, cache hit)`` when the ranking found rows, else ``None``;
-    the attempt is recorded in ``outcome`` either way. Only tried when the backend can rank the
-    table; a condition the caller gave is never moved.
-    """
+def text_conditions(table: str, conditions: Iterable[Condition]) -> tuple[Condition, ...]:
+    """The substring conditions a request's words made on ``table``'s text column ("inquiries
+    about refunds" → ``subject icontains 'refunds'``): with a search, their words rank the
+    rows instead (a substring misses "refund" and every row about refunds in other words).
+    A condition the caller gave stays a filter."""
     column = TEXT_COLUMNS.get(table)
-    moved = [
+    return tuple(
         c
         for c in conditions
         if c.column == column and c.op is Op.ICONTAINS and c.source != "tool"
         and isinstance(c.value, str)
-    ]  # fmt: skip
-    if not moved or not rankable(pipeline.facade, table):
-        return None
-    rest = tuple(c for c in conditions if c not in moved)
-    words = " ".join([*(c.value for c in moved), topic]).strip()
-    try:
-        page, hit = cached_ranked_page(pipeline, log, table, words, rest, window, include_raw)
-    except CannotRank:
-        return None
-    # Rows only the filters matched (a page the k-rows rule filled) are no answer to the words.
-    ranked = any(
-        rank is not None
-        for record in page.records
-        if record.provenance.relevance is not None
-        for rank in record.provenance.relevance.ranks.values()
-    )
-    found = page.total_count if ranked else 0
-    shown = query_filters_view(rest)
-    outcome.attempts.append(
-        ReformulationAttempt(reason="rank_by_topic", filters=shown, result_count=found)
-    )
-    log.debug("rag.reformulation", reason="rank_by_topic", result_count=found)
-    return (page, rest, hit) if ranked else None
+    )  # fmt: skip

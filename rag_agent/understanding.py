@@ -28,7 +28,6 @@ from persistence import (
 )
 from rag_agent.conditions import legacy_conditions
 from rag_agent.filters import normalize_filters, understand
-from rag_agent.rules.topic import without_words
 from rag_agent.rules.vocabulary import DEFAULT_TABLE
 from rag_agent.specs import (
     ColumnInfo,
@@ -117,7 +116,7 @@ def understand_request(
     found = _rules(text, table, now.astimezone(dt.UTC).date()) if text.strip() else Understanding()
     group_by = found.group_by  # the rules' reading of "by status": the extraction has no say
     rules_include = found.include  # related rows are read from the words by the rules alone
-    topic = found.topic  # the words no rule read, less those the LLM turned into conditions
+    topic = found.topic  # the words no rule read
     if explicit is not None:
         # The caller's conditions win on every column they name: "score above 80" in the text
         # and score_min=50 from the arguments is the argument's question, said so in ignored.
@@ -134,7 +133,10 @@ def understand_request(
     elif extract is not None and text.strip() and (not found.conditions or found.weak):
         asked = extract(text, table or found.table or DEFAULT_TABLE)
         if asked.conditions:
-            topic = without_words(topic, (c.value for c in asked.conditions))
+            # The model read the words' meaning, not which words: its conditions replace the
+            # rules' reading, topic included (its "about …" substrings still rank, see
+            # rag_agent.ranking.text_conditions).
+            topic = ""
             found = Understanding(
                 asked.table or found.table, asked.conditions, asked.count_only, asked.ignored
             )

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from rag_agent.rules.vocabulary import TABLE_WORDS
 
-__all__ = ["FRAMING_WORDS", "WEAK_WORDS", "is_topical", "topic_of", "without_words"]
+__all__ = ["FRAMING_WORDS", "WEAK_WORDS", "is_topical", "topic_of"]
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
 
@@ -95,11 +95,3 @@ def is_topical(words: Iterable[str]) -> bool:
         len(w) > 2 and w.lower() not in WEAK_WORDS and any(ch.isalpha() for ch in w) for w in words
     )
 
-
-def without_words(topic: str, values: Iterable[object]) -> str:
-    """``topic`` without the words of ``values`` (the string values of conditions another step
-    understood, e.g. the LLM's ``company_name icontains 'Acme'``), case-insensitively; ``""``
-    when nothing topical is left."""
-    used = {w.lower() for value in values if isinstance(value, str) for w in _WORD.findall(value)}
-    kept = [w for w in _WORD.findall(topic) if w.lower() not in used]
-    return " ".join(kept) if is_topical(kept) else ""

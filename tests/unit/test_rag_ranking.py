@@ -28,7 +28,7 @@ from persistence.policy import AccessPolicy
 from rag_agent import RAGAgent, build_tools
 from rag_agent.envelope import row_hash
 from rag_agent.filters import understand
-from rag_agent.rules.topic import FRAMING_WORDS, topic_of, without_words
+from rag_agent.rules.topic import FRAMING_WORDS, topic_of
 from rag_agent.settings import RAGSettings
 from rag_agent.similar import similar_company
 from rag_agent.specs import Condition
@@ -127,10 +127,25 @@ class TestTopic:
         """Conditions and framing alone leave no topic: those runs are answered as before."""
         assert understand(text, now=NOW).topic == ""
 
-    def test_llm_conditions_leave_the_topic(self) -> None:
-        """Words the LLM turned into conditions are taken out of the rules' topic."""
-        assert without_words("Globex refunds", ["globex"]) == "refunds"
-        assert without_words("Globex", ["Globex"]) == ""
+    @pytest.mark.parametrize(
+        ("text", "direction"),
+        [
+            ("messages from customers about cancellations", "inbound"),
+            ("messages from the customer about invoices", "inbound"),
+            ("messages we sent about CRM sync", "outbound"),
+            ("messages sent by us about quotes", "outbound"),
+        ],
+    )
+    def test_who_wrote_a_message(self, text: str, direction: str) -> None:
+        """'from customers' / 'we sent' are the direction of messages, not their topic."""
+        found = understand(text, now=NOW)
+        assert ("direction", direction) in [(c.column, c.value) for c in found.conditions]
+        assert not {"customers", "sent", "client"} & set(found.topic.split())
+
+    def test_writers_on_a_table_without_direction(self) -> None:
+        """Inquiries have no direction: 'from customers' is framing there."""
+        found = understand("inquiries from customers who want to stop paying", now=NOW)
+        assert found.conditions == () and found.topic == "stop paying"
 
     @given(st.text(max_size=200))
     def test_topic_is_words_of_the_text(self, text: str) -> None:
@@ -160,7 +175,8 @@ class TestRankedRun:
         assert "fallback" not in data["metadata"]
 
     def test_conditions_are_hard_constraints(self, agent: RAGAgent) -> None:
-        """client 7's rows only, every one of them on some page, the topic's first."""
+        """client 7's rows only; only those a leg ranked (keyword-only here: rows sharing a
+        word with the topic), never rows that merely match the filters."""
         data = valid(
             agent.run(
                 "inquiries of client 7 from customers who want to stop paying", return_json=True
@@ -169,10 +185,23 @@ class TestRankedRun:
         assert data["metadata"]["filters"] == [
             {"column": "client_id", "op": "eq", "value": 7, "source": "rules"}
         ]
-        assert data["metadata"]["total_count"] == 5
         assert all(record["client_id"] == 7 for record in data["records"])
-        assert set(ids(data)[:2]) == {1, 6}
-        assert len(data["records"]) == 5  # the k-rows rule: filters match 5, 5 come back
+        assert sorted(ids(data)) == [1, 6]
+        assert data["metadata"]["total_count"] == 2 and data["metadata"]["has_more"] is False
+        for record in data["records"]:
+            assert any(r is not None for r in record["provenance"]["relevance"]["ranks"].values())
+
+    def test_with_embeddings_every_filtered_row_is_ranked(self, store: MemoryStore) -> None:
+        """The semantic leg ranks every row matching the filters: all five come back, the
+        topic's first (the k-rows rule of the search)."""
+        agent = _agent(store, embeddings=DeterministicFakeEmbedding(size=32))
+        data = valid(
+            agent.run(
+                "inquiries of client 7 from customers who want to stop paying", return_json=True
+            )
+        )
+        assert data["metadata"]["total_count"] == 5 and len(data["records"]) == 5
+        assert all(record["client_id"] == 7 for record in data["records"])
 
     def test_pages_continue_the_ranking(self, agent: RAGAgent) -> None:
         """Pages of 2 are the whole ranking cut in order; has_more/next_offset lead through it."""
@@ -242,17 +271,14 @@ class TestRankedRun:
         assert bare["records"] == [] and bare["metadata"]["fallback"] == "disabled"
 
 
-class TestRankByTopic:
-    def test_a_subject_word_no_subject_holds_ranks_instead(self, agent: RAGAgent) -> None:
-        """'about the password reset' is no subject: it becomes the topic, and says so."""
+class TestAboutRanks:
+    def test_about_words_rank_instead_of_a_substring(self, agent: RAGAgent) -> None:
+        """'about the password reset' is no subject substring but the ranking's words."""
         data = valid(agent.run("inquiries about the password reset", return_json=True))
-        assert ids(data) == [2]
-        assert data["metadata"]["fallback"] == "reformulation"
-        assert data["metadata"]["reformulation_attempts"] == [
-            {"reason": "rank_by_topic", "filters": {}, "result_count": 1}
-        ]
+        assert ids(data)[0] == 2
         assert data["metadata"]["ranking"]["query"] == "password reset"
         assert "filters" not in data["metadata"]
+        assert "reformulation_attempts" not in data["metadata"]
 
     def test_other_conditions_stay_hard(self, agent: RAGAgent) -> None:
         """client 7's rows only, the refund one first."""
@@ -263,18 +289,29 @@ class TestRankByTopic:
             {"column": "client_id", "op": "eq", "value": 7, "source": "rules"}
         ]
 
-    def test_rows_the_words_do_not_rank_are_no_answer(self, agent: RAGAgent) -> None:
-        """Filler rows that only match the filters do not count: no rows, result_count 0."""
+    def test_words_no_row_holds_give_no_rows(self, agent: RAGAgent) -> None:
+        """Rows that only match the filters are no answer to the words: none, then reported."""
         data = valid(agent.run("inquiries of client 8 about zeppelins", return_json=True))
         assert data["records"] == []
-        assert data["metadata"]["reformulation_attempts"] == [
-            {"reason": "rank_by_topic", "filters": {"client_id": 8}, "result_count": 0}
-        ]
+        assert data["metadata"]["fallback"] == "disabled"
 
-    def test_a_subject_that_matches_is_still_a_filter(self, agent: RAGAgent) -> None:
-        """'about pricing' finds its subject: the substring filter answers, as before."""
+    def test_a_count_keeps_the_substring(self, agent: RAGAgent) -> None:
+        """A count is not ranked: 'about pricing' stays the subject condition it was."""
+        data = valid(agent.run("how many inquiries about pricing", return_json=True))
+        assert data["metadata"]["total_count"] == 1
+        assert data["metadata"]["filters"][0]["column"] == "subject"
+
+    def test_without_search_the_substring_filters_again(self, store: MemoryStore) -> None:
+        """A backend that cannot search reads 'about pricing' as the subject substring."""
+
+        class NoSearch(MemoryBackend):
+            search = None
+
+        facade = ReadOnlyPersistenceFacade(NoSearch(store), AccessPolicy.read_only(BUSINESS_TABLES))
+        agent = RAGAgent(facade, settings=RAGSettings(), now=lambda: NOW)
         data = valid(agent.run("inquiries about pricing", return_json=True))
         assert ids(data) == [3]
+        assert data["metadata"]["filters"][0]["column"] == "subject"
         assert "ranking" not in data["metadata"]
 
 
