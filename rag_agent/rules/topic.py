@@ -94,4 +94,3 @@ def is_topical(words: Iterable[str]) -> bool:
     return any(
         len(w) > 2 and w.lower() not in WEAK_WORDS and any(ch.isalpha() for ch in w) for w in words
     )
-
