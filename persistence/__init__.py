@@ -14,6 +14,7 @@ from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.backends._like import escape_like
 from persistence.backends.base import Backend
 from persistence.backends.memory import MemoryBackend, MemoryStore, default_store
+from persistence.canonical import canonical_value, non_finite_text
 from persistence.capabilities import Capabilities
 from persistence.errors import (
     AggregatesDisabledError,
@@ -37,6 +38,13 @@ from persistence.factory import (
 )
 from persistence.policy import BUSINESS_TABLES, GOVERNANCE_TABLES, AccessPolicy
 from persistence.query import Filter, Op, Order, Page, Query, is_identifier
+from persistence.redaction import (
+    EXACT_OPERATORS,
+    FieldRedaction,
+    RedactedRow,
+    RedactionPolicy,
+    RowRedaction,
+)
 from persistence.relations import (
     DEFAULT_RELATED_LIMIT,
     MAX_RELATED_LIMIT,
@@ -51,6 +59,7 @@ from persistence.types import ColumnKind, ColumnType, column_type
 __all__ = [
     "BUSINESS_TABLES",
     "DEFAULT_RELATED_LIMIT",
+    "EXACT_OPERATORS",
     "GOVERNANCE_TABLES",
     "MAX_RELATED_LIMIT",
     "RELATED_TOTAL_LIMIT",
@@ -66,6 +75,7 @@ __all__ = [
     "ColumnNotAllowedError",
     "ColumnType",
     "ConfigurationError",
+    "FieldRedaction",
     "Filter",
     "Group",
     "Include",
@@ -83,11 +93,15 @@ __all__ = [
     "Query",
     "QueryTimeoutError",
     "ReadOnlyPersistenceFacade",
+    "RedactedRow",
     "RedactingFormatter",
+    "RedactionPolicy",
     "RelatedRows",
     "Relation",
+    "RowRedaction",
     "TableNotAllowedError",
     "UnsupportedOperatorError",
+    "canonical_value",
     "column_type",
     "create_persistence_agent",
     "create_read_only_facade",
@@ -96,6 +110,7 @@ __all__ = [
     "get_logger",
     "is_identifier",
     "known_kinds",
+    "non_finite_text",
     "redact_secrets",
     "redact_text",
     "register_backend",

@@ -18,6 +18,7 @@ from persistence._column_kinds import (
     ColumnKind,
     ColumnType,
 )
+from persistence._enum_filters import enum_filter, exact_label
 from persistence.errors import InvalidQueryError
 from persistence.query import Filter, Op
 
@@ -341,6 +342,9 @@ def coerce_value(value: Any, column_type: ColumnType, *, table: str, column: str
             f"{table}.{column} compared with None, which never matches in SQL; use Op.IS_NULL",
             field="value",
         )
+    if column_type.labels is not None:
+        # Exactly a label, as PostgreSQL stores it; filters map other spellings first.
+        return exact_label(value, column_type, table=table, column=column)
     try:
         return _COERCERS[column_type.kind](value, column_type)
     except _Refused as refused:
@@ -355,8 +359,9 @@ def coerce_filter(flt: Filter, column_type: ColumnType, *, table: str) -> Filter
     """``flt`` with its value coerced to ``column_type`` by :func:`coerce_value`.
 
     ``is_null`` is returned as is; ``in`` has each element coerced; ``icontains``/``ilike`` need
-    a text column (otherwise ``InvalidQueryError`` with ``field="op"``). The same ``Filter`` is
-    returned when nothing changed, so a second pass costs no allocation.
+    a text column (otherwise ``InvalidQueryError`` with ``field="op"``). A filter on an enum
+    column becomes an equality on its labels (:mod:`persistence._enum_filters`). The same
+    ``Filter`` is returned when nothing changed, so a second pass costs no allocation.
 
     >>> coerce_filter(Filter("id", Op.IN, ["7", 8]), column_type("bigint"), table="leads")
     Filter(column='id', op=<Op.IN: 'in'>, value=(7, 8))
@@ -364,6 +369,8 @@ def coerce_filter(flt: Filter, column_type: ColumnType, *, table: str) -> Filter
     op = flt.op
     if op is Op.IS_NULL:
         return flt
+    if column_type.labels is not None:
+        return enum_filter(flt, column_type, table=table)
     if op in _TEXT_ONLY_OPS and column_type.kind is not ColumnKind.TEXT:
         raise InvalidQueryError(
             f"{op.value} on {table}.{flt.column} needs a text column, not {column_type.name}",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "ColumnType",
     "column_kind",
     "column_type",
+    "enum_type",
 ]
 
 #: A string longer than this is refused for every kind but ``text``, before it is parsed.
@@ -50,23 +52,39 @@ _BITS_BY_KIND: dict[ColumnKind, tuple[int, ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class ColumnType:
-    """A column's type: its :class:`ColumnKind`, a name for messages, and a bit width.
+    """A column's type: its :class:`ColumnKind`, a name for messages, a bit width, and an
+    enum's labels.
 
     ``name`` is the SQL spelling used in error messages (``"bigint"``, ``"timestamptz"``...;
     for ``other`` the type as given). ``bits`` is 16/32/64 for ``integer``, 32/64 for ``float``,
-    ``None`` otherwise. Build one with :func:`column_type`; ``ColumnType(ColumnKind.UUID, "uuid")``
-    works too.
+    ``None`` otherwise. ``labels`` is set for a PostgreSQL enum (``create type ... as enum``):
+    its labels in declaration order (``pg_enum.enumsortorder``), on a ``text`` kind; ``None``
+    for every other type. Build one with :func:`column_type` or :func:`enum_type`;
+    ``ColumnType(ColumnKind.UUID, "uuid")`` works too.
     """
 
     kind: ColumnKind
     name: str
     bits: int | None = None
+    labels: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", ColumnKind(self.kind))
         allowed = _BITS_BY_KIND.get(self.kind)
         if (self.bits is None) != (allowed is None) or (allowed and self.bits not in allowed):
             raise ValueError(f"a {self.kind} column type cannot have bits={self.bits!r}")
+        if self.labels is not None:
+            labels = tuple(self.labels)
+            if self.kind is not ColumnKind.TEXT or not labels:
+                raise ValueError("enum labels need a text kind and at least one label")
+            if not all(type(label) is str for label in labels) or len(set(labels)) != len(labels):
+                raise ValueError(f"enum labels must be distinct strings, not {labels!r}")
+            object.__setattr__(self, "labels", labels)
+
+    @property
+    def is_enum(self) -> bool:
+        """True for a PostgreSQL enum: values are one of :attr:`labels`."""
+        return self.labels is not None
 
     @property
     def is_text(self) -> bool:
@@ -180,6 +198,15 @@ def column_type(type_name: str, *, category: str | None = None) -> ColumnType:
     if category in ("E", "S"):
         return ColumnType(_K.TEXT, type_name)
     return ColumnType(_K.OTHER, type_name)
+
+
+def enum_type(name: str, labels: Iterable[str]) -> ColumnType:
+    """The type of a column of the enum ``name`` with ``labels`` in declaration order.
+
+    >>> enum_type("lead_status", ["new", "qualified"]).labels
+    ('new', 'qualified')
+    """
+    return ColumnType(ColumnKind.TEXT, name, labels=tuple(labels))
 
 
 def column_kind(type_name: str, *, category: str | None = None) -> ColumnKind:

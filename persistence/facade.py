@@ -11,10 +11,11 @@ The backend itself is private: no public attribute hands it out.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, NoReturn, cast
+from typing import Any, NamedTuple, NoReturn, cast
 
 from persistence._closing import Closing
 from persistence._column_kinds import ColumnKind
@@ -30,6 +31,7 @@ from persistence.errors import (
 )
 from persistence.policy import AccessPolicy
 from persistence.query import Filter, Order, Page, Query
+from persistence.redaction import RedactionPolicy
 from persistence.relations import Include, RelatedPlan, Relation, plan_includes
 from persistence.search import SearchMode, SearchRequest, SearchResult
 from persistence.search.embedder import Embedder
@@ -43,11 +45,20 @@ Row = dict[str, Any]
 class _Reader(Closing):
     """Reads shared by both facades. Thread-safe when the backend is (all bundled ones are)."""
 
-    __slots__ = ("__backend", "__embedder", "__policy")
+    __slots__ = ("__backend", "__embedder", "__policy", "__redaction")
 
-    def __init__(self, backend: Backend, policy: AccessPolicy, *, embeddings: Any = None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        policy: AccessPolicy,
+        *,
+        embeddings: Any = None,
+        redaction: RedactionPolicy | None = None,
+    ) -> None:
         self.__backend = backend
         self.__policy = policy
+        # Applied to every row before it leaves the facade (see persistence.redaction).
+        self.__redaction = redaction
         self.__embedder = (
             None
             if embeddings is None
@@ -60,6 +71,19 @@ class _Reader(Closing):
     def embedder(self) -> Embedder | None:
         """The embeddings the semantic leg of :meth:`search` uses, or ``None``."""
         return self.__embedder
+
+    @property
+    def redaction(self) -> RedactionPolicy | None:
+        """The (immutable) redaction policy applied to rows before they leave, or ``None``."""
+        return self.__redaction
+
+    def redacted_columns(self, table: str) -> Mapping[str, str]:
+        """The redacted columns of ``table`` the policy lets a read return: column -> how
+        (``"mask:email"``, ``"hash"``, ``"drop"``, ...); empty without redaction."""
+        table = self.__policy.check_read(table, "columns")
+        if self.__redaction is None:
+            return MappingProxyType({})
+        return self.__redaction.specs(table, self.__policy.allowed_columns(table))
 
     @property
     def capabilities(self) -> Capabilities:
@@ -143,6 +167,40 @@ class _Reader(Closing):
         >>> facade.read("leads", [Filter("id", Op.EQ, 7)], include=["conversations"]).rows[0][
         ...     "conversations"]
         """
+        page: Page = self._perform(
+            self._read_call(table, filters, columns, order, limit, offset, include)
+        )
+        return page
+
+    async def aread(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        columns: Sequence[str] | None = None,
+        order: Iterable[Order | str] = (),
+        limit: int | None = None,
+        offset: int = 0,
+        include: Iterable[str | Include] = (),
+    ) -> Page:
+        """:meth:`read`, awaited: the same checks, the backend's I/O on the running loop."""
+        await self.aprepare()
+        page: Page = await self._perform_async(
+            self._read_call(table, filters, columns, order, limit, offset, include)
+        )
+        return page
+
+    def _read_call(
+        self,
+        table: str,
+        filters: Iterable[Filter],
+        columns: Sequence[str] | None,
+        order: Iterable[Order | str],
+        limit: int | None,
+        offset: int,
+        include: Iterable[str | Include],
+    ) -> _BackendCall:
+        """The checks of :meth:`read` and the backend call they lead to."""
         table = self.__policy.check_read(table, "read")
         query = Query(
             table,
@@ -160,16 +218,14 @@ class _Reader(Closing):
                 query = replace(query, columns=readable)
         plans = self._plans(table, include, query.columns, known)
         if not plans:
-            return self.__backend.read(query)
-        read_related = getattr(self.__backend, "read_related", None)
-        if not callable(read_related):
+            return _BackendCall("read", (query,))
+        if not callable(getattr(self.__backend, "read_related", None)):
             raise UnsupportedOperatorError(
                 f"backend {self.__backend.name!r} cannot read related rows",
                 operator="include",
                 backend=self.__backend.name,
             )
-        page: Page = read_related(query, plans)
-        return page
+        return _BackendCall("read_related", (query, plans))
 
     def relations(self, table: str) -> tuple[Relation, ...]:
         """The relations ``include`` may follow from ``table``: the backend's (foreign keys of
@@ -245,9 +301,19 @@ class _Reader(Closing):
 
     def count(self, table: str, filters: Iterable[Filter] = ()) -> int:
         """How many rows of ``table`` match all ``filters`` (values coerced as by :meth:`read`)."""
+        count: int = self._perform(self._count_call(table, filters))
+        return count
+
+    async def acount(self, table: str, filters: Iterable[Filter] = ()) -> int:
+        """:meth:`count`, awaited."""
+        await self.aprepare()
+        count: int = await self._perform_async(self._count_call(table, filters))
+        return count
+
+    def _count_call(self, table: str, filters: Iterable[Filter]) -> _BackendCall:
         table = self.__policy.check_read(table, "count")
         query, _ = self._checked(Query(table, filters=_filters(filters)), "count")
-        return self.__backend.count(table, query.filters)
+        return _BackendCall("count", (table, query.filters))
 
     def aggregate(
         self,
@@ -271,12 +337,45 @@ class _Reader(Closing):
 
         >>> facade.aggregate("leads", group_by=["status"], metrics=["count", "avg:score"])
         """
+        result: AggregateResult = self._perform(
+            self._aggregate_call(table, filters, group_by, metrics, limit)
+        )
+        return result
+
+    async def aaggregate(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        group_by: Iterable[str] = (),
+        metrics: Iterable[Metric | str] = ("count",),
+        limit: int | None = None,
+    ) -> AggregateResult:
+        """:meth:`aggregate`, awaited."""
+        await self.aprepare()
+        result: AggregateResult = await self._perform_async(
+            self._aggregate_call(table, filters, group_by, metrics, limit)
+        )
+        return result
+
+    def _aggregate_call(
+        self,
+        table: str,
+        filters: Iterable[Filter],
+        group_by: Iterable[str],
+        metrics: Iterable[Metric | str],
+        limit: int | None,
+    ) -> _BackendCall:
         table = self.__policy.check_read(table, "aggregate")
         names, parsed, cap = check_aggregate(group_by, metrics, limit)
         measured = [m.column for m in parsed if m.column is not None]
         columns = tuple(dict.fromkeys((*names, *measured)))
         query = Query(table, filters=_filters(filters), columns=columns or None)
         query, _ = self._checked(query, "aggregate")
+        if self.__redaction is not None:
+            self.__redaction.check_aggregate(
+                table, names, [(m.function, m.column) for m in parsed if m.column is not None]
+            )
         check_kinds(table, names, parsed, self._known(table)[1])
         capabilities = self.__backend.capabilities
         for metric in parsed:
@@ -286,7 +385,7 @@ class _Reader(Closing):
                     operator=metric.function,
                     backend=self.__backend.name,
                 )
-        return self.__backend.aggregate(replace(query, columns=None), names, parsed, cap)
+        return _BackendCall("aggregate", (replace(query, columns=None), names, parsed, cap))
 
     def search(
         self,
@@ -308,6 +407,37 @@ class _Reader(Closing):
 
         >>> facade.search("inquiries", "customers who want to stop paying", k=5).rows
         """
+        result: SearchResult = self._perform(
+            self._search_call(table, text, filters, k, offset, mode)
+        )
+        return result
+
+    async def asearch(
+        self,
+        table: str,
+        text: str,
+        *,
+        filters: Iterable[Filter] = (),
+        k: int = 10,
+        offset: int = 0,
+        mode: SearchMode | str = SearchMode.HYBRID,
+    ) -> SearchResult:
+        """:meth:`search`, awaited (a backend without an awaitable search runs in a worker
+        thread)."""
+        await self.aprepare()
+        call = self._search_call(table, text, filters, k, offset, mode)
+        result: SearchResult = await self._perform_async(call)
+        return result
+
+    def _search_call(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter],
+        k: int,
+        offset: int,
+        mode: SearchMode | str,
+    ) -> _BackendCall:
         table = self.__policy.check_read(table, "search")
         # SearchRequest validates the mode, turning a string into a SearchMode or refusing it.
         request = SearchRequest(text, cast(SearchMode, mode), k, offset)
@@ -317,7 +447,13 @@ class _Reader(Closing):
             query = replace(query, columns=readable)
         types = self._known(table)[1]
         visible = readable if readable is not None else tuple(types)
-        text_columns = tuple(c for c in visible if c in types and types[c].kind is ColumnKind.TEXT)
+        # A redacted column is not ranked by: its rank would tell what it holds.
+        hidden = self.__redaction.columns(table) if self.__redaction is not None else {}
+        text_columns = tuple(
+            c
+            for c in visible
+            if c in types and types[c].kind is ColumnKind.TEXT and c not in hidden
+        )
         if not text_columns:
             raise InvalidQueryError(f"table {table!r} has no text column this search may rank by")
         if request.mode is SearchMode.SEMANTIC and self.__embedder is None:
@@ -325,15 +461,53 @@ class _Reader(Closing):
                 "semantic search needs embeddings: pass embeddings= to the factory "
                 "or set RAG_EMBEDDINGS"
             )
-        search = getattr(self.__backend, "search", None)
-        if not callable(search):
+        if not callable(getattr(self.__backend, "search", None)):
             raise UnsupportedOperatorError(
                 f"backend {self.__backend.name!r} cannot search",
                 operator="search",
                 backend=self.__backend.name,
             )
-        result: SearchResult = search(query, request, text_columns, self.__embedder)
-        return result
+        return _BackendCall("search", (query, request, text_columns, self.__embedder))
+
+    # --- the backend call, blocking or awaited -------------------------------------------------
+
+    def _perform(self, call: _BackendCall) -> Any:
+        return self._redacted(call, self._call_backend(call))
+
+    async def _perform_async(self, call: _BackendCall) -> Any:
+        twin = getattr(self.__backend, "a" + call.method, None)
+        if callable(twin):
+            return self._redacted(call, await twin(*call.args))
+        # A backend without awaitable reads (a caller's own): off the loop, in a worker thread.
+        return self._redacted(call, await asyncio.to_thread(self._call_backend, call))
+
+    def _call_backend(self, call: _BackendCall) -> Any:
+        return getattr(self.__backend, call.method)(*call.args)
+
+    def _redacted(self, call: _BackendCall, result: Any) -> Any:
+        """``result`` as it may leave the facade: rows redacted, when a redaction policy applies
+        (see :mod:`persistence.redaction`); counts and aggregates carry no row."""
+        redaction = self.__redaction
+        if redaction is None or call.method not in _ROW_CALLS:
+            return result
+        table = call.args[0].table  # every row call starts with its Query
+        if call.method == "search":
+            if not redaction.applies(table):
+                return result
+            hits = tuple(replace(h, row=redaction.redact_row(table, h.row)) for h in result.hits)
+            return replace(result, hits=hits)
+        return redaction.redact_page(table, result)
+
+    async def aprepare(self) -> None:
+        """Load, without blocking the running loop, what the checks of every read consult (a
+        backend's catalog); the ``a``-methods call it, so calling it first is optional.
+
+        The checks themselves (allow-list, column policy, operators, coercion) are the blocking
+        methods' own code, run on cached facts: only the backend's I/O differs.
+        """
+        prepare = getattr(self.__backend, "aprepare", None)
+        if callable(prepare):
+            await prepare()
 
     def _policy_columns(self, table: str, known: frozenset[str] | None) -> tuple[str, ...] | None:
         """The columns a read naming none may return: ``None`` (all) unless the policy restricts.
@@ -383,6 +557,8 @@ class _Reader(Closing):
                     operator=flt.op.value,
                     backend=self.__backend.name,
                 )
+        if self.__redaction is not None:
+            self.__redaction.check_query(table, query.filters, query.order, operation)
         filters = coerce_filters(table, query.filters, types)
         # By identity: Filter("x", EQ, 1) == Filter("x", EQ, True), yet only one is a boolean.
         if any(new is not old for new, old in zip(filters, query.filters, strict=True)):
@@ -396,10 +572,30 @@ class _Reader(Closing):
         """Release the backend's connections."""
         self.__backend.close()
 
+    async def aclose(self) -> None:
+        """Release the backend's connections, its awaitable ones (opened by the
+        ``a``-methods, on this loop) included."""
+        close = getattr(self.__backend, "aclose", None)
+        if callable(close):
+            await close()
+        self.__backend.close()
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(backend={self.__backend.name!r}, tables={list(self.tables())})"
         )
+
+
+#: The backend calls that return rows: what redaction applies to.
+_ROW_CALLS = frozenset({"read", "read_related", "search"})
+
+
+class _BackendCall(NamedTuple):
+    """The backend method a checked request leads to (``read``, ``count``, ...) and its
+    arguments: what :meth:`_Reader._perform` calls, or awaits as its ``a``-twin."""
+
+    method: str
+    args: tuple[Any, ...]
 
 
 def _data_target(backend: Backend) -> Hashable:

@@ -18,6 +18,7 @@ from persistence.backends.base import Backend
 from persistence.errors import ConfigurationError
 from persistence.facade import PersistenceAgent, ReadOnlyPersistenceFacade
 from persistence.policy import BUSINESS_TABLES, AccessPolicy
+from persistence.redaction import RedactionPolicy
 from persistence.settings import PersistenceSettings
 
 __all__ = ["create_persistence_agent", "create_read_only_facade", "known_kinds", "register_backend"]
@@ -81,6 +82,7 @@ def create_read_only_facade(
     default_columns: Iterable[str] | None = None,
     settings: PersistenceSettings | None = None,
     embeddings: Any = None,
+    redaction: RedactionPolicy | Mapping[str, Mapping[str, str]] | None = None,
     **options: Any,
 ) -> ReadOnlyPersistenceFacade:
     """A read-only facade over a new ``kind`` backend; ``tables`` is the read allow-list.
@@ -91,12 +93,42 @@ def create_read_only_facade(
     ``embeddings`` (any LangChain ``Embeddings``) serves the semantic leg of
     :meth:`~persistence.ReadOnlyPersistenceFacade.search`.
 
+    ``redaction`` (a :class:`~persistence.redaction.RedactionPolicy`, or its ``rules`` mapping
+    ``{table: {column: spec}}``, ``"*"`` for every table) redacts rows before they leave the
+    facade; without it, ``settings.redact`` (``RAG_REDACT``, with ``RAG_REDACTION_KEY``) when
+    ``settings`` are given or the kind reads the environment.
+
     ``kind="memory"`` reads ``default_store()`` unless ``store=`` is given. For ``postgres`` and
     ``supabase``, options not given come from ``settings`` (default: the environment).
     """
     policy = AccessPolicy.read_only(tables, columns, default_columns)
+    if kind in PersistenceSettings.BACKEND_OPTIONS and settings is None:
+        settings = PersistenceSettings.from_env()
     backend = _backend(kind, True, options, settings)
-    return ReadOnlyPersistenceFacade(backend, policy, embeddings=embeddings)
+    return ReadOnlyPersistenceFacade(
+        backend, policy, embeddings=embeddings, redaction=_redaction(redaction, settings)
+    )
+
+
+def _redaction(
+    given: RedactionPolicy | Mapping[str, Mapping[str, str]] | None,
+    settings: PersistenceSettings | None,
+) -> RedactionPolicy | None:
+    """The facade's redaction policy: the one given, else the settings' ``RAG_REDACT``."""
+    if isinstance(given, RedactionPolicy):
+        return given
+    key = settings.redaction_key if isinstance(settings, PersistenceSettings) else None
+    if given is not None:
+        if not isinstance(given, Mapping):
+            raise ConfigurationError(
+                "redaction= must be a RedactionPolicy or {table: {column: spec}}, "
+                f"not {type(given).__name__}"
+            )
+        rules = {t: c for t, c in given.items() if t != "*"}
+        return RedactionPolicy(rules, default=given.get("*"), key=key)
+    if isinstance(settings, PersistenceSettings) and settings.redact:
+        return RedactionPolicy.parse(settings.redact, key=key)
+    return None
 
 
 def create_persistence_agent(

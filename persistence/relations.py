@@ -29,6 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from persistence._steps import Steps, drive
 from persistence.errors import ConfigurationError, InvalidQueryError
 from persistence.query import Filter, Page, Query, is_identifier
 
@@ -36,11 +37,13 @@ __all__ = [
     "DEFAULT_RELATED_LIMIT",
     "MAX_RELATED_LIMIT",
     "RELATED_TOTAL_LIMIT",
+    "FetchRequest",
     "Include",
     "RelatedPlan",
     "RelatedRows",
     "Relation",
     "attach",
+    "attach_steps",
     "check_relations",
     "fetch_columns",
     "foreign_key_relations",
@@ -323,17 +326,29 @@ def attach(
     """Put each parent's children under each plan's name (level by level), bounded as the
     module docstring says (``total``: :data:`RELATED_TOTAL_LIMIT` unless given); return
     whether the total cut any list."""
+    return drive(attach_steps(parents, plans, total), lambda asked: fetch(*asked))
+
+
+#: What :func:`attach_steps` asks for: ``fetch``'s arguments; it is sent the children.
+FetchRequest = tuple[RelatedPlan, Sequence[Row], int]
+
+
+def attach_steps(
+    parents: list[Row], plans: Sequence[RelatedPlan], total: int | None = None
+) -> Steps[FetchRequest, bool]:
+    """:func:`attach` as steps (see :mod:`persistence._steps`): each fetch is yielded, so a
+    backend fetches the children blocking or awaited with one implementation of the bounds."""
     budget = _Budget(RELATED_TOTAL_LIMIT if total is None else total)
-    _attach(parents, plans, fetch, budget)
+    yield from _attach(parents, plans, budget)
     return budget.capped
 
 
 def _attach(
-    parents: list[Row], plans: Sequence[RelatedPlan], fetch: Fetch, budget: _Budget
-) -> None:
+    parents: list[Row], plans: Sequence[RelatedPlan], budget: _Budget
+) -> Steps[FetchRequest, None]:
     for plan in plans:
         relation = plan.relation
-        fetched = fetch(plan, parents, budget.remaining) if parents else ()
+        fetched = (yield (plan, parents, budget.remaining)) if parents else ()
         groups: dict[Any, list[Row]] = {}
         for child in fetched:
             groups.setdefault(child[relation.child_column], []).append(child)
@@ -350,7 +365,7 @@ def _attach(
             children = RelatedRows((dict(c) for c in group), table=relation.child_table, cut=cut)
             parent[plan.name] = children
             kept.extend(children)
-        _attach(kept, plan.children, fetch, budget)
+        yield from _attach(kept, plan.children, budget)
         shown = {*plan.columns, *(c.name for c in plan.children)}
         for child in kept:
             for column in [c for c in child if c not in shown]:

@@ -6,6 +6,8 @@ raises ``ConfigurationError`` whose message and ``.variable`` name the variable:
     RAG_POSTGRES_DSN            kind="postgres": the connection string (secret)
     RAG_STATEMENT_TIMEOUT_MS    kind="postgres": per-statement timeout [5000]
     SUPABASE_URL, SUPABASE_KEY  kind="supabase": the project URL and its API key (secret)
+    RAG_REDACT                  redaction rules, e.g. "*.email=mask:email,leads.notes=drop"
+    RAG_REDACTION_KEY           the key of redaction pseudonyms and commitments (secret)
 
 Backends never read the environment: ``create_read_only_facade`` and
 ``create_persistence_agent`` fill the options a caller left out from a ``settings=`` argument,
@@ -188,6 +190,11 @@ class PersistenceSettings(BaseSettings):
     statement_timeout_ms: Count = Field(5000, ge=1)
     supabase_url: OptionalText = unprefixed("SUPABASE_URL")
     supabase_key: Secret = unprefixed("SUPABASE_KEY")
+    #: Redaction rules, ``table.column=spec`` separated by commas (``*`` for every table); see
+    #: :mod:`persistence.redaction`. Checked when a facade is built.
+    redact: OptionalText = None
+    #: The key of the redaction's pseudonyms and commitments (at least 16 bytes).
+    redaction_key: Secret = None
 
     #: The options of the bundled backends these settings supply: kind -> {option: field}.
     BACKEND_OPTIONS: ClassVar[Mapping[str, Mapping[str, str]]] = MappingProxyType(

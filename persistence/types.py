@@ -57,6 +57,7 @@ from persistence._column_kinds import (
     ColumnType,
     column_kind,
     column_type,
+    enum_type,
 )
 
 __all__ = [
@@ -69,4 +70,5 @@ __all__ = [
     "coerce_value",
     "column_kind",
     "column_type",
+    "enum_type",
 ]

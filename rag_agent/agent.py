@@ -29,6 +29,9 @@ explicit hook) a step is disabled.
 
 This module is the public class and its wiring; the steps are :class:`rag_agent.pipeline.Pipeline`.
 
+:meth:`RAGAgent.arun`, :meth:`RAGAgent.aread` and :meth:`RAGAgent.aaggregate` are their async
+twins: the same pipeline (one implementation, see :mod:`rag_agent.effects`), its I/O awaited.
+
 Thread-safety: ``run`` and ``read`` may be called from many threads at once. The agent's own
 state is its cache and limiter, both thread-safe; the facade's backends are thread-safe.
 """
@@ -36,8 +39,9 @@ state is its cache and limiter, both thread-safe; the facade's backends are thre
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, Unpack, overload
 
 from persistence import (
@@ -49,10 +53,12 @@ from persistence import (
     ReadOnlyPersistenceFacade,
     get_logger,
 )
+from persistence._steps import adrive, drive
 from persistence.search import DEFAULT_K
 from rag_agent.assemble import utc_now
 from rag_agent.cache import QueryCache
 from rag_agent.conditions import legacy_conditions
+from rag_agent.effects import perform, perform_async
 from rag_agent.envelope import Envelope
 from rag_agent.fallback import create_fallback_runner
 from rag_agent.fallback.scope import FallbackScope
@@ -60,7 +66,7 @@ from rag_agent.filters import normalize_filters
 from rag_agent.hooks import FallbackRunner, FilterExtractor
 from rag_agent.llm_filters import SchemaFilterExtractor
 from rag_agent.pipeline import Pipeline
-from rag_agent.ranking import DEFAULT_MODE, search_envelope
+from rag_agent.ranking import DEFAULT_MODE, search_steps
 from rag_agent.ratelimit import RateLimiter, create_limiter
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
@@ -246,6 +252,84 @@ class RAGAgent(Closing):
         )
 
     @overload
+    async def arun(
+        self, text: str, *, return_json: Literal[False] = ..., **options: Unpack[_RunOptions]
+    ) -> Envelope: ...
+
+    @overload
+    async def arun(
+        self, text: str, *, return_json: Literal[True], **options: Unpack[_RunOptions]
+    ) -> dict[str, Any]: ...
+
+    async def arun(
+        self,
+        text: str,
+        *,
+        table: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        include_raw: bool = False,
+        filters: Mapping[str, Any] | Sequence[Condition] | None = None,
+        count_only: bool | None = None,
+        include: Sequence[str | Include] | None = None,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`run`: the same arguments, steps and envelope, its I/O
+        awaited on the running event loop (the facade's ``aread``/``acount``/``aaggregate``,
+        the model's ``ainvoke``) instead of blocking it. Never raises for bad input or a
+        failing backend::
+
+            envelope = await rag.arun("find leads at acme")
+        """
+        page = (limit, offset, include_raw)
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: self._pipeline.arun(log, text, table, filters, page, count_only, include),
+        )
+
+    async def aread(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        columns: Sequence[str] | None = None,
+        order: Iterable[Order | str] = (),
+        limit: int | None = None,
+        offset: int | None = None,
+        include_raw: bool = False,
+        count_only: bool = False,
+        include: Sequence[str | Include] = (),
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`read`; never raises."""
+        page = (limit, offset, include_raw)
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: self._pipeline.aread(
+                log, table, filters, columns, order, page, count_only, include
+            ),
+        )
+
+    async def aaggregate(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        group_by: Sequence[str] = (),
+        metrics: Sequence[Metric | str] = ("count",),
+        limit: int | None = None,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`aggregate`; never raises."""
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: self._pipeline.aaggregate(log, table, filters, group_by, metrics, limit),
+        )
+
+    @overload
     def read(
         self,
         table: str,
@@ -403,10 +487,38 @@ class RAGAgent(Closing):
             rag.search("inquiries", "want to stop paying", [Filter("client_id", Op.EQ, 7)])
         """
         page = (DEFAULT_K if k is None else k, offset, include_raw)
+        pipeline = self._pipeline
         return self._answer(
             table,
             return_json,
-            lambda log: search_envelope(self._pipeline, log, table, text, filters, page, mode),
+            lambda log: drive(
+                search_steps(pipeline, log, table, text, filters, page, mode),
+                functools.partial(perform, pipeline),
+            ),
+        )
+
+    async def asearch(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter] = (),
+        *,
+        k: int | None = None,
+        offset: int | None = None,
+        mode: str = DEFAULT_MODE.value,
+        include_raw: bool = False,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`search` (the facade's ``asearch``); never raises."""
+        page = (DEFAULT_K if k is None else k, offset, include_raw)
+        pipeline = self._pipeline
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: adrive(
+                search_steps(pipeline, log, table, text, filters, page, mode),
+                functools.partial(perform_async, pipeline),
+            ),
         )
 
     def error_envelope(self, table: object, error: BaseException | str) -> Envelope:
@@ -428,6 +540,26 @@ class RAGAgent(Closing):
             self._pipeline.log_error(log, "rag.error", exc, step="envelope")
             envelope = self.error_envelope(table, exc)
             return envelope.to_json() if return_json else envelope
+
+    async def _aanswer(
+        self, table: object, return_json: object, body: Callable[[Any], Awaitable[Envelope]]
+    ) -> Envelope | dict[str, Any]:
+        log = _log.bind()
+        try:
+            envelope = await body(log)
+            return envelope.to_json() if return_json else envelope
+        except Exception as exc:  # the contract: arun() reports, it does not raise
+            self._pipeline.log_error(log, "rag.error", exc, step="envelope")
+            envelope = self.error_envelope(table, exc)
+            return envelope.to_json() if return_json else envelope
+
+    async def aclose(self) -> None:
+        """Release the facade's connections, its awaitable ones included, and the
+        limiter's."""
+        await self.facade.aclose()
+        close = getattr(self.limiter, "close", None)
+        if callable(close):
+            close()
 
     def close(self) -> None:
         """Release the facade's connections and the limiter's, if it holds any."""

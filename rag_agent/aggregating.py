@@ -21,6 +21,7 @@ from persistence import (
 )
 from rag_agent.assemble import Outcome
 from rag_agent.cache import QueryCache
+from rag_agent.effects import Call, Steps
 
 __all__ = ["DEFAULT_METRICS", "aggregate_into"]
 
@@ -55,9 +56,10 @@ def aggregate_into(
     group_by: object,
     metrics: object,
     limit: int | None = None,
-) -> None:
+) -> Steps[None]:
     """Aggregate ``table`` into ``outcome`` (from the cache when it holds the same question at
-    the table's current ``data_version``); the facade checks every name and value."""
+    the table's current ``data_version``); the facade checks every name and value. A step
+    of the pipeline (:mod:`rag_agent.effects`): the aggregate itself is asked for as a ``Call``."""
     names = _names(group_by, "group_by")
     asked = tuple(str(m) if isinstance(m, Metric) else m for m in _names(metrics, "metrics"))
     typed = tuple((f.column, f.op, _typed(f.value)) for f in filters)
@@ -70,7 +72,8 @@ def aggregate_into(
         cached, key = None, None
     outcome.cache = "miss" if cached is None else "hit"
     if cached is None:
-        result = facade.aggregate(table, filters, group_by=names, metrics=asked, limit=limit)
+        kwargs = {"group_by": names, "metrics": asked, "limit": limit}
+        result = yield Call("aggregate", (table, filters), kwargs)
         cached = (result, now())
         if key is not None:
             cache.put(key, cached)

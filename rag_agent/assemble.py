@@ -120,7 +120,7 @@ def ignored_parts(parts: Iterable[Ignored]) -> list[IgnoredPart]:
 
 def _has_containers(record: Record) -> bool:
     """Whether a caller could change a value of the record in place (a list, a dict, ...)."""
-    if record.related is not None:
+    if record.related is not None or record.provenance.redacted is not None:
         return True
     return not _SCALAR_TYPES.issuperset(map(type, (record.model_extra or {}).values()))
 

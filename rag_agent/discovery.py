@@ -10,13 +10,15 @@ as records with provenance.
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field, ValidationError
 
 from persistence import ReadOnlyPersistenceFacade
+from persistence._steps import Steps, adrive, drive
 from rag_agent.agent import RAGAgent
+from rag_agent.compact import compact_records, view_text
 from rag_agent.tool_input import (
     MAX_DEPTH,
     BoundedInputTool,
@@ -26,8 +28,7 @@ from rag_agent.tool_input import (
     brief,
     coerce_tool_input,
 )
-from rag_agent.understanding import column_infos
-from rag_agent.untrusted import boundary_block
+from rag_agent.understanding import column_infos, redacted_columns
 
 __all__ = [
     "MAX_SAMPLE_ROWS",
@@ -59,15 +60,20 @@ class DescribeTableInput(_Args):
 
 
 def describe_table(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, Any]:
-    """``table``'s allowed columns (name, type, kind, operators) and its relations, as the
-    facade allows them; raises the facade's errors for a table it refuses."""
+    """``table``'s allowed columns (name, type, kind, operators; an enum's labels) and its
+    relations, as the facade allows them; raises the facade's errors for a table it refuses."""
     operators = {info.name: info.operators for info in column_infos(facade, table)}
+    redacted = redacted_columns(facade, table)
     columns = [
         {
             "name": name,
             "type": ctype.name,
             "kind": ctype.kind.value,
             "operators": list(operators.get(name, ())),
+            # Shown redacted ("mask:email", "hash", "drop"): exact look-ups only.
+            **({"redacted": redacted[name]} if name in redacted else {}),
+            # An enum's values are a closed list: a model filters on one of these labels.
+            **({"labels": list(ctype.labels)} if ctype.labels is not None else {}),
         }
         for name, ctype in facade.column_types(table).items()
     ]
@@ -86,10 +92,29 @@ def _error(exc: Exception) -> dict[str, Any]:
     return {"error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
 
 
+class _Io(NamedTuple):
+    """One I/O a discovery tool's steps ask for, in both flavours."""
+
+    blocking: Callable[[], Any]
+    awaitable: Callable[[], Awaitable[Any]]
+
+    def perform(self) -> Any:
+        return self.blocking()
+
+    async def aperform(self) -> Any:
+        return await self.awaitable()
+
+
 class _DiscoveryTool(BoundedInputTool):
-    """Coerce and validate the input, answer JSON text, never raise."""
+    """Coerce and validate the input, answer JSON text, never raise.
+
+    The content is compact (sample rows without provenance, unless ``content_format="full"``);
+    the artifact is the whole answer as a ``dict``.
+    """
 
     agent: Any = None
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    content_format: Literal["compact", "full"] = "compact"
 
     def _to_args_and_kwargs(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
@@ -97,7 +122,14 @@ class _DiscoveryTool(BoundedInputTool):
         # Validation happens in _run, so malformed input becomes an answer, not an exception.
         return (), {"tool_input": tool_input}
 
-    def _run(self, tool_input: Any = None, **_: Any) -> str:
+    def _run(self, tool_input: Any = None, **_: Any) -> tuple[str, dict[str, Any]]:
+        return drive(self._steps(tool_input), _Io.perform)
+
+    async def _arun(self, tool_input: Any = None, **_: Any) -> tuple[str, dict[str, Any]]:
+        # The catalog and any sample rows awaited on the caller's loop: no executor thread.
+        return await adrive(self._steps(tool_input), _Io.aperform)
+
+    def _steps(self, tool_input: Any) -> Steps[_Io, tuple[str, dict[str, Any]]]:
         try:
             if isinstance(tool_input, TooDeep):
                 raise ToolInputError(f"input is nested deeper than {MAX_DEPTH} levels")
@@ -106,16 +138,18 @@ class _DiscoveryTool(BoundedInputTool):
             args = schema.model_validate(coerce_tool_input(tool_input or {}))
             if not isinstance(self.agent, RAGAgent):
                 raise ToolInputError("this tool was built without a RAGAgent (schema only)")
-            answer = self._answer(self.agent, args)
+            answer = yield from self._answer(self.agent, args)
         except ValidationError as exc:
             answer = _error(ToolInputError(brief(exc)))
         except Exception as exc:  # the tool contract: report, never raise
             answer = _error(exc)
-        text = json.dumps(answer, ensure_ascii=False, default=str)
-        # Sample rows are row text: data for the model, never instructions.
-        return boundary_block(text) if "sample" in answer else text
+        shown = answer
+        if self.content_format == "compact" and isinstance(answer.get("sample"), list):
+            shown = {**answer, "sample": compact_records(answer["sample"])}
+        # Sample rows are row text: between untrusted-data markers, data, never instructions.
+        return view_text(shown), answer
 
-    def _answer(self, agent: RAGAgent, args: Any) -> dict[str, Any]:
+    def _answer(self, agent: RAGAgent, args: Any) -> Steps[_Io, dict[str, Any]]:
         raise NotImplementedError
 
 
@@ -129,7 +163,8 @@ class ListTablesTool(_DiscoveryTool):
     )
     args_schema: type[BaseModel] = ListTablesInput
 
-    def _answer(self, agent: RAGAgent, args: ListTablesInput) -> dict[str, Any]:
+    def _answer(self, agent: RAGAgent, args: ListTablesInput) -> Steps[_Io, dict[str, Any]]:
+        yield from ()  # no I/O: the allow-list is the policy's
         return {"tables": list(agent.facade.tables())}
 
 
@@ -146,10 +181,16 @@ class DescribeTableTool(_DiscoveryTool):
     )
     args_schema: type[BaseModel] = DescribeTableInput
 
-    def _answer(self, agent: RAGAgent, args: DescribeTableInput) -> dict[str, Any]:
+    def _answer(self, agent: RAGAgent, args: DescribeTableInput) -> Steps[_Io, dict[str, Any]]:
+        # The catalog: awaited on the async path, loaded on first use by the blocking facade.
+        yield _Io(lambda: None, agent.facade.aprepare)
         described = describe_table(agent.facade, args.table)
         if args.sample_rows:
-            envelope = agent.read(args.table, limit=args.sample_rows, return_json=True)
+            table, limit = args.table, args.sample_rows
+            envelope = yield _Io(
+                lambda: agent.read(table, limit=limit, return_json=True),
+                lambda: agent.aread(table, limit=limit, return_json=True),
+            )
             error = envelope["metadata"].get("error")
             described["sample"] = envelope["records"] if error is None else {"error": error}
         return described

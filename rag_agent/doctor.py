@@ -10,11 +10,22 @@ column                          operator    PostgreSQL backend's SQL     index t
 ``email``, ``*_email`` (text)   ``ieq``     ``lower(col) = lower($1)``   btree ``(lower(col))``
 ``name``, ``*_name``,           ``icontains``  ``col ILIKE '%…%'``       GIN ``(col gin_trgm_ops)``
 ``title``, ``subject`` (text)
+``title`` (text), acronyms      ``ieq``     ``lower(col) = lower($1)``   btree ``(lower(col))``
 ``status``, ``state``,          ``eq``      ``col = $1``                 btree ``(col)``
 ``stage``, ``channel``,
 ``direction`` (text)
+``status`` (text), the          ``ieq``     ``lower(col) = lower($1)``   btree ``(lower(col))``
+``query_leads`` tool's field
+any of these names, an enum     ``eq``      ``col = $1`` / ``= ANY($1)``  btree ``(col)``
 date, timestamp[tz] columns     ``range``   ``col >= $1 AND col < $2``   btree ``(col)``
 ==============================  ==========  ===========================  ========================
+
+The rules ask for a ``title`` acronym ("CTO") as a whole value (``ieq``) and for other titles by
+substring (``icontains``), so a text ``title`` column is checked for both indexes. On an enum
+column every filter is rewritten onto the enum's labels (``ieq``, ``icontains`` and order
+comparisons become ``=``/``= ANY`` on labels, see ``persistence._enum_filters``): a plain btree
+serves them all, and a ``lower(col::text)`` index could not be built anyway (``enum_out`` is not
+immutable).
 
 Over PostgREST (Supabase) ``ieq`` is sent as ``ILIKE`` too, which a ``lower(col)`` btree does
 not serve: there email columns want the ``pg_trgm`` GIN index as well. An index serves a filter
@@ -39,6 +50,7 @@ __all__ = [
     "IndexKind",
     "Report",
     "column_operator",
+    "column_operators",
     "create_statement",
     "format_report",
     "memory_report",
@@ -49,7 +61,7 @@ __all__ = [
     "type_class",
 ]
 
-TEXT, TEMPORAL, OTHER = "text", "temporal", "other"
+TEXT, TEMPORAL, ENUM, OTHER = "text", "temporal", "enum", "other"
 TRGM_EXTENSION = "CREATE EXTENSION IF NOT EXISTS pg_trgm;"
 _TEMPORAL_TYPES = frozenset({"date", "timestamp", "timestamptz"})
 _STATUS_COLUMNS = frozenset({"status", "state", "stage", "channel", "direction"})
@@ -143,30 +155,46 @@ class Report:
 
 
 def type_class(type_name: str | None, category: str | None = None) -> str | None:
-    """``"text"``, ``"temporal"`` or ``"other"`` for a catalog type (``None`` when unknown)."""
+    """``"text"``, ``"temporal"``, ``"enum"`` or ``"other"`` for a catalog type (``None`` when
+    unknown)."""
     if type_name is None:
         return None
     if type_name in _TEMPORAL_TYPES:
         return TEMPORAL
+    if category == "E":
+        return ENUM
     return TEXT if category == "S" else OTHER
 
 
-def column_operator(column: str, kind: str | None) -> str | None:
-    """The operator the agent generates for ``column`` of type class ``kind`` (``None``:
-    unknown, as over PostgREST, where the name decides), or ``None`` when it filters on it
-    with none of the indexable operators."""
-    if column == "id" or column.endswith("_id") or column in _STATUS_COLUMNS:
-        return "eq"
+def column_operators(column: str, kind: str | None) -> tuple[str, ...]:
+    """Every indexable operator the agent generates for ``column`` of type class ``kind``
+    (``None``: unknown, as over PostgREST, where the name decides); empty when none."""
+    if column == "id" or column.endswith("_id"):
+        return ("eq",)
+    if column in _STATUS_COLUMNS:
+        # query_leads' status field matches ignoring case; on an enum that is a label equality.
+        return ("eq", "ieq") if column == "status" and kind in (TEXT, None) else ("eq",)
     temporal_name = column.endswith(("_at", "_date")) or column == "date"
     if kind == TEMPORAL or (kind is None and temporal_name):
-        return "range"
+        return ("range",)
+    searched = column in _SEARCHED_COLUMNS or column.endswith("_name")
+    emailed = column == "email" or column.endswith("_email")
+    if kind == ENUM:
+        return ("eq",) if searched or emailed else ()
     if kind not in (TEXT, None):
-        return None
-    if column == "email" or column.endswith("_email"):
-        return "ieq"
-    if column in _SEARCHED_COLUMNS or column.endswith("_name"):
-        return "icontains"
-    return None
+        return ()
+    if emailed:
+        return ("ieq",)
+    if column == "title":
+        return ("icontains", "ieq")  # words by substring, an acronym ("CTO") whole
+    if searched:
+        return ("icontains",)
+    return ()
+
+
+def column_operator(column: str, kind: str | None) -> str | None:
+    """The first operator of :func:`column_operators` (``None`` when there is none)."""
+    return next(iter(column_operators(column, kind)), None)
 
 
 def _index_kind(operator: str, *, over_postgrest: bool) -> IndexKind:
@@ -235,12 +263,14 @@ def _checks(
     found = []
     for table in sorted(tables):
         for column, kind in tables[table].items():
-            operator = column_operator(column, kind)
-            if operator is None:
-                continue
-            index = _index_kind(operator, over_postgrest=over_postgrest)
-            statement = create_statement(schema, table, column, index)
-            found.append((table, column, operator, index, statement))
+            seen: set[IndexKind] = set()
+            for operator in column_operators(column, kind):
+                index = _index_kind(operator, over_postgrest=over_postgrest)
+                if index in seen:  # over PostgREST one trigram index serves ieq and icontains
+                    continue
+                seen.add(index)
+                statement = create_statement(schema, table, column, index)
+                found.append((table, column, operator, index, statement))
     return found
 
 

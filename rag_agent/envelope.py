@@ -15,6 +15,11 @@ an envelope can re-verify every record::
 (in JSON form, values are already the canonical strings, so the check works on a parsed
 envelope as it is).
 
+With a redaction policy on the facade (:mod:`persistence.redaction`) rows arrive redacted: the
+record shows the redacted values and ``row_hash`` is over them, so the check above is unchanged;
+``provenance.redacted`` says which fields were redacted and how, and ``provenance.source_hash``
+(keyed, over the original row) is for a holder of the data and the key to check.
+
 Related rows (``include``) sit under their parent record in ``related`` (relation name -> child
 records), each child a record of its own with its own ``provenance`` (its table as ``source``,
 its ``id``, the hash of its own fields) and possibly its own ``related``. ``related`` and
@@ -42,7 +47,6 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import decimal
 import hashlib
 import json
 import math
@@ -53,7 +57,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from persistence import RelatedRows
+from persistence import RelatedRows, canonical_value, non_finite_text
 
 __all__ = [
     "OUTSIDE_ROW",
@@ -68,6 +72,7 @@ __all__ = [
     "Provenance",
     "RankingInfo",
     "Record",
+    "RedactedField",
     "ReformulationAttempt",
     "Relevance",
     "build_records",
@@ -82,27 +87,7 @@ _SCALARS = (str, int, bool, type(None))
 
 
 def _non_finite(value: float) -> str:
-    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-
-
-def canonical_value(value: Any) -> Any:
-    """The JSON form of one field value, as the hash and the JSON envelope both see it."""
-    if isinstance(value, _SCALARS):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else _non_finite(value)
-    if isinstance(value, dt.date | dt.time):  # datetime is a date
-        return value.isoformat()
-    if isinstance(value, uuid.UUID | decimal.Decimal):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): canonical_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        items = [canonical_value(v) for v in value]
-        return sorted(items, key=repr) if isinstance(value, set | frozenset) else items
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    return str(value)
+    return non_finite_text(value)
 
 
 def _canonical_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,6 +110,10 @@ def row_hash(row: Mapping[str, Any]) -> str:
     'd6e0e1e4d0d5'
     """
     return _hash_canonical(_canonical_row(row))
+
+
+def _unset(value: object) -> bool:
+    return value is None
 
 
 class _Frozen(BaseModel):
@@ -195,6 +184,22 @@ class FallbackReadInfo(_Frozen):
     rows: int = Field(ge=0, description="Rows that read returned.")
 
 
+class RedactedField(_Frozen):
+    """How one field of a record was redacted before it left the facade."""
+
+    method: Literal["mask", "hash", "drop"] = Field(
+        description="mask: shown partly or as '***'; hash: a keyed pseudonym; drop: left out."
+    )
+    style: str | None = Field(
+        default=None, description="The mask's style: full, email, phone or initials."
+    )
+    commitment: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description='HMAC-SHA256 under the redaction key of ["field", table, original id, '
+        "column, original value] in canonical JSON: checkable only with the original and the key.",
+    )
+
+
 class Relevance(_Frozen):
     """Where a ranked record stands: its fused score, its place and its rank in each leg.
 
@@ -219,14 +224,48 @@ class Provenance(_Frozen):
     row_hash: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the canonical row.")
     retrieved_at: dt.datetime = Field(description="When the row was read (UTC).")
     raw_row: dict[str, Any] | None = Field(
-        default=None, description="The row exactly as read; only with include_raw=True."
+        default=None,
+        description="The row exactly as read (after redaction); only with include_raw=True.",
+    )
+    # Left out when unset: records of unredacted rows serialise exactly as before.
+    redacted: dict[str, RedactedField] | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="The fields redacted before the row left the facade, by column; row_hash is "
+        "over the fields as shown.",
+    )
+    source_hash: str | None = Field(
+        default=None,
+        exclude_if=_unset,
+        pattern=r"^[0-9a-f]{64}$",
+        description='With redaction: HMAC-SHA256 under the redaction key of ["row", table, '
+        "original row] in canonical JSON, which a holder of the original row and the key can "
+        "check (RedactionPolicy.verify).",
     )
     relevance: Relevance | None = Field(
-        default=None, description="For a ranked record: its score, place and per-leg ranks."
+        default=None,
+        exclude_if=_unset,
+        description="For a ranked record: its score, place and per-leg ranks.",
     )
 
 
-_PROVENANCE_FIELDS = frozenset(Provenance.model_fields)
+_UNREDACTED = {"redacted": None, "source_hash": None}
+# Without redaction its two fields stay unset, so they are left out of dumps.
+_PROVENANCE_FIELDS = frozenset(Provenance.model_fields) - frozenset(_UNREDACTED)
+_REDACTED_PROVENANCE_FIELDS = frozenset(Provenance.model_fields)
+
+
+def _redaction_fields(note: Any) -> dict[str, Any]:
+    """A :class:`persistence.RowRedaction` as the provenance's ``redacted``/``source_hash``."""
+    if note is None:
+        return _UNREDACTED
+    redacted = {
+        column: RedactedField.model_construct(
+            method=field.method, style=field.style, commitment=field.commitment
+        )
+        for column, field in note.fields.items()
+    }
+    return {"redacted": redacted, "source_hash": note.source_hash}
 
 
 class _ReadOnlyFields(dict[str, Any]):
@@ -253,10 +292,6 @@ class _ReadOnlyFields(dict[str, Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (dict(self),))
-
-
-def _unset(value: object) -> bool:
-    return value is None
 
 
 #: The keys of a record that are not fields of its row (and so not hashed).
@@ -395,7 +430,7 @@ def _drop_unset_raw_rows(records: list[dict[str, Any]]) -> None:
         provenance = record["provenance"]
         if provenance["raw_row"] is None:
             del provenance["raw_row"]
-        if provenance["relevance"] is None:
+        if provenance.get("relevance", 0) is None:
             del provenance["relevance"]
         for children in (record.get("related") or {}).values():
             _drop_unset_raw_rows(children)
@@ -471,6 +506,7 @@ def build_records(
     new_record = Record.__new__
     # Frozen models never add to their fields-set, so one set can serve every record.
     provenance_fields = set(_PROVENANCE_FIELDS)
+    redacted_provenance_fields = set(_REDACTED_PROVENANCE_FIELDS)
     record_fields = {"provenance"}
     # What ``model_construct`` does for models without aliases, private attributes or
     # validators, minus its per-field loop (a fifth of the time; a test checks the result equals
@@ -480,6 +516,8 @@ def build_records(
         truncated: list[str] | None = None
         if any(type(v) is RelatedRows for v in row.values()):
             related, truncated = _related(row, retrieved_at, include_raw)
+        note = getattr(row, "redaction", None)
+        if related is not None:
             row = {k: v for k, v in row.items() if type(v) is not RelatedRows}
         fields, digest = _canonical_and_hash(row)
         provenance = new_provenance(Provenance)
@@ -493,9 +531,14 @@ def build_records(
                 "retrieved_at": retrieved_at,
                 "raw_row": _raw_row(row) if include_raw else None,
                 "relevance": None,
+                **_redaction_fields(note),
             },
         )
-        _set_attr(provenance, "__pydantic_fields_set__", provenance_fields)
+        _set_attr(
+            provenance,
+            "__pydantic_fields_set__",
+            provenance_fields if note is None else redacted_provenance_fields,
+        )
         _set_attr(provenance, "__pydantic_extra__", None)
         _set_attr(provenance, "__pydantic_private__", None)
         record = new_record(Record)

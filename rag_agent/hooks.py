@@ -33,7 +33,8 @@ FilterExtractor = Callable[[str], Mapping[str, Any]]
 @dataclass(frozen=True, slots=True)
 class FallbackRequest:
     """What the fallback gets: the user's text, the table asked for, the filters found (maybe
-    none), the effective page window and the step budget (``RAG_FALLBACK_MAX_STEPS``)."""
+    none), the effective page window, the step budget (``RAG_FALLBACK_MAX_STEPS``) and the
+    seconds left of the run's LLM deadline (``RAG_LLM_DEADLINE_S``; ``None``: no deadline)."""
 
     text: str
     table: str
@@ -41,6 +42,7 @@ class FallbackRequest:
     limit: int
     offset: int
     max_steps: int
+    seconds_left: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ Resolution order, first match wins:
 1. a LangChain chat model passed explicitly (``create_rag_agent(llm=...)``): used as is;
 2. ``OPENAI_API_KEY`` set (or ``settings.openai_api_key``): a ``ChatOpenAI`` from
    ``langchain-openai`` with ``OPENAI_BASE_URL`` (any OpenAI-compatible server), the model
-   ``RAG_OPENAI_MODEL`` (default ``gpt-4o-mini``), a request timeout and bounded retries;
+   ``RAG_OPENAI_MODEL`` (default ``gpt-4o-mini``), a request timeout of a quarter of
+   ``RAG_LLM_DEADLINE_S`` and at most one retry (:mod:`rag_agent.deadline`);
 3. ``llm=False`` or ``RAG_LLM=off``: no model, deliberately, so no warning;
 4. otherwise no model: one warning per process (structlog event ``rag.llm.disabled``) and the
    LLM steps are skipped (the fallback reports ``"disabled"``).
@@ -30,6 +31,7 @@ from langchain_core.language_models import BaseChatModel
 
 from persistence import get_logger, register_secret
 from persistence.errors import ConfigurationError
+from rag_agent.deadline import EXTRACTION_MAX_RETRIES, extraction_timeout
 
 if TYPE_CHECKING:
     import httpx
@@ -50,7 +52,7 @@ DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 #: Seconds one HTTP request to the model may take before it is abandoned.
 DEFAULT_TIMEOUT_SECONDS = 30.0
 #: Retries on connection errors, 408/409/429 and 5xx (the OpenAI client backs off between them).
-DEFAULT_MAX_RETRIES = 2
+DEFAULT_MAX_RETRIES = EXTRACTION_MAX_RETRIES
 OPENAI_INSTALL_HINT = 'pip install "readonly-rag[openai]"'
 
 _log = get_logger("rag_agent.llm")
@@ -63,15 +65,17 @@ def resolve_llm(
     settings: RAGSettings,
     *,
     http_client: httpx.Client | None = None,
-    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    timeout: float | None = None,
     max_retries: int = DEFAULT_MAX_RETRIES,
 ) -> BaseChatModel | None:
     """The chat model for the LLM steps, or ``None`` when none is configured.
 
     An injected ``llm`` wins; otherwise a ``ChatOpenAI`` is built when ``settings`` holds an
     OpenAI key. ``http_client`` is handed to the OpenAI client (a proxy, custom TLS, or an
-    ``httpx.MockTransport`` in tests). Raises ``ConfigurationError`` when ``llm`` is not a chat
-    model, or when a key is set but ``langchain-openai`` is not installed. ``llm=False`` (or
+    ``httpx.MockTransport`` in tests). ``timeout`` is the request timeout, by default the
+    extraction's share of ``settings.llm_deadline_s`` (``RAG_LLM_DEADLINE_S``); a fallback call
+    is given the run's remaining time instead. Raises ``ConfigurationError`` when ``llm`` is not
+    a chat model, or when a key is set but ``langchain-openai`` is not installed. ``llm=False`` (or
     ``settings.llm`` off, ``RAG_LLM=off``) means no model on purpose: ``None``, without the
     warning.
     """
@@ -91,7 +95,7 @@ def resolve_llm(
             base_url=settings.openai_base_url,
             model=settings.openai_model or DEFAULT_OPENAI_MODEL,
             http_client=http_client,
-            timeout=timeout,
+            timeout=extraction_timeout(settings.llm_deadline_s) if timeout is None else timeout,
             max_retries=max_retries,
         )
     _warn_disabled_once()

@@ -41,7 +41,9 @@ from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field
 
 from persistence import ConfigurationError, get_logger
+from persistence._steps import Steps, adrive, drive
 from rag_agent.cache import QueryCache
+from rag_agent.deadline import current_deadline, thinking, timeout_kwargs
 from rag_agent.filters import FILTER_KEYS, normalize_filters
 from rag_agent.llm_grounding import understand_answer
 from rag_agent.llm_schema import extraction_messages, extraction_schema, schema_fingerprint
@@ -217,6 +219,9 @@ class SchemaFilterExtractor:
     - **Metering**: ``budget()`` is asked before every model call; ``False`` (or an exception)
       means no call. Pass the agent's limiter's ``try_acquire`` so extraction and the fallback
       share one budget; ``lambda: True`` means unmetered.
+    - **Deadline**: inside a run, no model call is made once the run's LLM deadline
+      (:mod:`rag_agent.deadline`) has passed; the model's own request timeout (a quarter of the
+      deadline for the ``ChatOpenAI`` that ``resolve_llm`` builds) bounds each try.
     - **Caching**: answers are kept per (table, text, schema fingerprint, UTC day of ``now``) for
       ``cache_ttl`` seconds of ``timer`` (at most ``cache_maxsize`` entries; ``0`` turns the
       cache off). A hit costs no model call and no budget. Failures are not cached.
@@ -256,6 +261,14 @@ class SchemaFilterExtractor:
 
     def __call__(self, request: ExtractionRequest) -> Understanding:
         """The conditions the model reads in ``request.text``, checked and grounded."""
+        return drive(self._steps(request), _invoke)
+
+    async def acall(self, request: ExtractionRequest) -> Understanding:
+        """The awaitable twin of calling the extractor: the model's ``ainvoke``, the same
+        schema, budget, cache and checks (what ``RAGAgent.arun`` awaits)."""
+        return await adrive(self._steps(request), _ainvoke)
+
+    def _steps(self, request: ExtractionRequest) -> Steps[_Ask, Understanding]:
         if not isinstance(request, ExtractionRequest):
             raise TypeError(f"expected an ExtractionRequest, not {type(request).__name__}")
         if not isinstance(request.text, str) or not request.text.strip():
@@ -270,10 +283,15 @@ class SchemaFilterExtractor:
         if isinstance(cached, Understanding):
             log.info("rag.filters.llm", outcome="cache_hit")
             return cached
+        deadline = current_deadline()
+        if deadline is not None and deadline.expired:
+            log.info("rag.filters.llm", outcome="deadline_passed")
+            return _nothing(request, "not read by the language model: the run's deadline passed")
         if not self._allowed(log):
             return _nothing(request, "not read by the language model: its call budget is spent")
         try:
-            raw = self._ask(schema, request)
+            with thinking("filters"):
+                raw = yield from self._ask(schema, request)
         except Exception as exc:  # any model failure means "nothing understood", never a crash
             log.warning("rag.filters.llm", outcome="model_error", error=repr(exc))
             return _nothing(request, f"the language model failed ({type(exc).__name__})")
@@ -312,21 +330,42 @@ class SchemaFilterExtractor:
                 continue
         return None
 
-    def _ask(self, schema: dict[str, Any], request: ExtractionRequest) -> Mapping[str, Any] | None:
+    def _ask(
+        self, schema: dict[str, Any], request: ExtractionRequest
+    ) -> Steps[_Ask, Mapping[str, Any] | None]:
         structured = self._structured(schema)
         if structured is None:
             # No structured output at all: the schema goes into the prompt, the answer is text.
             system, human = extraction_messages(request, extraction_schema(request))
-            reply = self._llm.invoke([SystemMessage(system), HumanMessage(human)])
+            deadline = current_deadline()
+            # A model that takes a per-call timeout gets the extraction's share of the deadline
+            # (structured output cannot pass one: the model's own request timeout bounds it).
+            bound = timeout_kwargs(self._llm, deadline.extraction_timeout()) if deadline else {}
+            reply = yield (self._llm, [SystemMessage(system), HumanMessage(human)], bound)
             return read_json_object(message_text(reply))
         system, human = extraction_messages(request)
-        answer = structured.invoke([SystemMessage(system), HumanMessage(human)])
+        answer = yield (structured, [SystemMessage(system), HumanMessage(human)], {})
         parsed = answer.get("parsed") if isinstance(answer, Mapping) else answer
         if isinstance(parsed, Mapping):
             return parsed
         # The model answered in prose (or a malformed call): read JSON from its text.
         raw = answer.get("raw") if isinstance(answer, Mapping) else None
         return read_json_object(message_text(raw)) if raw is not None else None
+
+
+#: A model call the extraction's steps ask for: the runnable, its messages and call options
+#: (a request timeout within the run's deadline, for models that take one).
+_Ask = tuple[Runnable[Any, Any], list[BaseMessage], dict[str, Any]]
+
+
+def _invoke(ask: _Ask) -> Any:
+    runnable, messages, options = ask
+    return runnable.invoke(messages, **options)
+
+
+async def _ainvoke(ask: _Ask) -> Any:
+    runnable, messages, options = ask
+    return await runnable.ainvoke(messages, **options)
 
 
 def _utc_day(now: dt.datetime) -> dt.date:

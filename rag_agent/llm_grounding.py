@@ -18,7 +18,9 @@ model that ignored it) into an :class:`~rag_agent.specs.Understanding` whose con
   * uuids: occur in the text as a uuid, in any of the spellings the coercion accepts;
   * booleans and ``is_null``: the text mentions the column (a word starting like one of the
     column's name parts: "unsubscribed" for ``unsubscribed``, "phone" for ``phone_number``);
-  * dates and times may be **computed** (relative dates): they must parse as ISO 8601 and lie
+  * dates and times may be **computed** (relative dates), but only when the text states a date
+    or a period (a year, a month or weekday name, "today", "last week", "3 days ago", "since"…):
+    a model never adds a period nobody asked for. They must parse as ISO 8601 and lie
     within :data:`DATE_PAST` before and :data:`DATE_FUTURE` after the request's ``now``.
 
 Everything else goes to ``ignored`` with a reason. Dropping never widens a query: an answer with
@@ -46,6 +48,7 @@ from rag_agent.llm_schema import (
     MAX_IN_VALUES,
     offered_columns,
 )
+from rag_agent.llm_shape import Shape, column_mentioned, understand_shape
 from rag_agent.specs import ColumnInfo, Condition, ExtractionRequest, Ignored, Understanding
 
 __all__ = [
@@ -53,6 +56,7 @@ __all__ = [
     "DATE_PAST",
     "column_mentioned",
     "number_grounded",
+    "shape_of",
     "text_grounded",
     "understand_answer",
     "uuid_grounded",
@@ -70,8 +74,17 @@ _HEX = "[0-9a-fA-F]"
 _UUID = re.compile(
     rf"(?<!{_HEX})\{{?{_HEX}{{8}}-?{_HEX}{{4}}-?{_HEX}{{4}}-?{_HEX}{{4}}-?{_HEX}{{12}}\}}?(?!{_HEX})"
 )
-# Column-name parts that say nothing about what the text mentions.
-_GENERIC_PARTS = frozenset({"is", "has", "at", "on", "id", "the", "of", "by", "to", "in", "date"})
+# Words that state a date or a period: a date condition needs one in the text, or the model
+# invented the period ("leads at Acme" never asks for "created this year").
+_DATE_CUE = re.compile(
+    r"\b(?:19|20)\d\d\b|\b\d{1,2}[/.-]\d{1,2}\b|\b\d{1,2}(?:st|nd|rd|th)\b"
+    r"|\b(?:today|yesterday|tomorrow|tonight|ago|recent(?:ly)?|lately|since|until|till"
+    r"|weeks?|weekends?|months?|years?|quarters?|days?|hours?|minutes?|morning|evening|ytd"
+    r"|q[1-4]|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march"
+    r"|april|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug"
+    r"|sept?|oct|nov|dec|(?:in|of|since|until|during|early|late|mid)\s+may)\b",
+    re.IGNORECASE,
+)
 _DATE_KINDS = frozenset({"date", "timestamp", "timestamptz"})
 _NUMBER_KINDS = frozenset({"integer", "numeric", "float"})
 # Coercion types per offered kind: integers and floats at their widest (only the kind is known).
@@ -124,22 +137,6 @@ def uuid_grounded(value: uuid.UUID, text: str) -> bool:
     )
 
 
-def column_mentioned(column: str, text: str) -> bool:
-    """True when a word of ``text`` starts like a telling part of the ``column`` name.
-
-    ``unsubscribed`` is mentioned by "unsubscribed leads", ``replied_at`` by "who never replied"
-    or "no reply"; parts such as ``is``, ``has``, ``at`` and ``id`` do not count.
-    """
-    words = re.findall(r"\w+", text.casefold())
-    for part in column.split("_"):
-        if len(part) < 3 or part in _GENERIC_PARTS:
-            continue
-        stem = part[:4]
-        if any(word.startswith(stem) for word in words):
-            return True
-    return False
-
-
 def _column_type(kind: str) -> ColumnType:
     if kind in _COLUMN_TYPES:
         return _COLUMN_TYPES[kind]
@@ -180,6 +177,8 @@ def _scalar(column: ColumnInfo, value: object, request: ExtractionRequest) -> An
         raise _Rejected(str(exc)) from None
     kind = column.kind
     if kind in _DATE_KINDS:
+        if not _DATE_CUE.search(request.text):
+            raise _Rejected("the request states no date or period")
         _check_window(coerced, _aware(request.now))
         return coerced
     if kind == "time":
@@ -316,16 +315,32 @@ def understand_answer(raw: object, request: ExtractionRequest) -> Understanding:
             table = named
         elif named != request.table:
             ignored.append(Ignored(named, "the request does not name this table"))
-    if table is not None and table != request.table and conditions:
+    shape = understand_shape(raw, request)
+    ignored.extend(shape.ignored)
+    if table is not None and table != request.table and (conditions or shape_of(shape)):
         # The conditions were written against this request's columns, not the named table's.
         reason = f"a condition on {request.table}, but the request is about {table}"
         ignored.extend(
             Ignored(_shown_condition(c.column, c.op.value, c.value), reason) for c in conditions
         )
+        ignored.extend(Ignored(part, reason) for part in shape_of(shape))
         conditions = []
+        shape.group_by, shape.metrics, shape.include = [], [], []
     return Understanding(
         table=table,
         conditions=tuple(conditions),
         count_only=raw.get("count_only") is True,
         ignored=tuple(ignored),
+        group_by=tuple(shape.group_by),
+        include=tuple(shape.include),
+        metrics=tuple(shape.metrics),
     )
+
+
+def shape_of(shape: Shape) -> list[str]:
+    """The kept parts of ``shape`` as short phrases (``"group by status"``, ``"avg:score"``)."""
+    return [
+        *(f"group by {column}" for column in shape.group_by),
+        *shape.metrics,
+        *(f"with {relation}" for relation in shape.include),
+    ]

@@ -8,7 +8,11 @@ the model's answer must follow, from the table's offered columns, their kinds an
     {"table": <one of the readable tables> | null,
      "conditions": [{"column": <enum>, "op": <enum>, "value": <typed per kind>}, ...],
      "count_only": bool,
-     "ignored": [{"text": str, "reason": str}, ...]}
+     "ignored": [{"text": str, "reason": str}, ...],
+     "group_by": [...], "metrics": [...], "include": [...]}
+
+The last three (how the answer is shaped: counts per group, aggregates, related rows) come from
+:mod:`rag_agent.llm_shape`, each present only when the request offers a name for it.
 
 Each condition is one of several **variants** (``anyOf``): columns that share a kind and an
 operator list form a group, and each group gets one variant per shape of value — a scalar for the
@@ -36,6 +40,7 @@ from collections.abc import Mapping
 from itertools import groupby
 from typing import Any
 
+from rag_agent.llm_shape import shape_prompt, shape_properties
 from rag_agent.specs import LLM_OPERATORS, ColumnInfo, ExtractionRequest
 
 __all__ = [
@@ -100,7 +105,7 @@ def offered_columns(request: ExtractionRequest) -> tuple[ColumnInfo, ...]:
             )
         )
         if operators and column.kind not in _NOT_OFFERED_KINDS and column.name not in offered:
-            offered[column.name] = ColumnInfo(column.name, column.kind, operators)
+            offered[column.name] = ColumnInfo(column.name, column.kind, operators, column.labels)
     return tuple(offered.values())
 
 
@@ -186,6 +191,7 @@ def extraction_schema(request: ExtractionRequest) -> dict[str, Any] | None:
                     "maxItems": MAX_IGNORED,
                     "description": "Parts of the request no condition can express.",
                 },
+                **shape_properties(request),
             }
         ),
     }
@@ -224,6 +230,15 @@ Rules:
 """
 
 
+def _labels(column: ColumnInfo) -> str:
+    # An enum's values are a closed list: the model should write one of them (the facade maps
+    # a label written in another case, and refuses anything else).
+    if not column.labels:
+        return ""
+    shown = ", ".join(json.dumps(label, ensure_ascii=False) for label in column.labels[:30])
+    return f"; one of {shown}" + (" …" if len(column.labels) > 30 else "")
+
+
 def extraction_messages(
     request: ExtractionRequest, schema: Mapping[str, Any] | None = None
 ) -> tuple[str, str]:
@@ -235,7 +250,7 @@ def extraction_messages(
     now = request.now if request.now.tzinfo else request.now.replace(tzinfo=dt.UTC)
     now = now.astimezone(dt.UTC)
     columns = "\n".join(
-        f"- {column.name}: {column.kind}; {' '.join(column.operators)}"
+        f"- {column.name}: {column.kind}; {' '.join(column.operators)}{_labels(column)}"
         for column in offered_columns(request)
     )
     prompt = _SYSTEM_PROMPT.format(
@@ -247,7 +262,7 @@ def extraction_messages(
         tables=", ".join(sorted(set(request.tables))) or "none",
         date_example="2025-03-01",
         time_example="2025-03-01T00:00:00Z",
-    )
+    ) + shape_prompt(request)
     if schema is not None:
         prompt += (
             "\nAnswer with one JSON object and nothing else, following this JSON Schema:\n"

@@ -7,6 +7,11 @@ the rate-limited fallback, and the envelope (:func:`~rag_agent.assemble.assemble
 ``RAGAgent.read``. Both return an envelope for bad input or a failing backend; an unexpected
 exception is left to the agent, which turns it into an error envelope too.
 
+The steps are written once, as generators (``run_steps``, ``read_steps``, ``aggregate_steps``)
+that yield a :class:`~rag_agent.effects.Call` for each read, count, aggregate and model call:
+:meth:`Pipeline.run` performs them blocking, :meth:`Pipeline.arun` awaits them (see
+:mod:`rag_agent.effects`), so ``RAGAgent.run`` and ``RAGAgent.arun`` share every check and step.
+
 Thread-safety: a ``Pipeline`` holds no state of its own beyond the agent's parts (facade, cache,
 limiter, hooks), all thread-safe; each call keeps its state in its own ``Outcome``.
 """
@@ -15,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +32,7 @@ from persistence import (
     Query,
     ReadOnlyPersistenceFacade,
 )
+from persistence._steps import adrive, drive
 from rag_agent.aggregating import DEFAULT_METRICS, aggregate_into
 from rag_agent.assemble import (
     MAX_ERROR_MESSAGE,
@@ -44,6 +49,8 @@ from rag_agent.assemble import (
 )
 from rag_agent.cache import QueryCache
 from rag_agent.conditions import query_filters_view
+from rag_agent.deadline import LLMDeadline, deadline_scope
+from rag_agent.effects import Call, Steps, perform, perform_async
 from rag_agent.envelope import (
     Envelope,
     ReformulationAttempt,
@@ -54,13 +61,19 @@ from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner
 from rag_agent.ranking import CannotRank, cached_ranked_page, rankable, text_conditions
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
 from rag_agent.reformulation import relaxations
-from rag_agent.related import checked_includes, related_versions, resolve_words
+from rag_agent.related import (
+    checked_includes,
+    reachable_relations,
+    related_versions,
+    resolve_words,
+)
 from rag_agent.settings import RAGSettings
-from rag_agent.similar import swap_note, with_similar_company
+from rag_agent.similar import similar_company, swap_note, with_similar_company
 from rag_agent.specs import Condition, ExtractionRequest, Understanding
 from rag_agent.understanding import (
     DEFAULT_TABLE,
     ConditionExtractor,
+    Request,
     apply_conditions,
     column_infos,
     explicit_conditions,
@@ -117,7 +130,15 @@ class Pipeline:
     fallback: FallbackRunner | None
     now: Callable[[], dt.datetime]
 
-    def run(
+    def run(self, log: Any, *args: Any) -> Envelope:
+        """Steps 1 to 6 for ``RAGAgent.run`` (the arguments of :meth:`run_steps`), blocking."""
+        return drive(self.run_steps(log, *args), functools.partial(perform, self))
+
+    async def arun(self, log: Any, *args: Any) -> Envelope:
+        """Steps 1 to 6 for ``RAGAgent.arun``: the same steps, their I/O awaited."""
+        return await adrive(self.run_steps(log, *args), functools.partial(perform_async, self))
+
+    def run_steps(
         self,
         log: Any,
         text: str,
@@ -126,7 +147,7 @@ class Pipeline:
         page: _Page,
         count_only: bool | None = None,
         include: object = None,
-    ) -> Envelope:
+    ) -> Steps[Envelope]:
         """Steps 1 to 6 for ``RAGAgent.run``; arguments are checked here, not trusted.
 
         ``table`` ``None`` means the table the text names, else ``leads``; ``explicit`` is
@@ -153,15 +174,11 @@ class Pipeline:
         # pay for (and be steered by) an arbitrarily long text.
         text = text[:MAX_TEXT_LENGTH]
         checked_table = table or DEFAULT_TABLE
+        # One deadline for every model call of this run: extraction and the fallback share it.
+        deadline = LLMDeadline(self.settings.llm_deadline_s)
         try:
-            request = understand_request(
-                text,
-                table=table,
-                explicit=given,
-                count_only=count_only,
-                now=self.now(),
-                extract=None if self.extractor is None else functools.partial(self._extract, log),
-            )
+            yield Call("prepare")
+            request = yield from self._understand(log, deadline, text, table, given, count_only)
             outcome.source = source_of(request.table)
             checked_table = self.facade.policy.check_read(request.table, "run")
             applied, refused = apply_conditions(self.facade, checked_table, request.conditions)
@@ -201,27 +218,65 @@ class Pipeline:
             words = " ".join([*(c.value for c in as_topic), request.topic]).strip()
             topic = self._topic(words, checked_table, related)
             as_topic = as_topic if topic else ()
-            if request.group_by:  # numbers per group, never rows: no filter is needed
+            aggregated = bool(request.group_by or request.metrics)
+            if aggregated:  # numbers per group, never rows: no filter is needed
                 self._applied(outcome, applied)
-                self._aggregate(log, outcome, checked_table, applied, request.group_by)
+                metrics = (*DEFAULT_METRICS, *request.metrics)
+                yield from self._aggregate(
+                    log, outcome, checked_table, applied, request.group_by, metrics
+                )
             elif applied and request.count_only:
                 self._applied(outcome, applied)
-                self._count(log, outcome, checked_table, applied)
+                yield from self._count(log, outcome, checked_table, applied)
             elif applied or (topic and not request.count_only):
                 rest = tuple(c for c in applied if c not in as_topic)
-                self._retrieve(
+                yield from self._retrieve(
                     log, outcome, checked_table, rest, window, include_raw, related, topic, as_topic
                 )
             # zero is a count's answer
-            counted = (bool(applied) and request.count_only) or bool(request.group_by)
+            counted = (bool(applied) and request.count_only) or aggregated
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
-                self._fall_back(log, outcome, text, checked_table, applied, window, include_raw)
+                yield from self._fall_back(
+                    log, outcome, text, checked_table, applied, window, include_raw, deadline
+                )
         except Exception as exc:
             self.log_error(log, "rag.error", exc, step="query", table=checked_table)
             outcome.fail(exc)
         return self._done(log, "rag.run", outcome, checked_table, window)
 
-    def _extract(self, log: Any, text: str, table: str) -> Understanding:
+    def _understand(
+        self,
+        log: Any,
+        deadline: LLMDeadline,
+        text: str,
+        table: str | None,
+        given: tuple[Condition, ...] | None,
+        count_only: bool | None,
+    ) -> Steps[Request]:
+        # understand_request is pure but for its extract callback, which it calls (or not) by
+        # rules alone: a first pass learns whether the model is asked and about which table,
+        # the answer is asked for as a step, and a second pass is handed it.
+        now = self.now()
+        asked: list[tuple[str, str]] = []
+
+        def note(text: str, table: str) -> Understanding:
+            asked.append((text, table))
+            return Understanding()
+
+        def understood(extract: Any) -> Request:
+            return understand_request(
+                text, table=table, explicit=given, count_only=count_only, now=now, extract=extract
+            )
+
+        request = understood(None if self.extractor is None else note)
+        if not asked:
+            return request
+        found = yield from self._extract(log, deadline, *asked[0])
+        return understood(lambda _text, _table: found)
+
+    def _extract(
+        self, log: Any, deadline: LLMDeadline, text: str, table: str
+    ) -> Steps[Understanding]:
         # The extractor meters and caches its own model calls; it is told the table's allowed
         # columns, their kinds and operators, so its answer is constrained by the schema.
         assert self.extractor is not None
@@ -232,8 +287,10 @@ class Pipeline:
                 columns=column_infos(self.facade, table),
                 tables=self.facade.tables(),
                 now=self.now(),
+                relations=reachable_relations(self.facade, table),
             )
-            found = self.extractor(request)
+            with deadline_scope(deadline):
+                found = yield Call("extract", (request,))
             if not isinstance(found, Understanding):
                 raise TypeError(f"the extractor returned {type(found).__name__}")
         except Exception as exc:  # an LLM failure only means "nothing understood"
@@ -241,7 +298,15 @@ class Pipeline:
             return Understanding()
         return found
 
-    def read(
+    def read(self, log: Any, *args: Any) -> Envelope:
+        """Step 3 alone for ``RAGAgent.read`` (the arguments of :meth:`read_steps`), blocking."""
+        return drive(self.read_steps(log, *args), functools.partial(perform, self))
+
+    async def aread(self, log: Any, *args: Any) -> Envelope:
+        """Step 3 alone for ``RAGAgent.aread``, its I/O awaited."""
+        return await adrive(self.read_steps(log, *args), functools.partial(perform_async, self))
+
+    def read_steps(
         self,
         log: Any,
         table: str,
@@ -251,10 +316,11 @@ class Pipeline:
         page: _Page,
         count_only: bool = False,
         include: object = (),
-    ) -> Envelope:
+    ) -> Steps[Envelope]:
         """Step 3 alone, for ``RAGAgent.read``; arguments are checked here, not trusted."""
         outcome = Outcome(source_of(table))
         try:
+            yield Call("prepare")
             window, include_raw = self._page(page)
             related = checked_includes(include)
             checked_table = self.facade.policy.check_read(table, "read")
@@ -278,9 +344,11 @@ class Pipeline:
             return self._refuse(log, outcome, exc)
         try:
             if count_only:
-                self._count(log, outcome, checked_table, conditions)
+                yield from self._count(log, outcome, checked_table, conditions)
             else:
-                result, hit = self._query(log, query, include_raw, outcome.filters, related)
+                result, hit = yield from self._query(
+                    log, query, include_raw, outcome.filters, related
+                )
                 outcome.take(result, shared=self.cache.enabled)
                 outcome.cache = "hit" if hit else "miss"
         except Exception as exc:
@@ -288,7 +356,16 @@ class Pipeline:
             outcome.fail(exc)
         return self._done(log, "rag.read", outcome, checked_table, window)
 
-    def aggregate(
+    def aggregate(self, log: Any, *args: Any) -> Envelope:
+        """``RAGAgent.aggregate`` (the arguments of :meth:`aggregate_steps`), blocking."""
+        return drive(self.aggregate_steps(log, *args), functools.partial(perform, self))
+
+    async def aaggregate(self, log: Any, *args: Any) -> Envelope:
+        """``RAGAgent.aaggregate``, its I/O awaited."""
+        steps = self.aggregate_steps(log, *args)
+        return await adrive(steps, functools.partial(perform_async, self))
+
+    def aggregate_steps(
         self,
         log: Any,
         table: str,
@@ -296,11 +373,12 @@ class Pipeline:
         group_by: object,
         metrics: object,
         limit: object,
-    ) -> Envelope:
+    ) -> Steps[Envelope]:
         """``facade.aggregate`` as an envelope, for ``RAGAgent.aggregate``; arguments checked
         here and by the facade."""
         outcome = Outcome(source_of(table))
         try:
+            yield Call("prepare")
             checked_table = self.facade.policy.check_read(table, "aggregate")
             given = Query(checked_table, filters=_sequence(filters, "filters")).filters
             shown_filters(given)
@@ -310,7 +388,7 @@ class Pipeline:
             )
             if limit is not None and type(limit) is not int:
                 raise InvalidQueryError(f"limit must be an int, not {limit!r}", field="limit")
-            aggregate_into(
+            yield from aggregate_into(
                 outcome, facade=self.facade, cache=self.cache, now=self.now, log=log,
                 table=checked_table, filters=checked, group_by=group_by, metrics=metrics,
                 limit=limit,
@@ -327,11 +405,12 @@ class Pipeline:
         table: str,
         conditions: tuple[Condition, ...],
         group_by: tuple[str, ...],
-    ) -> None:
+        metrics: tuple[str, ...],
+    ) -> Steps[None]:
         filters = tuple(c.to_filter() for c in conditions)
-        aggregate_into(
+        yield from aggregate_into(
             outcome, facade=self.facade, cache=self.cache, now=self.now, log=log, table=table,
-            filters=filters, group_by=group_by, metrics=DEFAULT_METRICS,
+            filters=filters, group_by=group_by, metrics=metrics,
         )  # fmt: skip
 
     def _page(self, page: _Page) -> tuple[_Window, bool]:
@@ -377,16 +456,20 @@ class Pipeline:
         related: tuple[Include, ...] = (),
         topic: str = "",
         as_topic: tuple[Condition, ...] = (),
-    ) -> None:
-        def query(conditions: tuple[Condition, ...]) -> tuple[PageResult, bool]:
+    ) -> Steps[None]:
+        def query(conditions: tuple[Condition, ...]) -> Steps[tuple[PageResult, bool]]:
             if topic:  # ranked by the topic, the conditions hard constraints (rag_agent.ranking)
-                return cached_ranked_page(self, log, table, topic, conditions, window, include_raw)
+                return (
+                    yield from cached_ranked_page(
+                        self, log, table, topic, conditions, window, include_raw
+                    )
+                )
             planned = _planned(table, conditions, window)
             shown = query_filters_view(conditions)
-            return self._query(log, planned, include_raw, shown, related)
+            return (yield from self._query(log, planned, include_raw, shown, related))
 
         try:
-            result, all_hits = query(conditions)
+            result, all_hits = yield from query(conditions)
         except CannotRank:
             # The backend cannot search: answered as without a topic (the "about …" substrings
             # filters again), never an unfiltered read.
@@ -394,16 +477,21 @@ class Pipeline:
             conditions, topic = conditions + as_topic, ""
             if not conditions:
                 return
-            result, all_hits = query(conditions)
+            result, all_hits = yield from query(conditions)
         used = conditions
         if result.total_count == 0:
-            relaxed_steps = with_similar_company(
-                relaxations(conditions), self.facade, table, conditions
-            )
-            for reason, relaxed in itertools.islice(
-                relaxed_steps, self.settings.reformulation_max_attempts
-            ):
-                attempt, hit = query(relaxed)
+            tried, previous = 0, conditions
+            for reason, planned in with_similar_company(relaxations(conditions)):
+                if tried >= self.settings.reformulation_max_attempts:
+                    break
+                if planned is None:  # similar_company: looked up now, only if still needed
+                    planned = yield from similar_company(table, previous)
+                    if planned is None:
+                        continue
+                else:
+                    previous = planned
+                relaxed, tried = planned, tried + 1
+                attempt, hit = yield from query(relaxed)
                 all_hits = all_hits and hit
                 shown = query_filters_view(relaxed)
                 outcome.attempts.append(
@@ -432,14 +520,14 @@ class Pipeline:
 
     def _count(
         self, log: Any, outcome: Outcome, table: str, conditions: tuple[Condition, ...]
-    ) -> None:
+    ) -> Steps[None]:
         filters = tuple(c.to_filter() for c in conditions)
         typed = tuple((f.column, f.op, _typed(f.value)) for f in filters)
         key = ("count", table, self.facade.data_version(table), typed)
         cached: tuple[int, dt.datetime] | None = self.cache.get(key)
         outcome.cache = "miss" if cached is None else "hit"
         if cached is None:
-            cached = (self.facade.count(table, filters), self.now())
+            cached = ((yield Call("count", (table, filters))), self.now())
             self.cache.put(key, cached)
         outcome.total_count, outcome.retrieved_at = cached
         log.debug("rag.count", table=table, filters=outcome.filters, total_count=cached[0])
@@ -456,7 +544,7 @@ class Pipeline:
         include_raw: bool,
         shown: Mapping[str, Any],
         related: tuple[Include, ...] = (),
-    ) -> tuple[PageResult, bool]:
+    ) -> Steps[tuple[PageResult, bool]]:
         """The page of ``query`` as records, from the cache if it holds it (and whether it did).
 
         ``shown`` is how the filters are logged; ``related`` the related rows each row carries.
@@ -468,14 +556,16 @@ class Pipeline:
         if cached is not None:
             log.debug("rag.query", table=query.table, filters=shown, cache="hit")
             return cached, True
-        page = self.facade.read(
-            query.table,
-            query.filters,
-            columns=query.columns,
-            order=query.order,
-            limit=query.limit,
-            offset=query.offset,
-            include=related,
+        page = yield Call(
+            "read",
+            (query.table, query.filters),
+            {
+                "columns": query.columns,
+                "order": query.order,
+                "limit": query.limit,
+                "offset": query.offset,
+                "include": related,
+            },
         )
         result = page_result(
             page.rows,
@@ -506,7 +596,8 @@ class Pipeline:
         conditions: tuple[Condition, ...],
         window: _Window,
         include_raw: bool = False,
-    ) -> None:
+        deadline: LLMDeadline | None = None,
+    ) -> Steps[None]:
         # JSON-ready: the fallback shows the model what was tried (a date as its ISO text).
         filters = canonical_value(query_filters_view(conditions))
         if conditions and outcome.filters is None:
@@ -514,6 +605,18 @@ class Pipeline:
         if self.fallback is None:
             outcome.fallback = "disabled"
             log.debug("rag.fallback", status="disabled", reason="no LLM fallback configured")
+            return
+        # Paging through a fallback's answer (``chat``'s ``next``) asks the model once.
+        cache_key = ("fallback", table, text, self.facade.data_version(table))
+        cached = self.cache.get(cache_key)
+        if isinstance(cached, FallbackResult):
+            log.debug("rag.fallback", status="cached")
+            self._take_fallback(log, outcome, cached, window, include_raw)
+            outcome.cache = "hit"
+            return
+        if deadline is not None and deadline.expired:
+            outcome.fallback = "suppressed"
+            log.info("rag.fallback", status="suppressed", reason="the run's LLM deadline passed")
             return
         try:
             allowed = self.limiter.try_acquire()
@@ -534,11 +637,25 @@ class Pipeline:
             limit=limit,
             offset=offset,
             max_steps=self.settings.fallback_max_steps,
+            seconds_left=None if deadline is None else deadline.remaining(),
         )
         try:
-            result = self.fallback(request)
+            result = yield Call("fallback", (request,))
         except Exception as exc:  # a broken hook must not break run()
             result = FallbackResult(error=exc)
+        if result.error is None:
+            self.cache.put(cache_key, result)
+        self._take_fallback(log, outcome, result, window, include_raw)
+
+    def _take_fallback(
+        self,
+        log: Any,
+        outcome: Outcome,
+        result: FallbackResult,
+        window: _Window,
+        include_raw: bool,
+    ) -> None:
+        limit, offset = window
         page = fallback_page(
             result,
             limit=limit,

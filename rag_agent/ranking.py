@@ -41,6 +41,7 @@ from rag_agent.assemble import (
     shown_filters,
     source_of,
 )
+from rag_agent.effects import Call, Steps
 from rag_agent.envelope import Envelope, RankingInfo, Record, Relevance
 from rag_agent.rules.topic import topic_of
 from rag_agent.rules.vocabulary import TEXT_COLUMNS
@@ -57,7 +58,7 @@ __all__ = [
     "rankable",
     "ranked_page",
     "ranking_info",
-    "search_envelope",
+    "search_steps",
     "text_conditions",
 ]
 
@@ -102,7 +103,6 @@ def ranking_info(result: SearchResult) -> RankingInfo:
 
 
 def ranked_page(
-    facade: ReadOnlyPersistenceFacade,
     table: str,
     topic: str,
     filters: Sequence[Filter],
@@ -112,7 +112,7 @@ def ranked_page(
     include_raw: bool,
     summary_threshold: int,
     mode: SearchMode | str = DEFAULT_MODE,
-) -> PageResult:
+) -> Steps[PageResult]:
     """The page ``window`` (limit, offset) of ``table``'s rows matching ``filters``, ranked by
     ``topic``: records whose provenance carries a ``relevance``; ``ranking`` set.
 
@@ -124,9 +124,10 @@ def ranked_page(
     k = min(limit, MAX_K)
     text = _bounded(topic)
 
-    def search(k: int, offset: int) -> tuple[SearchResult, tuple[SearchHit, ...]]:
+    def search(k: int, offset: int) -> Steps[tuple[SearchResult, tuple[SearchHit, ...]]]:
+        asked = {"filters": filters, "k": k, "offset": offset, "mode": mode}
         try:
-            result = facade.search(table, text, filters=filters, k=k, offset=offset, mode=mode)
+            result: SearchResult = yield Call("search", (table, text), asked)
         except UnsupportedOperatorError as exc:
             raise CannotRank(str(exc)) from exc
         # Only rows a leg ranked answer the words: a backend may fill a page with rows that
@@ -134,13 +135,13 @@ def ranked_page(
         # the table itself, and with one, rows about something else.
         return result, tuple(h for h in result.hits if any(r is not None for r in h.ranks.values()))
 
-    result, hits = search(k, offset)
+    result, hits = yield from search(k, offset)
     if len(hits) == k:  # a full page may have more after it: as many as match the filters
         total = result.total_count
     elif hits or offset == 0:  # a short page is the last (a keyword-only leg may rank no more)
         total = offset + len(hits)
     else:  # past the last ranked row, or nothing ranked at all: one row from the top tells
-        total = offset if search(1, 0)[1] else 0
+        total = offset if (yield from search(1, 0))[1] else 0
     page = page_result(
         (hit.row for hit in hits),
         max(total, offset + len(hits)) if total else 0,
@@ -183,7 +184,7 @@ def cached_ranked_page(
     window: tuple[int, int],
     include_raw: bool,
     mode: SearchMode | str = DEFAULT_MODE,
-) -> tuple[PageResult, bool]:
+) -> Steps[tuple[PageResult, bool]]:
     """:func:`ranked_page` through the agent's cache (keyed by the table's data version, the
     filters, the topic, the mode and the window), and whether the cache held it."""
     filters = tuple(c.to_filter() for c in conditions)
@@ -194,8 +195,7 @@ def cached_ranked_page(
     if cached is not None:
         log.debug("rag.search", table=table, cache="hit")
         return cached, True
-    page = ranked_page(
-        pipeline.facade,
+    page = yield from ranked_page(
         table,
         topic,
         filters,
@@ -219,7 +219,7 @@ def cached_ranked_page(
     return page, False
 
 
-def search_envelope(
+def search_steps(
     pipeline: Pipeline,
     log: Any,
     table: str,
@@ -227,11 +227,12 @@ def search_envelope(
     filters: object,
     page: tuple[int | None, int | None, bool],
     mode: object,
-) -> Envelope:
+) -> Steps[Envelope]:
     """``RAGAgent.search``: ``table``'s rows matching ``filters`` ranked by ``text``, as an
     envelope; arguments are checked here (and by the facade), never trusted."""
     outcome = Outcome(source_of(table))
     try:
+        yield Call("prepare")  # the catalog the checks consult (loaded by the async facade)
         if not isinstance(text, str):
             raise InvalidQueryError(f"text must be a str, not {type(text).__name__}", field="text")
         if not isinstance(mode, str):
@@ -250,7 +251,7 @@ def search_envelope(
         # Agents pass whole requests: their framing is removed as from a run's (the text as
         # given when nothing but framing is left).
         topic = topic_of(text) or text
-        result, hit = cached_ranked_page(
+        result, hit = yield from cached_ranked_page(
             pipeline, log, checked_table, topic, conditions, window, include_raw, mode
         )
         outcome.take(result, shared=pipeline.cache.enabled)

@@ -10,7 +10,7 @@ from persistence import Include, InvalidQueryError, ReadOnlyPersistenceFacade, R
 from rag_agent.rules.reading import plural
 from rag_agent.specs import Ignored
 
-__all__ = ["checked_includes", "related_versions", "resolve_words"]
+__all__ = ["checked_includes", "reachable_relations", "related_versions", "resolve_words"]
 
 #: How deep a table word is looked for ("lead 7 and their messages": conversations.messages).
 _MAX_DEPTH = 2
@@ -47,6 +47,22 @@ def _path_to(facade: ReadOnlyPersistenceFacade, table: str, wanted: str) -> str 
                 following.append((f"{path}.", relation.child_table))
         level = following
     return None
+
+
+def reachable_relations(facade: ReadOnlyPersistenceFacade, table: str) -> tuple[str, ...]:
+    """The names of the relations a table word may name from ``table`` (as deep as
+    :func:`resolve_words` looks), each once, in the order found."""
+    names: list[str] = []
+    level = [table]
+    for _ in range(_MAX_DEPTH):
+        following: list[str] = []
+        for current in level:
+            for relation in _relations(facade, current):
+                if relation.name not in names:
+                    names.append(relation.name)
+                following.append(relation.child_table)
+        level = following
+    return tuple(names)
 
 
 def resolve_words(

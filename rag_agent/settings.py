@@ -12,6 +12,7 @@
     RAG_FALLBACK_SCOPE [related]      RAG_CACHE_MAX_BYTES [67108864]
     RAG_LLM [on]                      RAG_BACKEND [inferred by the CLI]
     RAG_EMBEDDINGS [none]: none | default | openai:<model> (see rag_agent.embeddings)
+    RAG_LLM_DEADLINE_S [30]
     RAG_POSTGRES_DSN, SUPABASE_URL, SUPABASE_KEY, OPENAI_API_KEY, OPENAI_BASE_URL,
     RAG_OPENAI_MODEL [gpt-4o-mini]
 
@@ -26,10 +27,11 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, StrictFloat, field_validator, model_validator
 
 from persistence.errors import ConfigurationError
 from persistence.settings import (
@@ -42,6 +44,7 @@ from persistence.settings import (
     unprefixed,
 )
 from rag_agent.cache import DEFAULT_CACHE_MAX_BYTES
+from rag_agent.deadline import DEFAULT_LLM_DEADLINE_SECONDS
 from rag_agent.ratelimit import STORAGE_SCHEMES
 
 __all__ = ["BACKEND_KINDS", "ENV_VARIABLES", "RAGSettings"]
@@ -50,6 +53,23 @@ __all__ = ["BACKEND_KINDS", "ENV_VARIABLES", "RAGSettings"]
 BACKEND_KINDS = ("memory", "postgres", "supabase")
 
 _DEFAULT_LIMIT = 50
+
+
+def _seconds(value: object) -> object:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ValueError("is not a number of seconds") from None
+    if type(value) is int:
+        value = float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("is not a finite number of seconds")
+    return value
+
+
+#: Seconds as a number; from the environment, its decimal text (``30``, ``12.5``).
+Seconds = Annotated[StrictFloat, BeforeValidator(_seconds)]
 
 
 class RAGSettings(PersistenceSettings):
@@ -81,6 +101,8 @@ class RAGSettings(PersistenceSettings):
     openai_model: OptionalText = "gpt-4o-mini"
     #: Off: no chat model and no warning about it, even with ``OPENAI_API_KEY`` set.
     llm: Flag = True
+    #: The most one run waits for models: filter extraction and the fallback share it.
+    llm_deadline_s: Seconds = Field(DEFAULT_LLM_DEADLINE_SECONDS, gt=0)
     #: The backend the ``rag-agent`` CLI reads when no option names one (else it is inferred).
     backend: Literal["memory", "postgres", "supabase"] | None = None
     #: What embeds text for the semantic leg of search: ``none``, ``default`` (wordllama's

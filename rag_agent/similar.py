@@ -16,10 +16,11 @@ reported (``metadata.reformulation_attempts`` and ``metadata.ignored``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from persistence import Op, PersistenceError, ReadOnlyPersistenceFacade
+from persistence import Op, PersistenceError
 from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, word_similarity
+from rag_agent.effects import Call, Steps
 from rag_agent.specs import Condition, Ignored
 
 __all__ = [
@@ -37,8 +38,6 @@ SIMILARITY_THRESHOLD = WORD_SIMILARITY_THRESHOLD
 MAX_CANDIDATES = 100
 _SEARCH_ROWS = 20
 
-_Steps = Iterator[tuple[str, tuple[Condition, ...]]]
-
 
 def _company(conditions: tuple[Condition, ...]) -> Condition | None:
     return next(
@@ -51,38 +50,42 @@ def _company(conditions: tuple[Condition, ...]) -> Condition | None:
     )
 
 
-def _candidates(
-    facade: ReadOnlyPersistenceFacade, table: str, name: str, rest: tuple[Condition, ...]
-) -> set[str]:
+def _candidates(table: str, name: str, rest: tuple[Condition, ...]) -> Steps[set[str]]:
     # A lookup that fails only means no similar name: the reformulations go on without it (a
     # failing backend is reported by the queries around it).
     filters = [c.to_filter() for c in rest]
     try:
-        result = facade.search(table, name, filters=filters, k=_SEARCH_ROWS, mode="keyword")
+        result = yield Call(
+            "search", (table, name), {"filters": filters, "k": _SEARCH_ROWS, "mode": "keyword"}
+        )
         found = {row.get("company_name") for row in result.rows}
     except PersistenceError:  # no search here: the distinct names, bounded
         try:
-            groups = facade.aggregate(
-                table, filters, group_by=["company_name"], limit=MAX_CANDIDATES
-            ).groups
+            grouped = yield Call(
+                "aggregate",
+                (table, filters),
+                {"group_by": ["company_name"], "limit": MAX_CANDIDATES},
+            )
         except PersistenceError:
             return set()
-        found = {group.keys.get("company_name") for group in groups}
+        found = {group.keys.get("company_name") for group in grouped.groups}
     return {value for value in found if isinstance(value, str) and value.strip()}
 
 
 def similar_company(
-    facade: ReadOnlyPersistenceFacade, table: str, conditions: tuple[Condition, ...]
-) -> tuple[Condition, ...] | None:
+    table: str, conditions: tuple[Condition, ...]
+) -> Steps[tuple[Condition, ...] | None]:
     """``conditions`` with the company name replaced by the most similar existing one, or
-    ``None`` when there is no company condition, it was the caller's, or no name is similar."""
+    ``None`` when there is no company condition, it was the caller's, or no name is similar
+    (pipeline steps: the lookups are yielded as :class:`~rag_agent.effects.Call`)."""
     company = _company(conditions)
     if company is None or company.source == "tool":
         return None
     rest = tuple(c for c in conditions if c is not company)
+    candidates = yield from _candidates(table, company.value, rest)
     scored = [
         (word_similarity(company.value, candidate), candidate)
-        for candidate in _candidates(facade, table, company.value, rest)
+        for candidate in candidates
         if candidate.casefold() != company.value.casefold()
     ]
     best = max(scored, key=lambda item: (item[0], _reverse(item[1])), default=None)
@@ -98,28 +101,19 @@ def _reverse(name: str) -> tuple[int, ...]:
 
 
 def with_similar_company(
-    steps: _Steps,
-    facade: ReadOnlyPersistenceFacade,
-    table: str,
-    conditions: tuple[Condition, ...],
-) -> _Steps:
-    """``steps`` (the deterministic relaxations) with ``similar_company`` tried before
-    ``drop_company`` (or after the last step when the company cannot be dropped); the lookup
-    runs only if the steps before it found nothing (the caller stops at the first that does)."""
-    last = conditions
+    steps: Iterable[tuple[str, tuple[Condition, ...]]],
+) -> Iterator[tuple[str, tuple[Condition, ...] | None]]:
+    """``steps`` (the deterministic relaxations) with ``("similar_company", None)`` before
+    ``drop_company`` (or after the last step when the company cannot be dropped): the pipeline
+    looks the similar name up (:func:`similar_company`) only when it gets there."""
     tried = False
     for reason, relaxed in steps:
         if reason == "drop_company" and not tried:
             tried = True
-            similar = similar_company(facade, table, last)
-            if similar is not None:
-                yield "similar_company", similar
+            yield "similar_company", None
         yield reason, relaxed
-        last = relaxed
     if not tried:
-        similar = similar_company(facade, table, last)
-        if similar is not None:
-            yield "similar_company", similar
+        yield "similar_company", None
 
 
 def swap_note(before: tuple[Condition, ...], after: tuple[Condition, ...]) -> Ignored | None:

@@ -143,6 +143,8 @@ class Understanding:
     ``("status",)``); empty when the text asks for rows or one count.
     ``include`` names the tables whose related rows the text asks to see with each row ("with
     its conversations" → ``("conversations",)``).
+    ``metrics`` names the aggregates asked for beyond a row count, as ``facade.aggregate`` takes
+    them ("average score by status" → ``("avg:score",)``); empty means the count alone.
     ``topic`` is what the text is about beyond its conditions: the words no rule read, request
     framing removed ("inquiries from customers who want to stop paying" → ``"stop paying"``);
     ``""`` when nothing is left. Rows are ranked by it (:mod:`rag_agent.ranking`).
@@ -155,26 +157,32 @@ class Understanding:
     weak: bool = False
     group_by: tuple[str, ...] = ()
     include: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
     topic: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class ColumnInfo:
     """A column as an extractor may use it: its name, its kind (a ``ColumnKind`` value such as
-    ``"text"``, ``"uuid"``, ``"timestamptz"``) and the operators allowed on it."""
+    ``"text"``, ``"uuid"``, ``"timestamptz"``), the operators allowed on it, and an enum
+    column's labels (``None`` for any other column)."""
 
     name: str
     kind: str
     operators: tuple[str, ...]
+    labels: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ExtractionRequest:
     """What the LLM extraction step gets: the text, the table, the table's allowed columns (with
-    kinds and operators), the readable tables, and the current time for relative dates."""
+    kinds and operators), the readable tables, the current time for relative dates, and the
+    relations whose related rows may be asked for (relation names reachable from the table,
+    ``("conversations", "messages")``; empty when none is readable)."""
 
     text: str
     table: str
     columns: tuple[ColumnInfo, ...]
     tables: tuple[str, ...]
     now: dt.datetime
+    relations: tuple[str, ...] = ()

@@ -198,7 +198,9 @@ class QueryLeadsInput(_Args):
     company: str | None = Field(default=None, description="Company name (substring match).")
     id: int | str | None = Field(default=None, description="The lead's id.")
     client_id: int | str | None = Field(default=None, description="The client account's id.")
-    status: str | None = Field(default=None, description="Lead status, e.g. 'qualified'.")
+    status: str | None = Field(
+        default=None, description="Lead status, e.g. 'qualified' (case-insensitive)."
+    )
     title: str | None = Field(default=None, description="Job title (substring), e.g. 'CTO'.")
     score_min: int | None = Field(default=None, description="Lowest score (inclusive).")
     score_max: int | None = Field(default=None, description="Highest score (inclusive).")
@@ -216,7 +218,7 @@ class QueryLeadsInput(_Args):
         """The explicit fields as conditions (``source="tool"``), legacy keys first."""
         legacy = checked_filters({key: getattr(self, key) for key in FILTER_KEYS})
         extra = (
-            ("status", Op.EQ, self.status),
+            ("status", Op.IEQ, self.status),  # 'Qualified' is 'qualified', as e-mail is
             ("title", Op.ICONTAINS, self.title),
             ("score", Op.GTE, self.score_min),
             ("score", Op.LTE, self.score_max),

@@ -16,10 +16,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from persistence import (
+    EXACT_OPERATORS,
     BackendError,
     InvalidQueryError,
     Op,
@@ -50,6 +53,12 @@ __all__ = [
 ]
 
 
+# Words that ask for an aggregate unambiguously ("latest" or "first" usually order rows).
+_AGGREGATE_WORDS = re.compile(
+    r"\b(?:average|avg|mean|sum|total|minimum|maximum|highest|lowest|distinct|unique)\b",
+    re.IGNORECASE,
+)
+
 #: Step 2's hook: an extraction request → what the model understood (``source="llm"``).
 ConditionExtractor = Callable[[ExtractionRequest], Understanding]
 
@@ -69,8 +78,9 @@ OPERATORS_BY_KIND: Mapping[str, tuple[str, ...]] = {
 @dataclass(frozen=True, slots=True)
 class Request:
     """What one run asks for, once understood: the table, the conditions, count or rows, the
-    parts of the request not applied so far, the tables whose related rows it asks for, and
-    the topic rows are ranked by (``""``: none)."""
+    parts of the request not applied so far, the columns it counts per group by, the tables
+    whose related rows it asks for, the aggregates it asks for besides the count, and the topic
+    rows are ranked by (``""``: none)."""
 
     table: str
     conditions: tuple[Condition, ...]
@@ -78,6 +88,7 @@ class Request:
     ignored: tuple[Ignored, ...] = ()
     group_by: tuple[str, ...] = ()
     include: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
     topic: str = ""
 
 
@@ -109,14 +120,12 @@ def understand_request(
 ) -> Request:
     """The request in ``text`` (and ``explicit`` conditions, which win over the text's).
 
-    ``extract(text, table)`` runs the LLM step when the rules find nothing, or only weak
-    evidence, and no explicit conditions were given; what it found replaces the rules' answer
-    when it found any condition.
+    ``extract(text, table)`` runs the LLM step when no explicit conditions were given and the
+    rules find nothing, only weak evidence, or a text asking for an aggregate (which the rules
+    do not read); its conditions replace the rules' only when the rules found none (or only
+    weak evidence); its grouping and related rows fill in what the rules did not read.
     """
     found = _rules(text, table, now.astimezone(dt.UTC).date()) if text.strip() else Understanding()
-    group_by = found.group_by  # the rules' reading of "by status": the extraction has no say
-    rules_include = found.include  # related rows are read from the words by the rules alone
-    topic = found.topic  # the words no rule read
     if explicit is not None:
         # The caller's conditions win on every column they name: "score above 80" in the text
         # and score_min=50 from the arguments is the argument's question, said so in ignored.
@@ -127,35 +136,50 @@ def understand_request(
             for c in found.conditions
             if c.column in named
         )
-        found = Understanding(
-            found.table, kept + explicit, found.count_only, found.ignored + overridden
+        found = dataclasses.replace(
+            found, conditions=kept + explicit, ignored=found.ignored + overridden, weak=False
         )
-    elif extract is not None and text.strip() and (not found.conditions or found.weak):
-        asked = extract(text, table or found.table or DEFAULT_TABLE)
-        if asked.conditions:
-            # The model read the words' meaning, not which words: its conditions replace the
-            # rules' reading, topic included (its "about …" substrings still rank, see
-            # rag_agent.ranking.text_conditions).
-            topic = ""
-            found = Understanding(
-                asked.table or found.table, asked.conditions, asked.count_only, asked.ignored
-            )
-        else:
-            found = Understanding(
-                found.table,
-                found.conditions,
-                found.count_only,
-                found.ignored + asked.ignored,
-                found.weak,
-            )
+    elif extract is not None and text.strip() and _asks_model(found, text):
+        found = _merged(found, extract(text, table or found.table or DEFAULT_TABLE))
     return Request(
         table=table or found.table or DEFAULT_TABLE,
         conditions=found.conditions,
         count_only=found.count_only if count_only is None else count_only,
         ignored=found.ignored,
-        group_by=group_by,
-        include=rules_include,
-        topic=topic,
+        group_by=found.group_by,
+        include=found.include,
+        metrics=found.metrics,
+        topic=found.topic,
+    )
+
+
+def _asks_model(found: Understanding, text: str) -> bool:
+    # The rules read no aggregate function: a text asking for one ("average score by status")
+    # goes to the model even when the rules read all its conditions.
+    return not found.conditions or found.weak or _AGGREGATE_WORDS.search(text) is not None
+
+
+def _merged(rules: Understanding, model: Understanding) -> Understanding:
+    """The rules' reading completed by the model's: the model's conditions replace the rules'
+    only when the rules found none (or only weak evidence); its grouping and related rows fill
+    in what the rules did not read; its metrics are its own (the rules read none)."""
+    if model.conditions and (not rules.conditions or rules.weak):
+        # The rules' topic goes too: the model read the words' meaning, not which words it used
+        # (its "about …" substrings still rank, see rag_agent.ranking.text_conditions).
+        base = Understanding(
+            model.table or rules.table, model.conditions, model.count_only, model.ignored
+        )
+    else:
+        base = dataclasses.replace(rules, ignored=rules.ignored + model.ignored)
+    same_table = model.table is None or model.table == (base.table or rules.table)
+    if not same_table:  # the model read another table: its shape is for that table's columns
+        return dataclasses.replace(base, group_by=rules.group_by, include=rules.include)
+    return dataclasses.replace(
+        base,
+        group_by=rules.group_by or model.group_by,
+        include=rules.include or model.include,
+        metrics=model.metrics,
+        weak=False,
     )
 
 
@@ -204,12 +228,25 @@ def describe(condition: Condition) -> str:
     return f"{condition.column} {op} {condition.value!r}"
 
 
+_EXACT = frozenset(op.value for op in EXACT_OPERATORS)
+
+
+def redacted_columns(facade: Any, table: str) -> Mapping[str, str]:
+    """The redacted columns of ``table`` and how (empty for a facade without redaction)."""
+    own = getattr(facade, "redacted_columns", None)
+    return own(table) if callable(own) else {}
+
+
 def column_infos(facade: ReadOnlyPersistenceFacade, table: str) -> tuple[ColumnInfo, ...]:
     """The allowed columns of ``table`` with their kinds and the operators offered on each."""
     supported = {op.value for op in Op if facade.capabilities.supports(op)}
+    redacted = redacted_columns(facade, table)
     infos = []
     for name, ctype in sorted(facade.column_types(table).items()):
         kind = ctype.kind.value
         operators = OPERATORS_BY_KIND.get(kind, _ORDERED)
-        infos.append(ColumnInfo(name, kind, tuple(op for op in operators if op in supported)))
+        if name in redacted:  # exact look-ups only (persistence.redaction)
+            operators = tuple(op for op in operators if op in _EXACT)
+        offered = tuple(op for op in operators if op in supported)
+        infos.append(ColumnInfo(name, kind, offered, ctype.labels))
     return tuple(infos)

@@ -1,8 +1,8 @@
 """What the PostgreSQL backend knows of the database: the catalog of readable tables and their
 column types (``pg_type.typname`` and ``typcategory``, read by
-:func:`persistence.types.column_type`), and the start-up check of the connected role's
-privileges; and, for ``rag-agent doctor``, the role's privileges, the indexes and the extensions
-as plain facts.
+:func:`persistence.types.column_type`; an enum's labels from ``pg_enum``), and the start-up
+check of the connected role's privileges; and, for ``rag-agent doctor``, the role's
+privileges, the indexes and the extensions as plain facts.
 
 Every catalog name is schema-qualified (``pg_catalog.``): a table or function of the same name
 earlier on the ``search_path`` cannot stand in for it.
@@ -14,6 +14,7 @@ few seconds (:meth:`Catalog.may_reload`), so a table created after start-up is f
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Mapping
 from collections.abc import Set as AbstractSet
 from types import MappingProxyType
@@ -22,9 +23,10 @@ from typing import Any, NamedTuple
 import psycopg
 
 from persistence._logs import get_logger
+from persistence._steps import Steps, drive
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
 from persistence.relations import Relation, foreign_key_relations
-from persistence.types import ColumnType, column_type
+from persistence.types import ColumnType, column_type, enum_type
 
 __all__ = [
     "Catalog",
@@ -41,8 +43,13 @@ __all__ = [
 
 log = get_logger("persistence.postgres")
 
+#: A catalog statement and its parameters: what the catalog's steps yield.
+Statement = tuple[bytes, tuple[Any, ...] | None]
+
 _CATALOG_SQL = b"""
 SELECT c.relname, a.attname, t.typname, t.typcategory,
+       (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
+        FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid) AS labels,
        (pg_catalog.has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')
         OR pg_catalog.has_any_column_privilege(c.oid, 'INSERT, UPDATE')) AS writable
 FROM pg_catalog.pg_class c
@@ -150,15 +157,24 @@ class Catalog:
 
     def load(self, conn: psycopg.Connection[Any]) -> None:
         """Read the schema's tables, columns and the role's write privileges afresh."""
+        drive(self.load_steps(), functools.partial(fetch_all, conn))
+
+    def load_steps(self) -> Steps[Statement, None]:
+        """:meth:`load` as steps, each a statement whose rows it is sent (blocking or
+        awaited: see :mod:`persistence._steps`)."""
         tables: dict[str, dict[str, ColumnType]] = {}
         writable: set[str] = set()
-        for table, column, type_name, category, can_write in conn.execute(
-            _CATALOG_SQL, (self._schema,)
+        for table, column, type_name, category, labels, can_write in (
+            yield (_CATALOG_SQL, (self._schema,))
         ):
-            tables.setdefault(table, {})[column] = column_type(type_name, category=category)
+            tables.setdefault(table, {})[column] = (
+                enum_type(type_name, labels)
+                if labels  # an enum: its labels in declaration order, from pg_enum
+                else column_type(type_name, category=category)
+            )
             if can_write:
                 writable.add(table)
-        keys = [tuple(row) for row in conn.execute(_RELATIONS_SQL, (self._schema, self._schema))]
+        keys = [tuple(row) for row in (yield (_RELATIONS_SQL, (self._schema, self._schema)))]
         self._snapshot = _Snapshot(
             {
                 table: Table(MappingProxyType(columns), tuple(columns), frozenset(columns))
@@ -205,11 +221,22 @@ class RoleFacts(NamedTuple):
 
 def read_role(conn: psycopg.Connection[Any]) -> RoleFacts | None:
     """The connected role's facts (``None`` when ``pg_roles`` does not show it)."""
-    row = conn.execute(_ROLE_SQL).fetchone()
-    if row is None:
+    return drive(read_role_steps(), functools.partial(fetch_all, conn))
+
+
+def read_role_steps() -> Steps[Statement, RoleFacts | None]:
+    """:func:`read_role` as steps (see :meth:`Catalog.load_steps`)."""
+    rows = yield (_ROLE_SQL, None)
+    if not rows:
         return None
-    powers = tuple(str(r[0]) for r in conn.execute(_POWERS_SQL, (list(POWERFUL_ROLES),)))
+    row = rows[0]
+    powers = tuple(str(r[0]) for r in (yield (_POWERS_SQL, (list(POWERFUL_ROLES),))))
     return RoleFacts(str(row[0]), bool(row[1]), bool(row[2]), powers)
+
+
+def fetch_all(conn: psycopg.Connection[Any], statement: Statement) -> list[Any]:
+    """The rows of one catalog ``statement`` on ``conn``."""
+    return conn.execute(*statement).fetchall()
 
 
 class IndexKey(NamedTuple):
@@ -274,11 +301,16 @@ def role_problems(role: RoleFacts | None, writable: Collection[str]) -> list[str
 
 
 def check_role(conn: psycopg.Connection[Any], writable: Collection[str], allow: bool) -> None:
+    """See :func:`check_role_steps`."""
+    drive(check_role_steps(writable, allow), functools.partial(fetch_all, conn))
+
+
+def check_role_steps(writable: Collection[str], allow: bool) -> Steps[Statement, None]:
     """Refuse, for a read-only backend, a role that is more than a reader: a superuser, a
     ``BYPASSRLS`` role, one that can become either or a :data:`POWERFUL_ROLES` member, one that
     can write an allowed table, or one the catalog does not show. ``allow`` accepts it with one
     warning."""
-    role = read_role(conn)
+    role = yield from read_role_steps()
     problems = role_problems(role, writable)
     if not problems:
         return

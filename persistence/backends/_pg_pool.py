@@ -96,6 +96,31 @@ class Connections:
         self._pool: Pool | None = None
         self._closed = False
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._closed
+
+    @property
+    def transaction_pooler(self) -> bool:
+        """True behind a transaction pooler (each read begins its own transaction)."""
+        return self._pooled
+
+    @property
+    def connect_kwargs(self) -> dict[str, Any]:
+        """What every connection is opened with (the session defaults among them)."""
+        return dict(self._connect_kwargs)
+
+    @property
+    def pool_timeout(self) -> float:
+        """Seconds to wait for a pooled connection."""
+        return float(self._pool_options.get("timeout", 30.0))
+
+    @property
+    def async_pool_options(self) -> dict[str, Any]:
+        """The pool's sizes and timeouts, for the awaitable pool, which only reads."""
+        return {k: v for k, v in self._pool_options.items() if k != "configure"}
+
     def pool(self) -> Pool:
         """The pool, opened (after ``start_up``) on first use; ``BackendError`` once closed."""
         pool = self._pool

@@ -203,19 +203,22 @@ _METRIC_SQL = {
 }
 
 
-def _key(column: str, text_columns: frozenset[str]) -> sql.Composable:
+def _key(column: str, text_columns: frozenset[str], enums: frozenset[str]) -> sql.Composable:
     # Code-point order for text whatever the database's collation: the order, and the min/max,
-    # every backend gives.
+    # every backend gives. An enum takes no collation (and orders by declaration): its label
+    # as text does.
+    if column in enums:
+        return sql.SQL('{}::pg_catalog.text COLLATE "C"').format(sql.Identifier(column))
     if column in text_columns:
         return sql.SQL('{} COLLATE "C"').format(sql.Identifier(column))
     return sql.Identifier(column)
 
 
-def _metric(metric: Metric, text_columns: frozenset[str]) -> sql.Composable:
+def _metric(metric: Metric, text_columns: frozenset[str], enums: frozenset[str]) -> sql.Composable:
     if metric.column is None:
         return sql.SQL("count(*)")
     inner = (
-        _key(metric.column, text_columns)
+        _key(metric.column, text_columns, enums)
         if metric.function in ("min", "max")
         else sql.Identifier(metric.column)
     )
@@ -229,22 +232,23 @@ def build_aggregate(
     group_by: Sequence[str],
     metrics: Sequence[Metric],
     text_columns: frozenset[str],
+    enum_columns: frozenset[str] = frozenset(),
 ) -> sql.Composed:
     """One ``GROUP BY`` statement: rows ``(*keys, *metrics, total_groups, matched)`` in key
-    order (ascending, NULL last, text in code-point order), ``LIMIT %s``.
+    order (ascending, NULL last, text and enum labels in code-point order), ``LIMIT %s``.
 
     The two window functions run over the grouped rows before the limit: the number of groups
     and the number of rows matched (the sum of the groups' ``count(*)``). Values:
     :func:`filter_params`, then the limit.
     """
     keys = [sql.Identifier(c) for c in group_by]
-    selected = [*keys, *(_metric(m, text_columns) for m in metrics)]
+    selected = [*keys, *(_metric(m, text_columns, enum_columns) for m in metrics)]
     selected += [sql.SQL("count(*) OVER ()"), sql.SQL("sum(count(*)) OVER ()")]
     statement = sql.SQL("SELECT {} FROM {}{}").format(
         sql.SQL(", ").join(selected), sql.Identifier(schema, table), _where(filters)
     )
     if group_by:
-        order = [_key(c, text_columns) for c in group_by]
+        order = [_key(c, text_columns, enum_columns) for c in group_by]
         statement += sql.SQL(" GROUP BY {} ORDER BY {}").format(
             sql.SQL(", ").join(keys), sql.SQL(", ").join(order)
         )

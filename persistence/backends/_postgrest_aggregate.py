@@ -24,15 +24,16 @@ import httpx
 
 from persistence._coerce import coerce_value
 from persistence._column_kinds import ColumnKind, ColumnType
+from persistence._steps import Steps
 from persistence.aggregate import AggregateResult, Group, Metric
-from persistence.backends._postgrest_client import PostgrestClient
+from persistence.backends._postgrest_client import Exchange, PostgrestClient
 from persistence.errors import BackendError
 
 __all__ = [
     "AGGREGATE_FUNCTIONS",
     "aggregate_params",
     "aggregate_rows_from",
-    "fetch_aggregate",
+    "aggregate_steps",
     "typed_rows",
     "typed_value",
 ]
@@ -136,20 +137,20 @@ def aggregate_rows_from(
     return groups, matched
 
 
-def fetch_aggregate(
+def aggregate_steps(
     client: PostgrestClient,
     table: str,
     filters: Params,
     shape: tuple[tuple[str, ...], tuple[Metric, ...], int],
     types: Mapping[str, ColumnType],
     page_size: int,
-    total: Callable[[], int],
-) -> AggregateResult:
+    total: Callable[[], Steps[Exchange, int]],
+) -> Steps[Exchange, AggregateResult]:
     """One aggregate request for ``shape`` (group-by columns, metrics, cap), and ``total()``
     for the rows matched when the groups returned do not count them all (capped)."""
     group_by, metrics, limit = shape
     measured = [m.column for m in metrics if m.column is not None]
-    response = client.request(
+    response = yield from client.request_steps(
         "GET",
         table,
         "aggregate",
@@ -164,6 +165,6 @@ def fetch_aggregate(
         metrics=metrics,
         groups=tuple(Group(keys, values) for keys, values in found[:limit]),
         capped=capped,
-        matched=total() if capped else matched,
+        matched=(yield from total()) if capped else matched,
         total_groups=None if capped else len(found),
     )

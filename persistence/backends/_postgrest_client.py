@@ -11,15 +11,17 @@ Thread-safety: a client is safe to share between threads when its ``httpx.Client
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import decimal
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import httpx
 
+from persistence._steps import Steps, adrive, drive
 from persistence.backends._postgrest_encoding import encode_query_string
 from persistence.backends._postgrest_errors import (
     PostgrestErrorBody,
@@ -29,12 +31,32 @@ from persistence.backends._postgrest_errors import (
 )
 from persistence.errors import BackendError, InvalidQueryError
 
-__all__ = ["PostgrestClient", "default_http_client", "json_body", "json_rows"]
+__all__ = [
+    "Backoff",
+    "Exchange",
+    "PostgrestClient",
+    "Send",
+    "default_async_http_client",
+    "default_http_client",
+    "json_body",
+    "json_rows",
+]
+
+T = TypeVar("T")
 
 Row = dict[str, Any]
 _BACKOFF_SECONDS = 0.2
 _MAX_BACKOFF_SECONDS = 2.0
 _RETRYABLE_EXCEPTIONS = (httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+def default_async_http_client(timeout: float) -> httpx.AsyncClient:
+    """The awaitable twin of :func:`default_http_client`: same protocol, timeouts, redirects."""
+    return httpx.AsyncClient(
+        http2=False,
+        timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+        follow_redirects=False,
+    )
 
 
 def default_http_client(timeout: float) -> httpx.Client:
@@ -50,7 +72,18 @@ def default_http_client(timeout: float) -> httpx.Client:
 class PostgrestClient:
     """Requests to one PostgREST endpoint with fixed headers (``apikey``, profile, ...)."""
 
-    __slots__ = ("_base_url", "_headers", "_http", "_owns_http", "_retries", "_sleep")
+    __slots__ = (
+        "_ahttp",
+        "_ahttp_loop",
+        "_base_url",
+        "_headers",
+        "_http",
+        "_owns_ahttp",
+        "_owns_http",
+        "_retries",
+        "_sleep",
+        "_timeout",
+    )
 
     def __init__(
         self,
@@ -61,8 +94,14 @@ class PostgrestClient:
         owns_http: bool,
         retries: int,
         sleep: Callable[[float], None],
+        async_http: httpx.AsyncClient | None = None,
+        timeout: float = 10.0,
     ) -> None:
         self._http = http
+        self._ahttp = async_http
+        self._owns_ahttp = False
+        self._ahttp_loop: asyncio.AbstractEventLoop | None = None
+        self._timeout = timeout
         self._owns_http = owns_http
         self._base_url = base_url.rstrip("/")
         self._headers = httpx.Headers(headers)
@@ -82,6 +121,66 @@ class PostgrestClient:
         columns: Iterable[str] = (),
         past_end_ok: bool = False,
     ) -> httpx.Response:
+        """The successful response to one request (blocking); see :meth:`request_steps`."""
+        steps = self.request_steps(
+            method,
+            table,
+            operation,
+            params,
+            headers=headers,
+            content=content,
+            columns=columns,
+            past_end_ok=past_end_ok,
+        )
+        return self.drive(steps)
+
+    def drive(self, steps: Steps[Exchange, T]) -> T:
+        """Run ``steps`` (requests made of :meth:`request_steps`) over the blocking client."""
+        return drive(steps, self._perform)
+
+    async def adrive(self, steps: Steps[Exchange, T]) -> T:
+        """Run ``steps`` over the awaitable client (``httpx.AsyncClient``), on the running
+        loop: the same requests, retries and errors as :meth:`drive`."""
+        return await adrive(steps, self._aperform)
+
+    def _perform(self, exchange: Exchange) -> httpx.Response | None:
+        if isinstance(exchange, Backoff):
+            self._sleep(exchange.seconds)
+            return None
+        return self._http.request(
+            exchange.method, exchange.url, headers=exchange.headers, content=exchange.content
+        )
+
+    async def _aperform(self, exchange: Exchange) -> httpx.Response | None:
+        if isinstance(exchange, Backoff):
+            await asyncio.sleep(exchange.seconds)
+            return None
+        response = await self._async_http().request(
+            exchange.method, exchange.url, headers=exchange.headers, content=exchange.content
+        )
+        return response
+
+    def _async_http(self) -> httpx.AsyncClient:
+        # The caller's, else one of our own, made on first use (it belongs to this loop).
+        loop = asyncio.get_running_loop()
+        if self._ahttp is None or (self._owns_ahttp and self._ahttp_loop is not loop):
+            self._ahttp = default_async_http_client(self._timeout)
+            self._ahttp_loop = loop
+            self._owns_ahttp = True
+        return self._ahttp
+
+    def request_steps(
+        self,
+        method: str,
+        table: str,
+        operation: str,
+        params: Sequence[tuple[str, str]],
+        *,
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+        columns: Iterable[str] = (),
+        past_end_ok: bool = False,
+    ) -> Steps[Exchange, httpx.Response]:
         """The successful response to one request; any failure raises the library's error.
 
         ``columns`` are those the request names (an unknown-column error names the one the
@@ -102,7 +201,7 @@ class PostgrestClient:
         merged = httpx.Headers(self._headers)
         if headers:
             merged.update(headers)
-        response = self._send(method, url, merged, content, table, operation)
+        response = yield from self._send(method, url, merged, content, table, operation)
         if response.is_success or (past_end_ok and is_past_end(response)):
             return response
         raise error_from_response(response, table=table, operation=operation, columns=columns)
@@ -115,32 +214,63 @@ class PostgrestClient:
         content: bytes | None,
         table: str,
         operation: str,
-    ) -> httpx.Response:
+    ) -> Steps[Exchange, httpx.Response]:
         retries = self._retries if method == "GET" else 0
         attempt = 0
         while True:
             try:
-                response = self._http.request(method, url, headers=headers, content=content)
+                response: httpx.Response = yield Send(method, url, headers, content)
             except httpx.HTTPError as exc:
                 if attempt < retries and isinstance(exc, _RETRYABLE_EXCEPTIONS):
-                    self._backoff(attempt)
+                    yield _backoff(attempt)
                     attempt += 1
                     continue
                 raise error_from_exception(exc, table=table, operation=operation) from exc
             if attempt < retries and is_retryable(response):
-                response.close()
-                self._backoff(attempt)
+                if isinstance(response.stream, httpx.SyncByteStream):
+                    response.close()  # read in full already: an awaited one holds nothing
+                yield _backoff(attempt)
                 attempt += 1
                 continue
             return response
-
-    def _backoff(self, attempt: int) -> None:
-        self._sleep(min(_BACKOFF_SECONDS * 2**attempt, _MAX_BACKOFF_SECONDS))
 
     def close(self) -> None:
         """Close the HTTP client if this client's owner created it (a caller's stays open)."""
         if self._owns_http:
             self._http.close()
+
+    async def aclose(self) -> None:
+        """Close the awaitable HTTP client if this client made it (a caller's stays open)."""
+        ahttp, self._ahttp = self._ahttp, None
+        if (
+            ahttp is not None
+            and self._owns_ahttp
+            and self._ahttp_loop is asyncio.get_running_loop()
+        ):
+            await ahttp.aclose()
+
+
+class Send(NamedTuple):
+    """One HTTP exchange a request's steps ask for; answered with the response."""
+
+    method: str
+    url: httpx.URL
+    headers: httpx.Headers
+    content: bytes | None
+
+
+class Backoff(NamedTuple):
+    """A pause before a retry (``time.sleep`` or ``asyncio.sleep``, by the driver)."""
+
+    seconds: float
+
+
+#: What a request's steps yield.
+Exchange = Send | Backoff
+
+
+def _backoff(attempt: int) -> Backoff:
+    return Backoff(min(_BACKOFF_SECONDS * 2**attempt, _MAX_BACKOFF_SECONDS))
 
 
 def is_past_end(response: httpx.Response) -> bool:

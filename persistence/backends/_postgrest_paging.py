@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from persistence.backends._postgrest_client import PostgrestClient, json_rows
+from persistence._steps import Steps
+from persistence.backends._postgrest_client import Exchange, PostgrestClient, json_rows
 from persistence.backends._postgrest_encoding import CountMode, parse_content_range
 from persistence.errors import BackendError
 
-__all__ = ["MAX_READ_ROWS", "Window", "fetch_total", "fetch_window"]
+__all__ = ["MAX_READ_ROWS", "Window", "fetch_total", "fetch_window", "total_steps", "window_steps"]
 
 Params = Sequence[tuple[str, str]]
 
@@ -47,6 +48,28 @@ def fetch_window(
     columns: Iterable[str] = (),
     max_rows: int = MAX_READ_ROWS,
 ) -> Window:
+    """:func:`window_steps` over the blocking client."""
+    return client.drive(
+        window_steps(
+            client, table, operation, params, offset=offset, limit=limit, page_size=page_size,
+            count_mode=count_mode, columns=columns, max_rows=max_rows,
+        )
+    )  # fmt: skip
+
+
+def window_steps(
+    client: PostgrestClient,
+    table: str,
+    operation: str,
+    params: Params,
+    *,
+    offset: int,
+    limit: int | None,
+    page_size: int,
+    count_mode: CountMode,
+    columns: Iterable[str] = (),
+    max_rows: int = MAX_READ_ROWS,
+) -> Steps[Exchange, Window]:
     """Rows ``offset .. offset+limit`` (all when ``limit`` is None), at most ``page_size`` a
     request, refilling answers the server capped.
 
@@ -63,7 +86,7 @@ def fetch_window(
         ask = page_size if remaining is None else min(page_size, remaining)
         position = offset + len(rows)
         window = [("offset", str(position))] if position else []
-        response = client.request(
+        response = yield from client.request_steps(
             "GET",
             table,
             operation,
@@ -115,8 +138,15 @@ def fetch_window(
 def fetch_total(
     client: PostgrestClient, table: str, operation: str, params: Params, count_mode: CountMode
 ) -> int:
+    """:func:`total_steps` over the blocking client."""
+    return client.drive(total_steps(client, table, operation, params, count_mode))
+
+
+def total_steps(
+    client: PostgrestClient, table: str, operation: str, params: Params, count_mode: CountMode
+) -> Steps[Exchange, int]:
     """How many rows match ``params``' filters: ``limit=0`` and ``Prefer: count=<mode>``."""
-    response = client.request(
+    response = yield from client.request_steps(
         "GET",
         table,
         operation,

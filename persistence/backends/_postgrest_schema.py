@@ -19,11 +19,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from persistence.backends._postgrest_client import PostgrestClient
+from persistence._steps import Steps
+from persistence.backends._postgrest_client import Exchange, PostgrestClient
 from persistence.backends._postgrest_embed import parse_relations
 from persistence.errors import BackendUnavailableError, PersistenceError, QueryTimeoutError
 from persistence.relations import Relation
-from persistence.types import ColumnKind, ColumnType, column_type
+from persistence.types import ColumnKind, ColumnType, column_type, enum_type
 
 __all__ = ["ApiDescription", "parse_description"]
 
@@ -38,6 +39,15 @@ def _property_type(prop: Any) -> ColumnType:
     if not isinstance(name, str) or not name:
         shown = prop.get("type")
         return ColumnType(ColumnKind.OTHER, shown if isinstance(shown, str) else "unknown")
+    labels = prop.get("enum")
+    if (
+        isinstance(labels, list)
+        and labels
+        and all(type(label) is str for label in labels)
+        and len(set(labels)) == len(labels)
+    ):
+        # PostgREST lists an enum column's labels (in pg_enum order) beside its type's name.
+        return enum_type(name, labels)
     return column_type(name, category="E" if "enum" in prop else None)
 
 
@@ -81,8 +91,16 @@ class ApiDescription:
         return tables.get(table)
 
     def _fetch(self) -> Tables:
+        return self._client.drive(self.fetch_steps())
+
+    def known(self) -> bool:
+        """True once the description was read (or found missing for good)."""
+        return self._tables is not None
+
+    def fetch_steps(self) -> Steps[Exchange, Tables]:
+        """Read the description (``GET`` on the REST root) as steps."""
         try:
-            response = self._client.request("GET", "", "column_types", [])
+            response = yield from self._client.request_steps("GET", "", "column_types", [])
             document = json.loads(response.content)
             parsed = parse_description(document)
             self._relations = parse_relations(document)

@@ -17,7 +17,7 @@ from persistence.search import SearchRequest, SearchResult
 from persistence.search.embedder import Embedder
 from persistence.types import ColumnType
 
-__all__ = ["Backend", "SearchingBackend"]
+__all__ = ["AsyncReads", "Backend", "SearchingBackend"]
 
 
 @runtime_checkable
@@ -93,4 +93,30 @@ class SearchingBackend(Backend, Protocol):
         them, the semantic leg embeds them when the backend keeps no stored vectors), each row
         carrying ``query.columns`` (all when ``None``). Without ``embedder`` a hybrid request
         runs the keyword leg alone and says so in ``degraded``."""
+        ...
+
+
+class AsyncReads(Protocol):
+    """The awaitable twins a backend may add next to its blocking reads, found by name like
+    ``read_related`` (``aread`` next to ``read``...): the facade's ``aread``, ``acount``,
+    ``aaggregate`` await them on the running loop. A backend without them still serves those
+    methods, its blocking reads then running in a worker thread. Each twin takes the blocking
+    method's arguments and answers alike; ``aread_related`` and ``asearch`` follow the same
+    rule. See docs/async.md."""
+
+    async def aprepare(self) -> None:
+        """Load what :meth:`Backend.column_types` and :meth:`Backend.columns` answer from (a
+        catalog), so the facade's checks never wait on I/O."""
+        ...
+
+    async def aread(self, query: Query) -> Page: ...
+
+    async def acount(self, table: str, filters: Sequence[Filter]) -> int: ...
+
+    async def aaggregate(
+        self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
+    ) -> AggregateResult: ...
+
+    async def aclose(self) -> None:
+        """Release the awaitable connections (on the loop that opened them)."""
         ...

@@ -44,6 +44,7 @@ from persistence._options import check_options
 from persistence._read_only import refuse_write
 from persistence.aggregate import AggregateResult, Metric
 from persistence.backends._aggregate_rows import aggregate_rows
+from persistence.backends._inline_async import InlineAsyncReads
 from persistence.backends._like import text_predicate
 from persistence.backends._memory_search import search_rows, vector_cache
 from persistence.capabilities import Capabilities
@@ -91,7 +92,7 @@ def _id_key(row: Mapping[str, Any]) -> tuple[str, Any]:
     return (type(value).__name__, value)
 
 
-def _typed(table: str, columns: Iterable[str] | Mapping[str, str]) -> Types:
+def _typed(table: str, columns: Iterable[str] | Mapping[str, str | ColumnType]) -> Types:
     """One table of a ``schema=`` argument as column -> type (``UNTYPED`` where none is given)."""
     if isinstance(columns, str):
         raise ConfigurationError(
@@ -99,12 +100,17 @@ def _typed(table: str, columns: Iterable[str] | Mapping[str, str]) -> Types:
         )
     if isinstance(columns, Mapping):
         for name, type_name in columns.items():
-            if not isinstance(type_name, str):
+            if not isinstance(type_name, str | ColumnType):
                 raise ConfigurationError(
-                    f"schema[{table!r}][{name!r}] must be a type name such as 'bigint', "
-                    f"not {type_name!r}"
+                    f"schema[{table!r}][{name!r}] must be a type name such as 'bigint' or a "
+                    f"ColumnType, not {type_name!r}"
                 )
-        return MappingProxyType({name: column_type(t) for name, t in columns.items()})
+        return MappingProxyType(
+            {
+                name: t if isinstance(t, ColumnType) else column_type(t)
+                for name, t in columns.items()
+            }
+        )
     return MappingProxyType(dict.fromkeys(columns, UNTYPED))
 
 
@@ -123,7 +129,9 @@ class MemoryStore:
 
     ``schema`` maps each table to its columns: either their names (untyped), or a mapping from
     name to PostgreSQL type name (``"uuid"``, ``"bigint"``, ``"numeric(12, 2)"``,
-    ``"timestamptz"``...; see :func:`persistence.types.column_type`). The default is the
+    ``"timestamptz"``...; see :func:`persistence.types.column_type`) or a
+    :class:`~persistence.types.ColumnType` (an enum: :func:`persistence.types.enum_type`). The
+    default is the
     reference schema's types (:data:`persistence.schema.TABLE_TYPES`);
     ``persistence.schema.SUPABASE_STYLE.types`` is a uuid-keyed one. A column first seen on
     write is learned, untyped. A table whose ``id`` is a ``uuid`` gets a random one (as
@@ -131,7 +139,7 @@ class MemoryStore:
     """
 
     def __init__(
-        self, schema: Mapping[str, Iterable[str] | Mapping[str, str]] = TABLE_TYPES
+        self, schema: Mapping[str, Iterable[str] | Mapping[str, str | ColumnType]] = TABLE_TYPES
     ) -> None:
         if not isinstance(schema, Mapping):
             raise ConfigurationError(
@@ -394,11 +402,12 @@ def _sorted(rows: list[Row], order: Sequence[Order]) -> list[Row]:
     return rows
 
 
-class MemoryBackend:
+class MemoryBackend(InlineAsyncReads):
     """Serves queries from a :class:`MemoryStore` (``default_store()`` unless given one).
 
     ``relations`` are the relations ``include`` may follow (a store has no foreign keys): the
-    reference schema's by default.
+    reference schema's by default. Its awaitable reads (``aread`` ...) run inline on the event
+    loop, with no thread: they wait for nothing.
     """
 
     name = "memory"

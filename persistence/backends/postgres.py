@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
@@ -33,13 +34,16 @@ from typing import Any, NamedTuple
 from persistence._closing import Closing
 from persistence._options import check_options, require_text
 from persistence._read_only import refuse_write
+from persistence._steps import Steps, adrive, drive
 from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Page, Query
 from persistence.relations import (
+    FetchRequest,
     RelatedPlan,
     Relation,
+    attach_steps,
     fetch_columns,
     parent_keys,
     read_with_related,
@@ -53,12 +57,14 @@ try:
     from psycopg.rows import dict_row
 
     from persistence.backends import _pg_sql  # these import psycopg and psycopg_pool too
+    from persistence.backends._pg_async import AsyncConnections
     from persistence.backends._pg_catalog import (
         Catalog,
         IndexFacts,
         RoleFacts,
         Table,
-        check_role,
+        check_role_steps,
+        fetch_all,
         read_available_extensions,
         read_extensions,
         read_indexes,
@@ -148,16 +154,37 @@ class PostgresBackend(Closing):
             max_idle=max_idle,
             max_lifetime=max_lifetime,
         )
+        self._started = False
+        self._async = AsyncConnections(self._connections, self._start_up_steps)
 
     def _start_up(self, conn: psycopg.Connection[Any]) -> None:
-        """On the first connection: load the catalog, then check the role of a read-only one."""
-        self._load_catalog(conn)
+        drive(self._start_up_steps(), functools.partial(fetch_all, conn))
+
+    def _start_up_steps(self) -> Steps[Any, None]:
+        """On the first connection, blocking or awaited: load the catalog, then check the role
+        of a read-only one."""
+        yield from self._catalog.load_steps()
+        self._statements = {}
         if self._read_only:
-            check_role(conn, self._catalog.writable, self._allow_privileged)
+            yield from check_role_steps(self._catalog.writable, self._allow_privileged)
+        self._started = True
+
+    def _start(self) -> None:
+        # Started by either pool: the awaitable one must not open the blocking one on the loop.
+        if not self._started:
+            self._connections.pool()
+
+    async def aprepare(self) -> None:
+        """Start up (catalog, role check) over the awaitable pool, without blocking the loop."""
+        await self._async.pool()
 
     def close(self) -> None:
         """Close the pool; the backend may not be used afterwards."""
         self._connections.close()
+
+    async def aclose(self) -> None:
+        """Close the awaitable pool of the running loop (and mark the backend closed)."""
+        await self._async.close()
 
     # --- catalog -------------------------------------------------------------------------------
 
@@ -170,7 +197,7 @@ class PostgresBackend(Closing):
         self._connections.run(self._load_catalog, "catalog", read=True)
 
     def _table(self, table: str) -> Table:
-        self._connections.pool()  # start-up loads the catalog
+        self._start()  # start-up loads the catalog
         entry = self._catalog.get(table)
         if entry is None and self._catalog.may_reload():
             self.refresh_catalog()  # a table created since start-up
@@ -209,6 +236,21 @@ class PostgresBackend(Closing):
     # --- reads ---------------------------------------------------------------------------------
 
     def read(self, query: Query) -> Page:
+        page: Page = self._select(self._read_plan(query))
+        return page
+
+    async def aread(self, query: Query) -> Page:
+        """:meth:`read` over the awaitable pool: the same statement and parsing."""
+        page: Page = await self._aselect(self._read_plan(query))
+        return page
+
+    def _select(self, plan: _Plan) -> Any:
+        return plan.parse(self._connections.select(plan.statement, plan.params, plan.operation))
+
+    async def _aselect(self, plan: _Plan) -> Any:
+        return plan.parse(await self._async.select(plan.statement, plan.params, plan.operation))
+
+    def _read_plan(self, query: Query) -> _Plan:
         # Filter, order and projected columns alike must exist.
         entry, filters = self._checked_filters(
             query.table, query.filters, "read", query.referenced_columns()
@@ -229,15 +271,20 @@ class PostgresBackend(Closing):
                 self._statements = {}
             composed = _pg_sql.build_read(query, self._schema, columns, "id" in entry.column_set)
             statement = self._statements[shape] = composed.as_bytes(None)
-        rows = self._connections.select(statement, _pg_sql.read_params(query), "read")
-        return Page(
-            rows=[dict(zip(columns, row[2:], strict=True)) for row in rows if row[1] is not None],
-            total_count=int(rows[0][0]) if rows else 0,
-        )
+
+        def parse(rows: list[Any]) -> Page:
+            return Page(
+                rows=[
+                    dict(zip(columns, row[2:], strict=True)) for row in rows if row[1] is not None
+                ],
+                total_count=int(rows[0][0]) if rows else 0,
+            )
+
+        return _Plan(statement, _pg_sql.read_params(query), "read", parse)
 
     def relations(self) -> tuple[Relation, ...]:
         """The schema's single-column foreign keys between readable tables (from the catalog)."""
-        self._connections.pool()  # start-up loads the catalog
+        self._start()  # start-up loads the catalog
         return self._catalog.relations
 
     def read_related(self, query: Query, plans: Sequence[RelatedPlan]) -> Page:
@@ -246,11 +293,28 @@ class PostgresBackend(Closing):
         per parent."""
         return read_with_related(self.read, query, plans, self._children)
 
+    async def aread_related(self, query: Query, plans: Sequence[RelatedPlan]) -> Page:
+        """:meth:`read_related` over the awaitable pool: the same statements and bounds."""
+        page = await self.aread(query)
+
+        async def fetch(asked: FetchRequest) -> list[Row]:
+            plan = self._children_plan(*asked)
+            return [] if plan is None else list(await self._aselect(plan))
+
+        capped = await adrive(attach_steps(page.rows, plans), fetch)
+        return Page(rows=page.rows, total_count=page.total_count, related_capped=capped)
+
     def _children(self, plan: RelatedPlan, parents: Sequence[Row], budget: int) -> list[Row]:
+        planned = self._children_plan(plan, parents, budget)
+        return [] if planned is None else list(self._select(planned))
+
+    def _children_plan(
+        self, plan: RelatedPlan, parents: Sequence[Row], budget: int
+    ) -> _Plan | None:
         relation = plan.relation
         keys = parent_keys(parents, relation.parent_column)
         if not keys:
-            return []
+            return None
         columns = fetch_columns(plan)
         entry, filters = self._checked_filters(relation.child_table, plan.filters, "read", columns)
         statement = _pg_sql.build_children(
@@ -262,45 +326,77 @@ class PostgresBackend(Closing):
             "id" in entry.column_set,
         ).as_bytes(None)
         params = [keys, *_pg_sql.filter_params(filters), plan.limit + 1, budget + 1]
-        rows = self._connections.select(statement, params, "read")
-        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+        def parse(rows: list[Any]) -> list[Row]:
+            return [dict(zip(columns, row, strict=True)) for row in rows]
+
+        return _Plan(statement, params, "read", parse)
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
+        count: int = self._select(self._count_plan(table, filters))
+        return count
+
+    async def acount(self, table: str, filters: Sequence[Filter]) -> int:
+        """:meth:`count` over the awaitable pool."""
+        count: int = await self._aselect(self._count_plan(table, filters))
+        return count
+
+    def _count_plan(self, table: str, filters: Sequence[Filter]) -> _Plan:
         _, filters = self._checked_filters(table, filters, "count")
         statement = _pg_sql.build_count(table, self._schema, filters).as_bytes(None)
-        rows = self._connections.select(statement, _pg_sql.filter_params(filters), "count")
-        return int(rows[0][0])
+        params = _pg_sql.filter_params(filters)
+        return _Plan(statement, params, "count", lambda rows: int(rows[0][0]))
 
     def aggregate(
         self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
     ) -> AggregateResult:
         """One ``GROUP BY`` statement over the read path (``READ ONLY``, statement timeout),
         asking for ``limit + 1`` groups to know whether more existed."""
+        result: AggregateResult = self._select(
+            self._aggregate_plan(query, group_by, metrics, limit)
+        )
+        return result
+
+    async def aaggregate(
+        self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
+    ) -> AggregateResult:
+        """:meth:`aggregate` over the awaitable pool."""
+        plan = self._aggregate_plan(query, group_by, metrics, limit)
+        result: AggregateResult = await self._aselect(plan)
+        return result
+
+    def _aggregate_plan(
+        self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
+    ) -> _Plan:
         measured = [m.column for m in metrics if m.column is not None]
         referenced = {*(f.column for f in query.filters), *group_by, *measured}
         entry, filters = self._checked_filters(query.table, query.filters, "aggregate", referenced)
         text = frozenset(c for c, t in entry.types.items() if t.kind is ColumnKind.TEXT)
+        enums = frozenset(c for c, t in entry.types.items() if t.is_enum)
         statement = _pg_sql.build_aggregate(
-            query.table, self._schema, filters, group_by, metrics, text
+            query.table, self._schema, filters, group_by, metrics, text, enums
         ).as_bytes(None)
         params = [*_pg_sql.filter_params(filters), limit + 1]
-        rows = self._connections.select(statement, params, "aggregate")
         width = len(group_by)
-        groups = tuple(
-            Group(
-                keys=dict(zip(group_by, row[:width], strict=True)),
-                metrics={str(m): v for m, v in zip(metrics, row[width:-2], strict=True)},
+
+        def parse(rows: list[Any]) -> AggregateResult:
+            groups = tuple(
+                Group(
+                    keys=dict(zip(group_by, row[:width], strict=True)),
+                    metrics={str(m): v for m, v in zip(metrics, row[width:-2], strict=True)},
+                )
+                for row in rows[:limit]
             )
-            for row in rows[:limit]
-        )
-        return AggregateResult(
-            group_by=group_by,
-            metrics=metrics,
-            groups=groups,
-            capped=len(rows) > limit,
-            matched=int(rows[0][-1]) if rows else 0,
-            total_groups=int(rows[0][-2]) if rows else 0,
-        )
+            return AggregateResult(
+                group_by=group_by,
+                metrics=metrics,
+                groups=groups,
+                capped=len(rows) > limit,
+                matched=int(rows[0][-1]) if rows else 0,
+                total_groups=int(rows[0][-2]) if rows else 0,
+            )
+
+        return _Plan(statement, params, "aggregate", parse)
 
     # --- writes (PersistenceAgent only) ----------------------------------------------------------
 
@@ -385,6 +481,17 @@ class PostgresBackend(Closing):
     def __repr__(self) -> str:
         mode = "read-only" if self._read_only else "read-write"
         return f"PostgresBackend({mode}, schema={self._schema!r})"
+
+
+class _Plan(NamedTuple):
+    """One read as the backend plans it: the statement, its parameters, the operation's name
+    and how its rows become the answer; :meth:`PostgresBackend._select` runs it blocking,
+    :meth:`PostgresBackend._aselect` awaited."""
+
+    statement: bytes
+    params: list[Any]
+    operation: str
+    parse: Callable[[list[Any]], Any]
 
 
 def data_target(dsn: str, schema: str) -> tuple[str, str, str, str, str]:

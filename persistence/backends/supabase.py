@@ -38,6 +38,7 @@ from typing import Any
 from persistence._logs import get_logger
 from persistence._options import check_options, require_text
 from persistence._read_only import refuse_write
+from persistence._steps import Steps
 from persistence.capabilities import Capabilities
 from persistence.errors import (
     ColumnNotAllowedError,
@@ -61,11 +62,15 @@ from persistence.backends._aggregate_rows import aggregate_rows
 from persistence.backends._like import text_predicate
 from persistence.backends._postgrest_aggregate import (
     AGGREGATE_FUNCTIONS,
-    fetch_aggregate,
+    aggregate_steps,
     typed_rows,
 )
-from persistence.backends._postgrest_client import PostgrestClient, json_body, json_rows
+from persistence.backends._postgrest_client import Exchange, PostgrestClient, json_body, json_rows
 from persistence.backends._postgrest_client import default_http_client as _default_http_client
+from persistence.backends._postgrest_distinct import (
+    count_distinct_groups,
+    with_distinct_counts,
+)
 from persistence.backends._postgrest_embed import embedded, embedding
 from persistence.backends._postgrest_encoding import (
     COUNT_MODES,
@@ -76,11 +81,12 @@ from persistence.backends._postgrest_encoding import (
     order_param,
     select_param,
 )
+from persistence.backends._postgrest_enum_groups import all_enum_groups, ordered_and_capped
 from persistence.backends._postgrest_paging import (
     MAX_READ_ROWS,
     Window,
-    fetch_total,
-    fetch_window,
+    total_steps,
+    window_steps,
 )
 from persistence.backends._postgrest_schema import ApiDescription
 from persistence.types import ColumnType
@@ -105,13 +111,25 @@ DEFAULT_TIMEOUT = 10.0
 _DEFAULT_RETRIES = 2
 # Ids per DELETE when rows were selected on the client; keeps URLs well under gateway limits.
 _DELETE_CHUNK = 200
-_OPTIONS = ("url", "key", "http_client", "allow_privileged", "allowed_roles", "count",
-            "page_size", "max_read_rows", "timeout", "retries", "schema", "sleep",
-            "relations")  # fmt: skip
+_OPTIONS = ("url", "key", "http_client", "async_http_client", "allow_privileged",
+            "allowed_roles", "count", "page_size", "max_read_rows", "timeout", "retries",
+            "schema", "sleep", "relations")  # fmt: skip
 #: The key roles a read-only facade accepts without ``allow_privileged=True``: they are subject
 #: to row-level security. Any other role (``service_role``, ``supabase_admin``, ``postgres``, a
 #: custom one) might bypass it, so it is refused rather than guessed about.
 ALLOWED_KEY_ROLES = frozenset({"anon", "authenticated"})
+
+
+def _jwt_claims(key: str) -> dict[str, Any] | None:
+    """The claims of a JWT-shaped key, read without verifying it (``None`` if it is not one)."""
+    parts = key.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return None
+    return payload if isinstance(payload, dict) else None
 
 
 def key_role(key: str) -> str | None:
@@ -121,15 +139,20 @@ def key_role(key: str) -> str | None:
     """
     if key.startswith("sb_secret_"):
         return "service_role"
-    parts = key.split(".")
-    if len(parts) != 3:
-        return None
-    try:
-        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        return None
-    role = payload.get("role") if isinstance(payload, dict) else None
+    claims = _jwt_claims(key)
+    role = claims.get("role") if claims is not None else None
     return role if isinstance(role, str) else None
+
+
+def _lacks_role_claim(key: str) -> bool:
+    """Whether ``key`` is a JWT whose claims name no role (missing, or not a string).
+
+    Which role such a token gets is up to the server's configuration (PostgREST's anonymous
+    role, or whatever a gateway maps it to), so the read-only facade cannot tell whether
+    row-level security applies to it; it refuses rather than guess.
+    """
+    claims = _jwt_claims(key)
+    return claims is not None and not isinstance(claims.get("role"), str)
 
 
 class SupabaseBackend:
@@ -141,8 +164,9 @@ class SupabaseBackend:
 
     name = "supabase"
     #: Every operator; any page size (capped answers are refilled here, where Content-Range is);
-    #: PostgREST's aggregate functions (it has no ``count(DISTINCT ...)``).
-    capabilities = Capabilities(aggregates=AGGREGATE_FUNCTIONS)
+    #: PostgREST's aggregate functions, and count_distinct from its grouping (bounded, see
+    #: ``_postgrest_distinct``).
+    capabilities = Capabilities(aggregates=AGGREGATE_FUNCTIONS | {"count_distinct"})
 
     def __init__(
         self,
@@ -150,6 +174,7 @@ class SupabaseBackend:
         url: str,
         key: str,
         http_client: httpx.Client | None = None,
+        async_http_client: httpx.AsyncClient | None = None,
         read_only: bool = True,
         allow_privileged: bool = False,
         allowed_roles: Collection[str] = ALLOWED_KEY_ROLES,
@@ -163,6 +188,11 @@ class SupabaseBackend:
         relations: Iterable[Relation] | None = None,
     ) -> None:
         _check_options(count, page_size, timeout, retries, http_client)
+        if async_http_client is not None and not isinstance(async_http_client, httpx.AsyncClient):
+            raise ConfigurationError(
+                "async_http_client= must be an httpx.AsyncClient, "
+                f"not {type(async_http_client).__name__}"
+            )
         if type(max_read_rows) is not int or max_read_rows < 1:
             raise ConfigurationError(
                 f"max_read_rows= must be a positive integer, not {max_read_rows!r}"
@@ -174,7 +204,17 @@ class SupabaseBackend:
             )
         self._declared = None if relations is None else check_relations(relations)
         role = key_role(key)
-        if read_only and role is not None and role not in frozenset(allowed_roles):
+        if read_only and not allow_privileged and _lacks_role_claim(key):
+            raise ConfigurationError(
+                "SUPABASE_KEY (or key=) is a JWT without a 'role' claim, so the role it reads "
+                "as (and whether row-level security applies) depends on the server; the "
+                "read-only facade accepts only keys naming one of "
+                f"{', '.join(sorted(allowed_roles))}. Use the project's anon key, or pass "
+                "allow_privileged=True to accept the risk",
+                variable="SUPABASE_KEY",
+            )
+        privileged = role is not None and role not in frozenset(allowed_roles)
+        if read_only and (privileged or _lacks_role_claim(key)):
             if not allow_privileged:
                 raise ConfigurationError(
                     f"SUPABASE_KEY (or key=) is a {role!r} key, which may bypass row-level "
@@ -217,6 +257,8 @@ class SupabaseBackend:
             owns_http=http_client is None,
             retries=retries,
             sleep=sleep,
+            async_http=async_http_client,
+            timeout=timeout,
         )
         self._count_mode: CountMode = count
         self._page_size = page_size
@@ -234,21 +276,57 @@ class SupabaseBackend:
     # --- reads -----------------------------------------------------------------------------
 
     def read(self, query: Query) -> Page:
+        return self._client.drive(self._read_steps(query))
+
+    async def aread(self, query: Query) -> Page:
+        """:meth:`read` over ``httpx.AsyncClient``: the same requests and parsing."""
+        return await self._client.adrive(self._read_steps(query))
+
+    async def aread_related(self, query: Query, plans: Sequence[RelatedPlan]) -> Page:
+        """:meth:`read_related` over ``httpx.AsyncClient``."""
+        return await self._client.adrive(self._related_steps(query, plans))
+
+    async def acount(self, table: str, filters: Sequence[Filter]) -> int:
+        """:meth:`count` over ``httpx.AsyncClient``."""
+        return await self._client.adrive(self._count_steps(table, filters))
+
+    async def aaggregate(
+        self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
+    ) -> AggregateResult:
+        """:meth:`aggregate` over ``httpx.AsyncClient``."""
+        return await self._client.adrive(self._aggregate_steps(query, group_by, metrics, limit))
+
+    async def aprepare(self) -> None:
+        """Read the API description (column types, relations) without blocking the loop."""
+        if not self._description.known():
+            await self._client.adrive(self._description.fetch_steps())
+
+    async def aclose(self) -> None:
+        """Close the awaitable HTTP client if the backend made it."""
+        await self._client.aclose()
+
+    def _read_steps(self, query: Query) -> Steps[Exchange, Page]:
         checks = [f for f in query.filters if needs_client_check(f)]
         base = self._filter_params(query.table, query.filters, "read")
         if checks:
-            return self._read_checked(query, base, checks)
+            return (yield from self._read_checked(query, base, checks))
         params = [
             ("select", select_param(query.columns)),
             *base,
             ("order", order_param(query.order)),
         ]
-        rows, total, ended = self._fetch(query, params, query.offset, query.limit, "read")
+        rows, total, ended = yield from self._fetch(
+            query, params, query.offset, query.limit, "read"
+        )
         if total is None:
             # No count in Content-Range (``*``): what was read is the total when the rows ran
             # out on this page; otherwise ask for the count on its own.
             known = ended and (rows or not query.offset)
-            total = query.offset + len(rows) if known else self._total(query.table, base, "read")
+            total = (
+                query.offset + len(rows)
+                if known
+                else (yield from self._total(query.table, base, "read"))
+            )
         return Page(rows=rows, total_count=total)
 
     def relations(self) -> tuple[Relation, ...]:
@@ -261,6 +339,9 @@ class SupabaseBackend:
     def read_related(self, query: Query, plans: Sequence[RelatedPlan]) -> Page:
         """One page of ``query`` with each row's related rows, by resource embedding (see
         :mod:`persistence.backends._postgrest_embed`): the same requests as the page alone."""
+        return self._client.drive(self._related_steps(query, plans))
+
+    def _related_steps(self, query: Query, plans: Sequence[RelatedPlan]) -> Steps[Exchange, Page]:
         if any(needs_client_check(f) for f in query.filters):
             raise UnsupportedOperatorError(
                 "a literal '*' in a text filter cannot be combined with included rows over the "
@@ -272,35 +353,65 @@ class SupabaseBackend:
         terms, embedded_params = embedding(plans, self.relations())
         select = f"{select_param(query.columns)},{terms}"
         params = [("select", select), *base, *embedded_params, ("order", order_param(query.order))]
-        rows, total, ended = self._fetch(query, params, query.offset, query.limit, "read")
+        rows, total, ended = yield from self._fetch(
+            query, params, query.offset, query.limit, "read"
+        )
         if total is None:
             known = ended and (rows or not query.offset)
-            total = query.offset + len(rows) if known else self._total(query.table, base, "read")
+            total = (
+                query.offset + len(rows)
+                if known
+                else (yield from self._total(query.table, base, "read"))
+            )
         capped = attach(rows, plans, embedded)
         return Page(rows=rows, total_count=total, related_capped=capped)
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
+        return self._client.drive(self._count_steps(table, filters))
+
+    def _count_steps(self, table: str, filters: Sequence[Filter]) -> Steps[Exchange, int]:
         checks = [f for f in filters if needs_client_check(f)]
         base = self._filter_params(table, filters, "count")
         if checks:
-            return len(self._checked_rows(table, base, checks, "count", ("id",)))
-        return self._total(table, base, "count")
+            return len((yield from self._checked_rows(table, base, checks, "count", ("id",))))
+        return (yield from self._total(table, base, "count"))
 
     def aggregate(
         self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
     ) -> AggregateResult:
         """PostgREST's aggregate functions (:mod:`~persistence.backends._postgrest_aggregate`);
         with a literal ``*`` filter, over the exactly checked rows, as :meth:`count` does."""
+        return self._client.drive(self._aggregate_steps(query, group_by, metrics, limit))
+
+    def _aggregate_steps(
+        self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
+    ) -> Steps[Exchange, AggregateResult]:
         table, types = query.table, self.column_types(query.table) or {}
         checks = [f for f in query.filters if needs_client_check(f)]
         base = self._filter_params(table, query.filters, "aggregate")
         if checks:
             wanted = [*group_by, *(m.column for m in metrics if m.column)] or ["id"]
-            rows = self._checked_rows(table, base, checks, "aggregate", wanted)
+            rows = yield from self._checked_rows(table, base, checks, "aggregate", wanted)
             return aggregate_rows(typed_rows(rows, types, table), group_by, metrics, types, limit)
         total = lambda: self._total(table, base, "aggregate")  # noqa: E731 - only when capped
-        shape = (group_by, metrics, limit)
-        return fetch_aggregate(self._client, table, base, shape, types, self._page_size, total)
+        native = tuple(m for m in metrics if m.function != "count_distinct")
+        # Enum keys: every group asked for and ordered here (the server orders by declaration).
+        every = all_enum_groups(group_by, types)
+        shape = (group_by, native or (Metric("count"),), limit if every is None else every)
+        result: AggregateResult = yield from aggregate_steps(
+            self._client, table, base, shape, types, self._page_size, total
+        )
+        if every is not None and not result.capped:
+            result = ordered_and_capped(result, limit)
+        if len(native) == len(metrics):
+            return result
+        distinct = {}
+        for metric in metrics:
+            if metric.function == "count_distinct":
+                distinct[metric] = yield from count_distinct_groups(
+                    self._client, table, base, group_by, str(metric.column), types, self._page_size
+                )
+        return with_distinct_counts(result, metrics, distinct)
 
     def columns(self, table: str) -> frozenset[str] | None:
         """The columns of ``table``'s first readable row, cached; ``None`` when none can be read.
@@ -331,8 +442,12 @@ class SupabaseBackend:
         root, once per backend), or ``None`` when the server does not describe it."""
         return self._description.column_types(table)
 
-    def _read_checked(self, query: Query, base: Params, checks: list[Filter]) -> Page:
-        kept = self._checked_rows(query.table, base, checks, "read", query.columns, query)
+    def _read_checked(
+        self, query: Query, base: Params, checks: list[Filter]
+    ) -> Steps[Exchange, Page]:
+        kept = yield from self._checked_rows(
+            query.table, base, checks, "read", query.columns, query
+        )
         end = None if query.limit is None else query.offset + query.limit
         window = kept[query.offset : end]
         if query.columns is not None:
@@ -347,7 +462,7 @@ class SupabaseBackend:
         operation: str,
         columns: Sequence[str] | None,
         query: Query | None = None,
-    ) -> list[Row]:
+    ) -> Steps[Exchange, list[Row]]:
         """Every row the (wider) server filter returns that passes the exact client checks.
 
         ``columns`` (all when ``None``) are fetched along with the checked columns.
@@ -357,13 +472,13 @@ class SupabaseBackend:
         order = order_param(() if query is None else query.order)
         params = [("select", select), *base, ("order", order)]
         probe = query if query is not None else Query(table)
-        rows, _, _ = self._fetch(probe, params, 0, None, operation)
+        rows, _, _ = yield from self._fetch(probe, params, 0, None, operation)
         return [row for row in rows if all(p(row) for p in predicates)]
 
     def _fetch(
         self, query: Query, params: Params, offset: int, limit: int | None, operation: str
-    ) -> Window:
-        return fetch_window(
+    ) -> Steps[Exchange, Window]:
+        return window_steps(
             self._client,
             query.table,
             operation,
@@ -376,8 +491,8 @@ class SupabaseBackend:
             columns=query.referenced_columns(),
         )
 
-    def _total(self, table: str, base: Params, operation: str) -> int:
-        return fetch_total(self._client, table, operation, base, self._count_mode)
+    def _total(self, table: str, base: Params, operation: str) -> Steps[Exchange, int]:
+        return total_steps(self._client, table, operation, base, self._count_mode)
 
     # --- writes (PersistenceAgent only) ------------------------------------------------------
 
@@ -420,7 +535,8 @@ class SupabaseBackend:
         base = self._filter_params(table, filters, "delete")
         if not checks:
             return self._delete(table, base)
-        ids = [row["id"] for row in self._checked_rows(table, base, checks, "delete", ("id",))]
+        rows = self._client.drive(self._checked_rows(table, base, checks, "delete", ("id",)))
+        ids = [row["id"] for row in rows]
         deleted = 0
         for start in range(0, len(ids), _DELETE_CHUNK):
             chunk = Filter("id", Op.IN, ids[start : start + _DELETE_CHUNK])
@@ -503,7 +619,8 @@ def create_backend(*, read_only: bool = True, **options: Any) -> SupabaseBackend
 
     The facade factories pass ``SUPABASE_URL``/``SUPABASE_KEY`` (through
     ``PersistenceSettings``) when a caller leaves them out; this hook reads no environment.
-    Optional: ``http_client=``, ``allow_privileged=``, ``allowed_roles=`` (key roles accepted
+    Optional: ``http_client=``, ``async_http_client=`` (the awaitable reads' ``httpx.AsyncClient``;
+    default: one made on first use), ``allow_privileged=``, ``allowed_roles=`` (key roles accepted
     without ``allow_privileged``; default :data:`ALLOWED_KEY_ROLES`), ``count=`` (``"exact"``,
     ``"planned"``, ``"estimated"``), ``page_size=``, ``max_read_rows=`` (the most rows one read
     may fetch, default :data:`MAX_READ_ROWS`), ``timeout=`` (seconds), ``retries=``,

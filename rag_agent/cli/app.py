@@ -141,6 +141,32 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="print JSON")
     _add_backend_options(doctor, memory_default=False)
 
+    setup = commands.add_parser(
+        "setup",
+        help="PostgreSQL: create the tables, load the sample, create a read-only role",
+        description="With an administrator's DSN: create the reference tables and indexes, load "
+        "the bundled sample, create (or reset to least privilege) a login role with SELECT on "
+        "the business tables only, and print its DSN and the next command. Idempotent. The "
+        "reader's password is RAG_READER_PASSWORD when set, else generated for a new role (or "
+        "with --reset-password); it is masked unless --show-password.",
+    )
+    setup.add_argument(
+        "--dsn",
+        help="an administrator's PostgreSQL DSN (default: RAG_ADMIN_DSN); leave the password "
+        "out (ps shows arguments): use PGPASSWORD or a PGPASSFILE",
+    )
+    setup.add_argument(
+        "--role", default="rag_reader", help="the reader role's name (default: %(default)s)"
+    )
+    setup.add_argument(
+        "--reset-password", action="store_true", help="give an existing role a new password"
+    )
+    setup.add_argument(
+        "--show-password", action="store_true", help="print the reader DSN's password"
+    )
+    setup.add_argument("--no-sample", action="store_true", help="do not load the sample data")
+    setup.add_argument("--json", action="store_true", help="print JSON")
+
     tools = commands.add_parser("tools", help="print the tool schemas")
     tools.add_argument("--openai", action="store_true", help="OpenAI function-calling format")
 
@@ -221,6 +247,10 @@ def _run(
         from rag_agent.cli.doctor import cmd_doctor
 
         return cmd_doctor(args, out, err, settings=settings)
+    if args.command == "setup":
+        from rag_agent.cli.setup import cmd_setup
+
+        return cmd_setup(args, out, err, settings=settings)
     if args.command == "mcp":
         from rag_agent.cli.serve import cmd_mcp
 

@@ -23,6 +23,7 @@ from rag_agent.cli.connect import (
     run_query,
     writable_backend,
 )
+from rag_agent.cli.progress import show_progress
 from rag_agent.cli.render import emit, error_of, exit_code_of, format_grid, wants_json
 from rag_agent.settings import RAGSettings
 from rag_agent.tools import openai_tool_schemas
@@ -30,7 +31,7 @@ from rag_agent.tools import openai_tool_schemas
 
 def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Run one query and print its envelope."""
-    with connect(args, agent=True, settings=settings) as conn:
+    with connect(args, agent=True, settings=settings) as conn, show_progress(err):
         envelope = run_query(conn.agent, args.text, args)
     emit(envelope, wants_json(args, out), out, backend=args.backend)
     error = error_of(envelope)
@@ -143,7 +144,8 @@ def cmd_chat(
             elif command in {"help", "history", "reset", "next"}:
                 chat.command(command, err)
                 continue
-            envelope = chat.ask(text, offset)
+            with show_progress(err):
+                envelope = chat.ask(text, offset)
             emit(envelope, as_json, out, backend=args.backend)
             out.flush()
             error = error_of(envelope)

@@ -1,20 +1,28 @@
 """The runner: one grounded fallback run, and the pipeline hook around it.
 
 :class:`AgentFallback` builds an agent graph (LangChain's ``create_agent``) over the run's own
-tools (:mod:`.tools`), waits for it on a worker thread within the overall timeout, and turns the
+tools (:mod:`.tools`), waits for it on a worker thread within the overall timeout (the run's LLM
+deadline, :mod:`rag_agent.deadline`: what extraction left of it), and turns the
 model's final answer into :class:`FallbackOutcome`: the ledger entries of the rows it cited *and*
 read, the number of cited ids dropped because nothing read them, and counters. A model that
 raises, the step limit or the timeout give an outcome with ``error``, never an exception.
+
+The worker thread does not outlive the timeout: every model call is given the seconds left as its
+request timeout (models that declare a ``timeout`` setting, as ``ChatOpenAI`` does), and every
+tool call checks the deadline first, so when the timeout passes the worker's call returns and it
+ends; the run waits for that (at most :data:`JOIN_GRACE_SECONDS` more, then logs
+``rag.fallback.overrun``: a model that ignores its timeout).
 :class:`PipelineFallback` adapts it to the pipeline's :class:`~rag_agent.hooks.FallbackRunner`.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import asyncio
 import contextvars
 import datetime as dt
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -26,6 +34,7 @@ from langchain_core.messages import HumanMessage
 
 from persistence import ReadOnlyPersistenceFacade, get_logger
 from rag_agent.assemble import utc_now
+from rag_agent.deadline import thinking, timeout_kwargs
 from rag_agent.fallback.ledger import LedgerEntry, id_key
 from rag_agent.fallback.prompt import FinalAnswer, final_answer, request_message, system_prompt
 from rag_agent.fallback.scope import FallbackScope
@@ -35,14 +44,18 @@ from rag_agent.settings import RAGSettings
 
 __all__ = [
     "DEFAULT_FALLBACK_TIMEOUT_SECONDS",
+    "JOIN_GRACE_SECONDS",
     "AgentFallback",
     "FallbackOutcome",
     "PipelineFallback",
     "create_fallback_runner",
 ]
 
-#: Overall wall-clock budget of one fallback run.
+#: Overall wall-clock budget of one fallback run built without settings (an agent's fallback
+#: gets what is left of ``RAG_LLM_DEADLINE_S`` instead).
 DEFAULT_FALLBACK_TIMEOUT_SECONDS = 60.0
+#: How long past its timeout a run waits for its worker thread to end.
+JOIN_GRACE_SECONDS = 2.0
 _MAX_ERROR_TEXT = 300
 
 _log = get_logger("rag_agent.fallback")
@@ -88,15 +101,27 @@ class FallbackOutcome:
 
 
 class _Budget(AgentMiddleware):
-    """Counts model calls against the step limit and checks the deadline before each call."""
+    """Counts model calls against the step limit, checks the deadline before each call and
+    gives the call the seconds left as its request timeout."""
 
     def __init__(self, session: FallbackSession) -> None:
         super().__init__()
         self._session = session
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        self._session.start_model_call()
-        return handler(request)
+        return handler(self._bounded(request))
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        return await handler(self._bounded(request))
+
+    def _bounded(self, request: Any) -> Any:
+        """Count the call against the budget; give it the seconds left as its request timeout."""
+        session = self._session
+        session.start_model_call()
+        bound = timeout_kwargs(request.model, session.deadline - session.clock())
+        if bound:
+            request = request.override(model_settings={**request.model_settings, **bound})
+        return request
 
 
 class AgentFallback:
@@ -140,40 +165,89 @@ class AgentFallback:
         table: str = "leads",
         tried_filters: Mapping[str, Any] | None = None,
         max_steps: int | None = None,
+        timeout_seconds: float | None = None,
     ) -> FallbackOutcome:
         """Let the model look for rows answering ``text``; never raises.
 
         ``table`` is the table the caller asked about (the default for citations without one);
         ``tried_filters`` are the filters the deterministic steps already tried, as a hint;
-        ``max_steps`` overrides the step limit for this run.
+        ``max_steps`` overrides the step limit for this run; ``timeout_seconds`` shortens its
+        timeout (what is left of the run's deadline).
         """
+        timeout = self._timeout(timeout_seconds)
+        session = self._session(table, max_steps, timeout)
+        work = _Work(
+            contextvars.copy_context(), self._invoke, (session, text, table, tried_filters)
+        )
+        worker = threading.Thread(target=work, name="rag-fallback", daemon=True)
+        with thinking("fallback"):
+            worker.start()
+            finished = work.done.wait(timeout)
+        if not finished:
+            session.cancelled.set()  # the worker stops at its next model or tool call
+            self._join(worker)
+            return self._failed(session, FallbackTimeoutError("agent fallback timed out"))
+        worker.join()  # it has finished its work: only its exit is left
+        if work.error is not None:  # a failing model or graph ends the run, never the caller
+            return self._failed(session, work.error)
+        return self._result(session, work.output, table)
+
+    @staticmethod
+    def _join(worker: threading.Thread) -> None:
+        # The worker's model call was given the seconds left as its timeout: it ends now.
+        worker.join(JOIN_GRACE_SECONDS)
+        if worker.is_alive():
+            _log.warning(
+                "rag.fallback.overrun",
+                reason="the chat model ignored its request timeout; its thread is left to end",
+                grace_s=JOIN_GRACE_SECONDS,
+            )
+
+    async def arun(
+        self,
+        text: str,
+        *,
+        table: str = "leads",
+        tried_filters: Mapping[str, Any] | None = None,
+        max_steps: int | None = None,
+        timeout_seconds: float | None = None,
+    ) -> FallbackOutcome:
+        """The awaitable twin of :meth:`run`: the agent graph's ``ainvoke`` (the model's
+        ``ainvoke``) on the running loop, cancelled at the deadline; never raises."""
+        timeout = self._timeout(timeout_seconds)
+        session = self._session(table, max_steps, timeout)
+        graph, message = self._graph(session, text, table, tried_filters)
+        try:
+            output = await asyncio.wait_for(graph.ainvoke({"messages": [message]}), timeout)
+        except TimeoutError:
+            session.cancelled.set()
+            return self._failed(session, FallbackTimeoutError("agent fallback timed out"))
+        except Exception as exc:  # a failing model or graph ends the run, never the caller
+            return self._failed(session, exc)
+        return self._result(session, output, table)
+
+    def _timeout(self, timeout_seconds: float | None) -> float:
+        """The run's timeout: the fallback's own, shortened to what is left of the deadline."""
+        if timeout_seconds is None:
+            return self.timeout_seconds
+        return max(0.0, min(self.timeout_seconds, timeout_seconds))
+
+    def _session(self, table: str, max_steps: int | None, timeout: float) -> FallbackSession:
         steps = self.max_steps if max_steps is None else max(1, max_steps)
         session = FallbackSession(
             self._facade,
             max_steps=steps,
-            deadline=self._clock() + self.timeout_seconds,
+            deadline=self._clock() + timeout,
             clock=self._clock,
             now=self._now,
             scope=self.scope.tables(table),
         )
-        _log.info("rag.fallback.start", table=table, max_steps=steps)
-        context = contextvars.copy_context()
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rag-fallback")
-        try:
-            future = pool.submit(context.run, self._invoke, session, text, table, tried_filters)
-            output = future.result(timeout=self.timeout_seconds)
-        except concurrent.futures.TimeoutError:
-            session.cancelled.set()  # the worker stops at its next model or tool call
-            return self._failed(session, FallbackTimeoutError("agent fallback timed out"))
-        except Exception as exc:  # a failing model or graph ends the run, never the caller
-            return self._failed(session, exc)
-        finally:
-            pool.shutdown(wait=False)
-        return self._result(session, output, table)
+        _log.info("rag.fallback.start", table=table, max_steps=steps, timeout_s=round(timeout, 3))
+        return session
 
-    def _invoke(
+    def _graph(
         self, session: FallbackSession, text: str, table: str, tried: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
+    ) -> tuple[Any, HumanMessage]:
         graph = create_agent(
             self._llm,
             session.tools(),
@@ -181,7 +255,12 @@ class AgentFallback:
             middleware=[_Budget(session)],
             response_format=ToolStrategy(FinalAnswer),
         )
-        message = HumanMessage(request_message(text, table, tried))
+        return graph, HumanMessage(request_message(text, table, tried))
+
+    def _invoke(
+        self, session: FallbackSession, text: str, table: str, tried: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        graph, message = self._graph(session, text, table, tried)
         result: dict[str, Any] = graph.invoke({"messages": [message]})
         return result
 
@@ -238,6 +317,26 @@ class AgentFallback:
         )
 
 
+class _Work:
+    """The fallback graph run on the worker thread, in the caller's context."""
+
+    def __init__(
+        self, context: contextvars.Context, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]
+    ) -> None:
+        self._context, self._fn, self._args = context, fn, args
+        self.done = threading.Event()
+        self.output: dict[str, Any] = {}
+        self.error: Exception | None = None
+
+    def __call__(self) -> None:
+        try:
+            self.output = self._context.run(self._fn, *self._args)
+        except Exception as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+
 class _Counters(TypedDict):
     model_calls: int
     tool_calls: int
@@ -289,7 +388,23 @@ class PipelineFallback:
             table=request.table,
             tried_filters=request.filters or None,
             max_steps=request.max_steps,
+            timeout_seconds=request.seconds_left,
         )
+        return self._answer(outcome)
+
+    async def acall(self, request: FallbackRequest) -> FallbackResult:
+        """The awaitable twin of calling the hook (what ``RAGAgent.arun`` awaits)."""
+        outcome = await self.fallback.arun(
+            request.text,
+            table=request.table,
+            tried_filters=request.filters or None,
+            max_steps=request.max_steps,
+            timeout_seconds=request.seconds_left,
+        )
+        return self._answer(outcome)
+
+    @staticmethod
+    def _answer(outcome: FallbackOutcome) -> FallbackResult:
         reads = [
             FallbackRead(table=entry.table, rows=[entry.row], retrieved_at=entry.retrieved_at)
             for entry in outcome.records
@@ -305,13 +420,16 @@ def create_fallback_runner(
     llm: BaseChatModel,
     *,
     settings: RAGSettings | None = None,
-    timeout_seconds: float = DEFAULT_FALLBACK_TIMEOUT_SECONDS,
+    timeout_seconds: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     scope: FallbackScope | str | None = None,
 ) -> PipelineFallback:
     """The fallback hook for ``RAGAgent``: ``RAG_FALLBACK_MAX_STEPS``, ``RAG_FALLBACK_SCOPE``
-    (unless ``scope=`` is given) and ``RAG_DEBUG`` apply."""
+    (unless ``scope=`` is given) and ``RAG_DEBUG`` apply; the timeout is ``RAG_LLM_DEADLINE_S``
+    unless ``timeout_seconds`` is given (each run gets at most what is left of its deadline)."""
     settings = settings if settings is not None else RAGSettings.from_env()
+    if timeout_seconds is None:
+        timeout_seconds = settings.llm_deadline_s
     return PipelineFallback(
         AgentFallback(
             facade,

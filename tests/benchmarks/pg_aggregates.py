@@ -60,7 +60,7 @@ def _expect(want: dict[Any, int]) -> Callable[[dict[Any, int]], None]:
 def _paged(clients: Clients, column: str, filters: dict[str, Any], pages: int | None) -> Any:
     """Page ``column`` of the matching leads through ``query_table`` (500 rows a page, the
     largest page it serves) and count per value; at most ``pages`` pages."""
-    query_table = build_tools(clients.agent)[1]
+    query_table = build_tools(clients.agent, content="full")[1]
     counts: Counter[Any] = Counter()
     offset, page = 0, 0
     while pages is None or page < pages:
@@ -85,7 +85,7 @@ def _contenders(
     check = _expect(want)
     flts = [Filter(c, Op.EQ, v) for c, v in filters.items()]
     facade, agent = clients.facade, clients.agent
-    aggregate_table = build_tools(agent)[5]
+    aggregate_table = build_tools(agent, content="full")[5]
 
     def raw() -> dict[Any, int]:
         return {key: count for key, count in cursor.execute(sql, params).fetchall()}

@@ -36,6 +36,7 @@ from tests.benchmarks import (
     pg_related,
     pg_suite,
     rag_micro,
+    tool_tokens,
 )
 from tests.benchmarks.common import (
     ADMIN_DSN,
@@ -426,6 +427,13 @@ def related(config: Config, results: Results) -> None:
     results.figures["related"] = report.figures
 
 
+def tokens(config: Config, results: Results) -> None:
+    """Tokens per tool answer: compact content vs the full envelope (``tool_tokens``)."""
+    report = tool_tokens.measure(quick=config.quick)
+    results.sections.append(report.section)
+    results.figures["tool_tokens"] = report.figures
+
+
 def _library_calls(
     clients: pg_suite.Clients, scenario: pg_suite.Scenario
 ) -> tuple[Callable[[], object], Callable[[], object]]:
@@ -516,6 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps: list[tuple[str, Callable[[], object]]] = [
         ("micro", lambda: micro(config, results)),
         ("memory", lambda: memory(config, results)),
+        ("tokens", lambda: tokens(config, results)),
     ]
     pg_runs: list[pg_suite.Throughput] = []
     memory_runs: list[pg_suite.Throughput] = []

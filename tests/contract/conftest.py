@@ -9,7 +9,9 @@ is typed by the schema; the PostgREST emulator serves the schema's types as its 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -64,10 +66,15 @@ def supabase_pair(schema_variant: SchemaVariant) -> Iterator[Pair]:
     """
     store = MemoryStore(schema=schema_variant.types)
     writer_http = httpx.Client(transport=PostgrestEmulator(store).transport())
-    reader_http = httpx.Client(transport=PostgrestEmulator(store, max_rows=2).transport())
+    reader_transport = PostgrestEmulator(store, max_rows=2).transport()
+    reader_http = httpx.Client(transport=reader_transport)
+    # The awaitable reads' client, over the same emulator (MockTransport serves both kinds).
+    reader_async_http = httpx.AsyncClient(transport=reader_transport)
     options = {"url": BASE_URL, "key": fake_key("anon"), "sleep": lambda _: None}
     writer = create_persistence_agent(kind="supabase", http_client=writer_http, **options)
-    reader = create_read_only_facade(kind="supabase", http_client=reader_http, **options)
+    reader = create_read_only_facade(
+        kind="supabase", http_client=reader_http, async_http_client=reader_async_http, **options
+    )
     with writer, reader, writer_http, reader_http:
         yield writer, reader
 
@@ -83,6 +90,37 @@ def writer(pair: Pair) -> PersistenceAgent:
     return pair[0]
 
 
-@pytest.fixture
-def reader(pair: Pair) -> ReadOnlyPersistenceFacade:
-    return pair[1]
+class AsyncFlavour:
+    """A facade's awaitable reads behind the blocking names, so every contract test runs on
+    them too: ``read`` is ``aread`` run to completion on one event loop per test (the loop the
+    backend's awaitable pool belongs to); everything else is the facade's own."""
+
+    def __init__(self, facade: ReadOnlyPersistenceFacade, runner: asyncio.Runner) -> None:
+        self._facade = facade
+        self._runner = runner
+
+    def read(self, *args: Any, **kwargs: Any) -> Any:
+        return self._runner.run(self._facade.aread(*args, **kwargs))
+
+    def count(self, *args: Any, **kwargs: Any) -> Any:
+        return self._runner.run(self._facade.acount(*args, **kwargs))
+
+    def aggregate(self, *args: Any, **kwargs: Any) -> Any:
+        return self._runner.run(self._facade.aaggregate(*args, **kwargs))
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        return self._runner.run(self._facade.asearch(*args, **kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._facade, name)
+
+
+@pytest.fixture(params=["sync", "async"])
+def reader(pair: Pair, request: pytest.FixtureRequest) -> Iterator[ReadOnlyPersistenceFacade]:
+    """The pair's reader, through its blocking methods or its awaitable ones."""
+    if request.param == "sync":
+        yield pair[1]
+        return
+    with asyncio.Runner() as runner:
+        yield cast(ReadOnlyPersistenceFacade, AsyncFlavour(pair[1], runner))
+        runner.run(pair[1].aclose())

@@ -64,7 +64,7 @@ class TestLimiterStorageDown:
             assert metadata["fallback"] == "suppressed"
             assert metadata["error"]["type"] == "RateLimiterUnavailableError"
             assert envelope["records"] == [] and elapsed < 3
-        content = build_tools(agent)[2].invoke({"query": NO_FILTER})  # rag_agent
+        content = build_tools(agent, content="full")[2].invoke({"query": NO_FILTER})  # rag_agent
         assert '"suppressed"' in content
         assert model.requests == []
         # The deterministic path needs no limiter: it still answers.
@@ -169,7 +169,9 @@ class TestPostgrestFailures:
             assert issubclass_name(error["type"], error_type), error
             assert envelope["records"] == []
             assert elapsed < 2
-            content = build_tools(agent)[1].invoke({"table": "leads", "filters": {"client_id": 1}})
+            content = build_tools(agent, content="full")[1].invoke(
+                {"table": "leads", "filters": {"client_id": 1}}
+            )
             assert '"error"' in content
 
     def test_transient_5xx_is_retried_to_success(self) -> None:

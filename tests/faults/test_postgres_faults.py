@@ -125,7 +125,7 @@ class TestUnreachableServer:
                     assert envelope["records"] == []
                 assert set(errors) == {"BackendUnavailableError"}
 
-                tool = build_tools(agent)[1]  # query_table
+                tool = build_tools(agent, content="full")[1]  # query_table
                 content = tool.invoke({"table": "leads", "filters": {"client_id": 1}})
                 assert '"BackendUnavailableError"' in content
 

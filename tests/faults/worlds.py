@@ -99,7 +99,7 @@ class World:
     @property
     def tools(self) -> dict[str, BaseTool]:
         """The four LangChain tools bound to the agent, by name."""
-        return {tool.name: tool for tool in build_tools(self.agent)}
+        return {tool.name: tool for tool in build_tools(self.agent, content="full")}
 
     def close(self) -> None:
         """Release the agent, the facade and any HTTP client."""

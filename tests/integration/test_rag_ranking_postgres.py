@@ -94,7 +94,7 @@ class TestRankedRunsOnPostgres:
 
     def test_search_table_over_postgres(self, postgres_agent: RAGAgent) -> None:
         """The tool ranks on PostgreSQL inside its filters; hostile text is only words."""
-        tool = {t.name: t for t in build_tools(postgres_agent)}["search_table"]
+        tool = {t.name: t for t in build_tools(postgres_agent, content="full")}["search_table"]
         data = _envelope(
             tool.invoke(
                 {

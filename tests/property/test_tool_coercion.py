@@ -45,7 +45,7 @@ def _agent() -> RAGAgent:
     return RAGAgent(create_read_only_facade(kind="memory", store=store), settings=RAGSettings())
 
 
-TOOLS = {tool.name: tool for tool in build_tools(_agent())}
+TOOLS = {tool.name: tool for tool in build_tools(_agent(), content="full")}
 
 
 class TestCoercionProperties:

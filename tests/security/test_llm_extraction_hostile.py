@@ -7,6 +7,7 @@ kind it has, and then as a literal that the facade matches literally.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,6 +72,28 @@ class TestHostileModelAnswers:
             raw["table"] = payload
             result = understand_answer(raw, extraction_request(f"acme {payload}"))
             if result.conditions or result.table is not None:
+                failures.append(payload)
+        assert failures == []
+
+    def test_payloads_never_shape_the_answer(self, payloads: list[str]) -> None:
+        """Even when the user wrote it (with every cue word), a payload is never a group-by
+        column, a metric function or column, or a relation."""
+        failures = []
+        for payload in payloads:
+            raw = {
+                **answer(),
+                "group_by": [payload],
+                "metrics": [
+                    {"function": payload, "column": "score"},
+                    {"function": "sum", "column": payload},
+                ],
+                "include": [payload],
+            }
+            text = f"total average distinct by per each conversations {payload}"
+            base = extraction_request(text)
+            request = dataclasses.replace(base, relations=("conversations",))
+            result = understand_answer(raw, request)
+            if result.group_by or result.metrics or result.include:
                 failures.append(payload)
         assert failures == []
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from mcp import ClientSession
 from mcp.types import CallToolResult, TextContent
 
+from rag_agent.compact import carries_rows, compact_view
 from rag_agent.untrusted import unwrap_boundary
 
 __all__ = [
@@ -50,12 +51,13 @@ def text_of(result: CallToolResult) -> str:
 
 
 def envelope_of(result: CallToolResult) -> dict[str, Any]:
-    """The envelope of a tool result: its structured content, checked equal to its text, which
-    holds it between untrusted-data markers (row text is data for the model, never orders)."""
+    """The envelope of a tool result: its structured content, whose compact view is its text,
+    row text between untrusted-data markers (data for the model, never orders)."""
     assert result.structuredContent is not None
     text = text_of(result)
-    assert "<<untrusted-data " in text
-    assert json.loads(unwrap_boundary(text)) == result.structuredContent
+    view = compact_view(result.structuredContent)
+    assert ("<<untrusted-data " in text) == carries_rows(view)
+    assert json.loads(unwrap_boundary(text)) == view
     return result.structuredContent
 
 

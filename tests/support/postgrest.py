@@ -176,11 +176,13 @@ def describe(store: MemoryStore, relations: Sequence[Relation] = ()) -> dict[str
         for r in relations
     }
 
-    def prop(table: str, column: str, ctype: ColumnType) -> dict[str, str]:
-        described = {
+    def prop(table: str, column: str, ctype: ColumnType) -> dict[str, Any]:
+        described: dict[str, Any] = {
             "format": _FORMATS.get(ctype.name, ctype.name),
             "type": _JSON_TYPES.get(ctype.kind, "string"),
         }
+        if ctype.labels is not None:  # PostgREST lists an enum's labels, in pg_enum order
+            described["enum"] = list(ctype.labels)
         if (table, column) in notes:
             described["description"] = notes[(table, column)]
         return described
@@ -346,9 +348,16 @@ def _condition(
     return lambda row: None if (v := test(row)) is None else not v
 
 
-def _order_key(column: str, descending: bool, nulls_first: bool) -> Callable[[Row], Any]:
+def _order_key(
+    column: str, descending: bool, nulls_first: bool, labels: tuple[str, ...] | None = None
+) -> Callable[[Row], Any]:
+    # An enum orders by declaration, as PostgreSQL orders it: by the label's position.
+    position = {label: index for index, label in enumerate(labels or ())}
+
     def key(row: Row) -> Any:
         value = row.get(column)
+        if isinstance(value, str) and value in position:
+            value = position[value]
         # Python sorts True after False; reverse=True flips that, so place NULLs explicitly.
         is_null = value is None
         null_rank = (not is_null) if nulls_first != descending else is_null
@@ -497,7 +506,11 @@ class PostgrestEmulator:
                     raise _parse_error("failed to parse order", term)
             if nulls_first is None:
                 nulls_first = descending  # PostgreSQL's default placement
-            rows = sorted(rows, key=_order_key(name, descending, nulls_first), reverse=descending)
+            ctype = self.store.column_types(table).get(name)
+            labels = None if ctype is None else ctype.labels
+            rows = sorted(
+                rows, key=_order_key(name, descending, nulls_first, labels), reverse=descending
+            )
         return rows
 
     @staticmethod

@@ -285,12 +285,50 @@ class TestPostgrestAggregate:
         reads = [r for r in emulator.requests if r.url.path == "/rest/v1/leads"]
         assert len(reads) == 1 and "count()" in unquote(reads[0].url.query.decode())
 
-    def test_count_distinct_is_not_offered(self) -> None:
-        """PostgREST has no count(DISTINCT ...): refused before any request."""
-        facade, emulator = _supabase(MemoryStore())
-        with pytest.raises(UnsupportedOperatorError):
+    def test_count_distinct_counts_the_grouped_pairs(self) -> None:
+        """PostgREST has no count(DISTINCT ...): the server groups (status, email) pairs and
+        the client counts them per status; NULL values and duplicates do not count."""
+        store = MemoryStore()
+        create_persistence_agent(kind="memory", store=store).batch(
+            "leads",
+            [
+                {"status": "new", "email": "a@x.io"},
+                {"status": "new", "email": "a@x.io"},
+                {"status": "new", "email": "b@x.io"},
+                {"status": "won", "email": None},
+                {"status": None, "email": "c@x.io"},
+            ],
+        )
+        memory = create_read_only_facade(kind="memory", store=store)
+        facade, emulator = _supabase(store)
+        query = {"group_by": ["status"], "metrics": ["count_distinct:email", "count"]}
+        result = facade.aggregate("leads", **query)
+        assert result == memory.aggregate("leads", **query)
+        assert [dict(g.metrics) for g in result.groups] == [
+            {"count_distinct:email": 2, "count": 3},
+            {"count_distinct:email": 0, "count": 1},
+            {"count_distinct:email": 1, "count": 1},
+        ]
+        queries = [unquote(r.url.query.decode()) for r in emulator.requests]
+        assert any("g1:email" in query for query in queries)  # grouped by the pair
+        capped, _ = _supabase(store, max_rows=2)  # a server row cap: the pairs come in pages
+        whole = {"metrics": ["count_distinct:email"]}
+        assert capped.aggregate("leads", **whole) == memory.aggregate("leads", **whole)
+
+    def test_count_distinct_over_too_many_values_is_refused(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """More distinct pairs than the bound is a typed refusal, never a long scan."""
+        from persistence.backends import _postgrest_distinct
+
+        monkeypatch.setattr(_postgrest_distinct, "MAX_DISTINCT_PAIRS", 3)
+        store = MemoryStore()
+        create_persistence_agent(kind="memory", store=store).batch(
+            "leads", [{"email": f"{i}@x.io"} for i in range(5)]
+        )
+        facade, _ = _supabase(store)
+        with pytest.raises(UnsupportedOperatorError, match="more than 3"):
             facade.aggregate("leads", metrics=["count_distinct:email"])
-        assert [r for r in emulator.requests if r.url.path == "/rest/v1/leads"] == []
 
     def test_literal_star_is_checked_exactly(self, memory: ReadOnlyPersistenceFacade) -> None:
         """An icontains value with a literal '*' is aggregated over exactly matching rows."""

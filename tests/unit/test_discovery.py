@@ -24,7 +24,7 @@ def store() -> MemoryStore:
 
 def _tools(store: MemoryStore, policy: AccessPolicy | None = None) -> dict[str, Any]:
     facade = ReadOnlyPersistenceFacade(MemoryBackend(store), policy or AccessPolicy.read_only())
-    return {tool.name: tool for tool in build_tools(RAGAgent(facade))}
+    return {tool.name: tool for tool in build_tools(RAGAgent(facade), content="full")}
 
 
 class TestListTables:

@@ -11,6 +11,7 @@ from rag_agent.doctor import (
     TRGM_EXTENSION,
     IndexKind,
     column_operator,
+    column_operators,
     create_statement,
     format_report,
     memory_report,
@@ -59,6 +60,7 @@ EVERY_INDEX = (
     TRGM_COMPANY,
     index("client_then_date", ("client_id", "client_id", "int8_ops"), ("x", "x", "int8_ops")),
     index("status", ("status", "status", "text_ops")),
+    index("status_lower", (None, "lower(status)", "text_ops")),
     index("created", ("created_at", "created_at", "timestamptz_ops")),
 )
 
@@ -94,6 +96,58 @@ class TestColumnOperator:
     def test_classification(self, column: str, kind: str | None, operator: str | None) -> None:
         """The table in the module docstring, case by case."""
         assert column_operator(column, kind) == operator
+
+    @pytest.mark.parametrize(
+        ("column", "kind", "operators"),
+        [
+            ("title", "text", ("icontains", "ieq")),  # an acronym is asked for whole
+            ("title", None, ("icontains", "ieq")),
+            ("status", "text", ("eq", "ieq")),  # query_leads' status ignores case
+            ("status", "enum", ("eq",)),  # ieq on an enum is a label equality
+            ("stage", "text", ("eq",)),
+            ("title", "enum", ("eq",)),
+            ("email", "enum", ("eq",)),
+            ("notes", "enum", ()),
+        ],
+    )
+    def test_every_operator_generated_is_checked(
+        self, column: str, kind: str | None, operators: tuple[str, ...]
+    ) -> None:
+        """A column gets a check for each operator the agent generates on it."""
+        assert column_operators(column, kind) == operators
+
+    def test_title_wants_both_indexes_on_postgresql_and_one_over_postgrest(self) -> None:
+        """On PostgreSQL ieq needs lower(title) beside the trigram index; over PostgREST ieq is
+        ILIKE, which the trigram index serves alone."""
+        direct = postgres_report(
+            schema="public",
+            tables={"leads": {"title": ("text", "S")}},
+            indexes=[],
+            extensions={"pg_trgm"},
+            role=READER,
+            writable=(),
+        )
+        assert [(c.operator, c.index) for c in direct.checks] == [
+            ("icontains", IndexKind.TRIGRAM),
+            ("ieq", IndexKind.LOWER_BTREE),
+        ]
+        over = supabase_report("public", {"leads": ["title"]})
+        assert [(c.operator, c.index) for c in over.checks] == [("icontains", IndexKind.TRIGRAM)]
+
+    def test_an_enum_gets_a_plain_btree(self) -> None:
+        """Category E is an enum: no lower() or trigram index is advised for it."""
+        assert type_class("lead_status", "E") == "enum"
+        report = postgres_report(
+            schema="public",
+            tables={"leads": {"status": ("lead_status", "E")}},
+            indexes=[],
+            extensions=(),
+            role=READER,
+            writable=(),
+        )
+        assert report.statements == (
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS leads_status_idx ON public.leads (status);",
+        )
 
     def test_type_classes(self) -> None:
         """Dates and timestamps are temporal; category S is text; the rest other."""
@@ -216,7 +270,8 @@ class TestPostgresReport:
             "CREATE INDEX CONCURRENTLY IF NOT EXISTS leads_email_lower_idx "
             "ON public.leads (lower(email));"
         ) in report.statements
-        assert len(report.statements) == 1 + 5
+        # status twice: the rules' eq wants (status), query_leads' ieq wants (lower(status))
+        assert len(report.statements) == 1 + 6
         assert not report.ok
 
     def test_with_every_index_all_is_served(self) -> None:

@@ -13,9 +13,9 @@ from structlog.testing import capture_logs
 
 from persistence import ConfigurationError
 from rag_agent import llm as llm_module
+from rag_agent.deadline import extraction_timeout
 from rag_agent.llm import (
     DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_SECONDS,
     OPENAI_INSTALL_HINT,
     build_openai_chat_model,
     resolve_llm,
@@ -56,10 +56,16 @@ class TestResolveLLM:
         assert isinstance(model, ChatOpenAI)
         assert model.model_name == "local-model"
         assert model.openai_api_base == "http://127.0.0.1:9/v1"
-        assert model.request_timeout == DEFAULT_TIMEOUT_SECONDS
-        assert model.max_retries == DEFAULT_MAX_RETRIES
+        assert model.request_timeout == extraction_timeout(settings.llm_deadline_s)
+        assert model.max_retries == DEFAULT_MAX_RETRIES == 1
         key = model.openai_api_key
         assert isinstance(key, SecretStr) and key.get_secret_value() == "sk-test"
+
+    def test_timeout_follows_the_deadline(self) -> None:
+        """RAG_LLM_DEADLINE_S sets the request timeout: a quarter of it per extraction try."""
+        settings = RAGSettings.from_env({"OPENAI_API_KEY": "sk-test", "RAG_LLM_DEADLINE_S": "8"})
+        model = resolve_llm(None, settings)
+        assert isinstance(model, ChatOpenAI) and model.request_timeout == 2.0
 
     def test_default_model_name(self) -> None:
         """Without RAG_OPENAI_MODEL the model is gpt-4o-mini."""

@@ -166,7 +166,7 @@ class TestRAGAgentAggregate:
 class TestAggregateTools:
     def test_count_rows(self, agent: RAGAgent) -> None:
         """count_rows answers the number of matches and no record."""
-        count_rows = build_tools(agent)[4]
+        count_rows = build_tools(agent, content="full")[4]
         envelope = json.loads(
             unwrap_boundary(count_rows.invoke({"table": "leads", "filters": {"client_id": 7}}))
         )
@@ -174,7 +174,7 @@ class TestAggregateTools:
 
     def test_aggregate_table(self, agent: RAGAgent) -> None:
         """aggregate_table groups with ranges and metrics, as a tool call."""
-        aggregate_table = build_tools(agent)[5]
+        aggregate_table = build_tools(agent, content="full")[5]
         message = aggregate_table.invoke(
             {
                 "name": "aggregate_table",
@@ -206,5 +206,5 @@ class TestAggregateTools:
     )
     def test_malformed_input_is_an_envelope(self, agent: RAGAgent, args: Any) -> None:
         """Malformed or refused input answers an error envelope; the tool never raises."""
-        envelope = json.loads(unwrap_boundary(build_tools(agent)[5].invoke(args)))
+        envelope = json.loads(unwrap_boundary(build_tools(agent, content="full")[5].invoke(args)))
         assert envelope["records"] == [] and envelope["metadata"]["error"]["type"]

@@ -24,6 +24,7 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
+from persistence._steps import drive
 from persistence.policy import AccessPolicy
 from rag_agent import RAGAgent, build_tools
 from rag_agent.envelope import row_hash
@@ -315,6 +316,14 @@ class TestAboutRanks:
         assert "ranking" not in data["metadata"]
 
 
+def _similar(facade: ReadOnlyPersistenceFacade, conditions: tuple[Condition, ...]) -> Any:
+    """similar_company's steps on ``leads``, their calls answered by ``facade``."""
+    return drive(
+        similar_company("leads", conditions),
+        lambda call: getattr(facade, call.port)(*call.args, **call.kwargs),
+    )
+
+
 class TestSimilarCompany:
     def test_misspelled_company_is_read_as_the_similar_one(self, agent: RAGAgent) -> None:
         """'Globx' matches no company; Globex Corporation is read instead, and said so."""
@@ -344,7 +353,7 @@ class TestSimilarCompany:
         """The caller's own company filter is what was asked: no similar name replaces it."""
         facade = create_read_only_facade("memory", store=store)
         condition = Condition("company_name", Op.ICONTAINS, "Globx", "tool")
-        assert similar_company(facade, "leads", (condition,)) is None
+        assert _similar(facade, (condition,)) is None
 
     def test_without_search_distinct_names_are_the_candidates(self, store: MemoryStore) -> None:
         """A backend that cannot search: the table's distinct companies, same choice."""
@@ -354,12 +363,12 @@ class TestSimilarCompany:
 
         facade = ReadOnlyPersistenceFacade(NoSearch(store), AccessPolicy.read_only(BUSINESS_TABLES))
         condition = Condition("company_name", Op.ICONTAINS, "Globx", "rules")
-        [found] = similar_company(facade, "leads", (condition,)) or ()
+        [found] = _similar(facade, (condition,)) or ()
         assert found.value == "Globex Corporation" and found.source == "rules"
 
 
 def _tool(agent: RAGAgent) -> Any:
-    return {tool.name: tool for tool in build_tools(agent)}["search_table"]
+    return {tool.name: tool for tool in build_tools(agent, content="full")}["search_table"]
 
 
 def _envelope(answer: str) -> dict[str, Any]:
@@ -475,7 +484,7 @@ class TestSearchTableOverMCP:
 class TestNextPageThroughTheRAGAgentTool:
     def test_a_ranked_envelopes_metadata_gives_the_next_ranked_page(self, agent: RAGAgent) -> None:
         """Passing a ranked envelope's metadata with the next offset continues the ranking."""
-        tool = {t.name: t for t in build_tools(agent)}["rag_agent"]
+        tool = {t.name: t for t in build_tools(agent, content="full")}["rag_agent"]
         text = "inquiries of client 7 from customers who want to stop paying"
         whole = ids(agent.run(text, limit=4, return_json=True))
         first = valid(agent.run(text, limit=2, return_json=True))
@@ -496,3 +505,15 @@ class TestNextPageThroughTheRAGAgentTool:
                 )
             )[1:]
         )
+
+
+class TestCompactView:
+    def test_compact_content_says_what_the_rows_are_ranked_by(self, agent: RAGAgent) -> None:
+        """The default (compact) content keeps the rank order and says by what, not scores."""
+        from rag_agent.untrusted import unwrap_boundary as unwrap
+
+        tool = {t.name: t for t in build_tools(agent)}["search_table"]
+        view = json.loads(unwrap(tool.invoke({"table": "inquiries", "text": "could not sign in"})))
+        assert view["ranking"]["query"] == "not sign" or "sign" in view["ranking"]["query"]
+        assert [row["id"] for row in view["rows"]][:2] in ([2, 7], [7, 2])
+        assert "provenance" not in view["rows"][0]

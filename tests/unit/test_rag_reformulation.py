@@ -143,7 +143,7 @@ class TestRelaxedRuns:
         )
         free = agent.run("qualified leads at Nonexistent Widgets Ltd", return_json=True)
         assert free["metadata"]["total_count"] == 0 and free["records"] == []
-        tool = build_tools(agent)[0].invoke(
+        tool = build_tools(agent, content="full")[0].invoke(
             {"email": "nobody@nowhere.example", "created_after": "2020-01-01"}
         )
         envelope = json.loads(unwrap_boundary(tool))

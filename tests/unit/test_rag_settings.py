@@ -253,12 +253,15 @@ class TestPersistenceSettings:
     """The backend half of the settings, usable without the retrieval agent."""
 
     def test_fields_and_variables(self) -> None:
-        """Four backend settings, their variables, and RAGSettings extends them."""
+        """Four backend settings and the two of redaction, their variables, and RAGSettings
+        extends them."""
         assert dict(PersistenceSettings.env_variables()) == {
             "postgres_dsn": "RAG_POSTGRES_DSN",
             "statement_timeout_ms": "RAG_STATEMENT_TIMEOUT_MS",
             "supabase_url": "SUPABASE_URL",
             "supabase_key": "SUPABASE_KEY",
+            "redact": "RAG_REDACT",
+            "redaction_key": "RAG_REDACTION_KEY",
         }
         assert issubclass(RAGSettings, PersistenceSettings)
         assert set(PersistenceSettings.env_variables().items()) <= set(ENV_VARIABLES.items())

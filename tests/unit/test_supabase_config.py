@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import importlib
+import json
 import sys
+from collections.abc import Mapping
 
 import httpx
 import pytest
@@ -19,6 +22,16 @@ from persistence import (
 from persistence.backends.supabase import create_backend, key_role
 from tests.support.http import ScriptedServer, rows_response
 from tests.support.postgrest import BASE_URL, fake_key
+
+
+def _jwt(claims: Mapping[str, object]) -> str:
+    """An unsigned JWT-shaped key with exactly these claims."""
+
+    def part(data: Mapping[str, object]) -> str:
+        raw = json.dumps(data, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part(claims)}.sig"
 
 
 @pytest.fixture
@@ -164,6 +177,42 @@ class TestPrivilegedKeys:
                 kind="supabase", url=BASE_URL, key=fake_key(role), http_client=http
             )
         assert info.value.variable == "SUPABASE_KEY"
+
+    @pytest.mark.parametrize(
+        "claims",
+        [{"iss": "supabase"}, {"role": None}, {"role": 7}, {"role": ["anon"]}, {}],
+    )
+    def test_jwt_without_role_claim_refused(
+        self, http: httpx.Client, claims: dict[str, object]
+    ) -> None:
+        """A JWT naming no role reads as whatever role the server maps it to: refused."""
+        key = _jwt(claims)
+        with pytest.raises(ConfigurationError, match="without a 'role' claim") as info:
+            create_read_only_facade(kind="supabase", url=BASE_URL, key=key, http_client=http)
+        assert info.value.variable == "SUPABASE_KEY"
+        assert key not in str(info.value)
+
+    def test_jwt_without_role_claim_accepted_when_privileged(self, http: httpx.Client) -> None:
+        """``allow_privileged=True`` accepts it, with the privileged-key warning."""
+        with capture_logs() as logs:
+            facade = create_read_only_facade(
+                kind="supabase",
+                url=BASE_URL,
+                key=_jwt({"iss": "supabase"}),
+                http_client=http,
+                allow_privileged=True,
+            )
+        assert facade.count("leads") == 0
+        assert [event["event"] for event in logs if event["log_level"] == "warning"] == [
+            "supabase.privileged_key"
+        ]
+
+    def test_writer_accepts_jwt_without_role_claim(self, http: httpx.Client) -> None:
+        """The rule is the read-only facade's; the writer takes the key as given."""
+        agent = create_persistence_agent(
+            kind="supabase", url=BASE_URL, key=_jwt({"iss": "supabase"}), http_client=http
+        )
+        assert agent.count("leads") == 0
 
     @pytest.mark.parametrize("role", ["anon", "authenticated"])
     def test_row_level_security_roles_accepted(self, http: httpx.Client, role: str) -> None:

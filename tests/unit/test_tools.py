@@ -33,7 +33,7 @@ def agent(store: MemoryStore) -> RAGAgent:
 
 @pytest.fixture
 def tools(agent: RAGAgent) -> dict[str, Any]:
-    return {tool.name: tool for tool in build_tools(agent)}
+    return {tool.name: tool for tool in build_tools(agent, content="full")}
 
 
 def envelope_of(output: str) -> dict[str, Any]:
@@ -49,7 +49,7 @@ class TestBuildTools:
     def test_tools_in_order(self, agent: RAGAgent) -> None:
         """build_tools returns the four original tools first, then the aggregate and discovery
         tools."""
-        names = [tool.name for tool in build_tools(agent)]
+        names = [tool.name for tool in build_tools(agent, content="full")]
         assert names == [
             "query_leads",
             "query_table",
@@ -149,7 +149,7 @@ class TestQueryLeads:
         agent = RAGAgent(
             create_read_only_facade(kind="memory", store=store), settings=RAGSettings(), llm=model
         )
-        query_leads = build_tools(agent)[0]
+        query_leads = build_tools(agent, content="full")[0]
         envelope = envelope_of(query_leads.invoke({"company": "Nobody"}))
         assert envelope["records"] == [] and model.requests == []
 
@@ -191,9 +191,20 @@ class TestQueryLeads:
         """status is applied as given: a status no lead has matches nothing, and says so."""
         envelope = envelope_of(tools["query_leads"].invoke({"company": "acme", "status": "won"}))
         assert envelope["records"] == [] and envelope["metadata"]["total_count"] == 0
-        assert {"column": "status", "op": "eq", "value": "won", "source": "tool"} in envelope[
+        assert {"column": "status", "op": "ieq", "value": "won", "source": "tool"} in envelope[
             "metadata"
         ]["filters"]
+
+    def test_status_matches_ignoring_case(self, store: MemoryStore, tools: dict[str, Any]) -> None:
+        """'Qualified' and 'QUALIFIED' find the lead whose status is 'qualified'."""
+        create_persistence_agent(kind="memory", store=store).batch(
+            "leads", [{"email": "di@acme.example", "company_name": "Acme", "status": "qualified"}]
+        )
+        for status in ("Qualified", "QUALIFIED", "qualified"):
+            envelope = envelope_of(
+                tools["query_leads"].invoke({"company": "acme", "status": status})
+            )
+            assert [r["email"] for r in envelope["records"]] == ["di@acme.example"]
 
 
 class TestQueryTable:
@@ -311,7 +322,7 @@ class TestQueryTable:
             create_read_only_facade(kind="memory", store=store),
             settings=RAGSettings(summary_threshold=10, default_limit=5),
         )
-        query_table = build_tools(agent)[1]
+        query_table = build_tools(agent, content="full")[1]
         envelope = envelope_of(query_table.invoke({"table": "leads"}))
         assert envelope["metadata"]["truncated"] is True
         assert envelope["metadata"]["total_count"] == 30 and len(envelope["records"]) == 5
@@ -325,7 +336,7 @@ class TestQueryTable:
             settings=RAGSettings(max_limit=2),
             now=lambda: NOW,
         )
-        query_table = build_tools(agent)[1]
+        query_table = build_tools(agent, content="full")[1]
         first = envelope_of(query_table.invoke({"table": "leads", "limit": 100}))
         again = envelope_of(query_table.invoke({"table": "leads", "limit": 100}))
         assert (first["metadata"]["cache"], again["metadata"]["cache"]) == ("miss", "hit")
@@ -363,7 +374,7 @@ class TestRAGAgentTool:
         agent = RAGAgent(
             create_read_only_facade(kind="memory", store=store), settings=RAGSettings(), llm=model
         )
-        envelope = envelope_of(build_tools(agent)[2].invoke("who scores highest?"))
+        envelope = envelope_of(build_tools(agent, content="full")[2].invoke("who scores highest?"))
         assert envelope["metadata"]["fallback"] == "agent"
         assert envelope["metadata"]["fallback_dropped_ids"] == 1
         assert [r["id"] for r in envelope["records"]] == [1]
