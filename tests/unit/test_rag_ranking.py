@@ -517,3 +517,33 @@ class TestCompactView:
         assert view["ranking"]["query"] == "not sign" or "sign" in view["ranking"]["query"]
         assert [row["id"] for row in view["rows"]][:2] in ([2, 7], [7, 2])
         assert "provenance" not in view["rows"][0]
+
+
+class TestAsync:
+    def test_arun_and_asearch_rank_as_their_blocking_twins(self, agent: RAGAgent) -> None:
+        """The ranked steps are shared: arun/asearch answer what run/search answer."""
+        import asyncio
+
+        text = "inquiries of client 7 from customers who want to stop paying"
+
+        async def both() -> tuple[Any, Any]:
+            ran = await agent.arun(text, return_json=True)
+            searched = await agent.asearch(
+                "inquiries", "sign in", [Filter("client_id", Op.EQ, 7)], k=2, return_json=True
+            )
+            return ran, searched
+
+        ran, searched = asyncio.run(both())
+        assert ids(valid(ran)) == ids(agent.run(text, return_json=True))
+        assert (
+            ran["metadata"]["ranking"] == agent.run(text, return_json=True)["metadata"]["ranking"]
+        )
+        assert set(ids(valid(searched))) == {2, 7}
+
+    def test_similar_company_on_the_async_path(self, agent: RAGAgent) -> None:
+        """The similar-name lookup is a pipeline call too: arun reads Globx as Globex."""
+        import asyncio
+
+        data = valid(asyncio.run(agent.arun("leads at Globx", return_json=True)))
+        assert sorted(ids(data)) == [1, 2]
+        assert data["metadata"]["reformulation_attempts"][0]["reason"] == "similar_company"
