@@ -39,6 +39,7 @@ state is its cache and limiter, both thread-safe; the facade's backends are thre
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, Unpack, overload
@@ -52,9 +53,12 @@ from persistence import (
     ReadOnlyPersistenceFacade,
     get_logger,
 )
+from persistence._steps import adrive, drive
+from persistence.search import DEFAULT_K
 from rag_agent.assemble import utc_now
 from rag_agent.cache import QueryCache
 from rag_agent.conditions import legacy_conditions
+from rag_agent.effects import perform, perform_async
 from rag_agent.envelope import Envelope
 from rag_agent.fallback import create_fallback_runner
 from rag_agent.fallback.scope import FallbackScope
@@ -62,6 +66,7 @@ from rag_agent.filters import normalize_filters
 from rag_agent.hooks import FallbackRunner, FilterExtractor
 from rag_agent.llm_filters import SchemaFilterExtractor
 from rag_agent.pipeline import Pipeline
+from rag_agent.ranking import DEFAULT_MODE, search_steps
 from rag_agent.ratelimit import RateLimiter, create_limiter
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
@@ -90,6 +95,13 @@ class _ReadOptions(_PageOptions, total=False):
     order: Iterable[Order | str]
     count_only: bool
     include: Sequence[str | Include]
+
+
+class _SearchOptions(TypedDict, total=False):
+    k: int | None
+    offset: int | None
+    mode: str
+    include_raw: bool
 
 
 class _AggregateOptions(TypedDict, total=False):
@@ -425,6 +437,88 @@ class RAGAgent(Closing):
             table,
             return_json,
             lambda log: self._pipeline.aggregate(log, table, filters, group_by, metrics, limit),
+        )
+
+    @overload
+    def search(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter] = ...,
+        *,
+        return_json: Literal[False] = ...,
+        **options: Unpack[_SearchOptions],
+    ) -> Envelope: ...
+
+    @overload
+    def search(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter] = ...,
+        *,
+        return_json: Literal[True],
+        **options: Unpack[_SearchOptions],
+    ) -> dict[str, Any]: ...
+
+    def search(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter] = (),
+        *,
+        k: int | None = None,
+        offset: int | None = None,
+        mode: str = DEFAULT_MODE.value,
+        include_raw: bool = False,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The ``k`` rows of ``table`` matching all ``filters`` that best match ``text``, best
+        first, from rank ``offset`` on, as an envelope (see
+        :meth:`~persistence.ReadOnlyPersistenceFacade.search`; no rules, no LLM).
+
+        ``mode`` is ``hybrid`` (both legs; ``keyword`` alone without embeddings, said in
+        ``metadata.ranking.degraded``), ``keyword`` or ``semantic``; ``k`` defaults to 10
+        (at most 100). Filters are hard constraints: when at least ``offset + k`` rows match,
+        exactly ``k`` come back. ``metadata.ranking`` says how the rows were ranked and each
+        record's ``provenance.relevance`` its score and per-leg ranks. Cached like reads. Never
+        raises: the envelope's ``metadata.error`` says what went wrong::
+
+            rag.search("inquiries", "want to stop paying", [Filter("client_id", Op.EQ, 7)])
+        """
+        page = (DEFAULT_K if k is None else k, offset, include_raw)
+        pipeline = self._pipeline
+        return self._answer(
+            table,
+            return_json,
+            lambda log: drive(
+                search_steps(pipeline, log, table, text, filters, page, mode),
+                functools.partial(perform, pipeline),
+            ),
+        )
+
+    async def asearch(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter] = (),
+        *,
+        k: int | None = None,
+        offset: int | None = None,
+        mode: str = DEFAULT_MODE.value,
+        include_raw: bool = False,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`search` (the facade's ``asearch``); never raises."""
+        page = (DEFAULT_K if k is None else k, offset, include_raw)
+        pipeline = self._pipeline
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: adrive(
+                search_steps(pipeline, log, table, text, filters, page, mode),
+                functools.partial(perform_async, pipeline),
+            ),
         )
 
     def error_envelope(self, table: object, error: BaseException | str) -> Envelope:

@@ -28,6 +28,7 @@ from rag_agent.envelope import (
     FallbackReadInfo,
     IgnoredPart,
     Metadata,
+    RankingInfo,
     Record,
     ReformulationAttempt,
     build_records,
@@ -138,6 +139,7 @@ class PageResult:
     summary: dict[str, Any] | None
     mutable: bool
     related_capped: bool = False
+    ranking: RankingInfo | None = None  # set when the records are ranked (rag_agent.ranking)
 
 
 def page_result(
@@ -249,6 +251,7 @@ class Outcome:
     fallback_reads: list[FallbackReadInfo] = field(default_factory=list)
     aggregates: Aggregates | None = None
     related_capped: bool = False
+    ranking: RankingInfo | None = None
 
     def take_fallback(self, result: FallbackResult, page: PageResult) -> None:
         """Use what the agent fallback read: its cited rows as ``page``, the reads it made,
@@ -284,6 +287,7 @@ class Outcome:
             self.records = list(page.records)
         self.total_count = page.total_count
         self.related_capped = page.related_capped
+        self.ranking = page.ranking
         self.retrieved_at = page.retrieved_at
         summary = page.summary
         self.summary = copy.deepcopy(summary) if summary is not None and shared else summary
@@ -293,6 +297,7 @@ class Outcome:
         self.error = error_info(exc)
         self.records, self.total_count, self.summary = [], 0, None
         self.aggregates = None
+        self.ranking = None
 
 
 def assemble(
@@ -326,6 +331,7 @@ def assemble(
         "fallback_dropped_ids": outcome.dropped_ids,
         "fallback_reads": outcome.fallback_reads or None,
         "aggregates": outcome.aggregates,
+        "ranking": outcome.ranking,
         "summary": outcome.summary,
         **paging,
     }

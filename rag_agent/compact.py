@@ -22,8 +22,9 @@ gains nothing from a hash. :func:`compact_view` keeps what a model acts on:
       "count_only": true,               # only counted: rows is absent
       "related_capped": true,           # the bound on related rows in all cut a list
       "aggregates": {"group_by": [...], "metrics": [...], "groups": [{"keys", "values"}],
-                     "capped": false}
-    }
+                     "capped": false},
+      "ranking": {"mode": "hybrid", "query": "stop paying"}   # rows in rank order, by these
+    }                                                         #   words (and "degraded" if so)
 
 (``aggregates`` is left out for a plain count, whose one group repeats ``total_count``.)
 Keys appear only when they say something: ``rows`` is absent when nothing was read, ``applied``
@@ -86,6 +87,11 @@ def compact_view(envelope: Envelope | Mapping[str, Any]) -> dict[str, Any]:
             view[key] = metadata[key]
     if metadata.get("fallback_dropped_ids"):
         view["fallback_dropped_ids"] = metadata["fallback_dropped_ids"]
+    ranking = metadata.get("ranking")
+    if ranking:  # the rows are in rank order: say by what (scores stay in the artifact)
+        view["ranking"] = {
+            key: ranking[key] for key in ("mode", "query", "degraded") if ranking.get(key)
+        }
     aggregates = metadata.get("aggregates")
     # A plain count's single group repeats total_count: left out.
     if aggregates and (aggregates.get("group_by") or aggregates.get("metrics") != ["count"]):

@@ -70,9 +70,11 @@ __all__ = [
     "IgnoredPart",
     "Metadata",
     "Provenance",
+    "RankingInfo",
     "Record",
     "RedactedField",
     "ReformulationAttempt",
+    "Relevance",
     "build_records",
     "canonical_value",
     "envelope_json_schema",
@@ -128,7 +130,7 @@ class ErrorInfo(_Frozen):
 class ReformulationAttempt(_Frozen):
     """One reformulated query: why it was tried, its filters and how many rows it matched."""
 
-    reason: Literal["drop_email", "shorten_company_suffix", "drop_company"]
+    reason: Literal["drop_email", "shorten_company_suffix", "similar_company", "drop_company"]
     filters: dict[str, Any]
     result_count: int = Field(ge=0)
 
@@ -198,6 +200,22 @@ class RedactedField(_Frozen):
     )
 
 
+class Relevance(_Frozen):
+    """Where a ranked record stands: its fused score, its place and its rank in each leg.
+
+    It sits in the record's ``provenance`` (how the record was found), outside the hashed
+    fields, so every record verifies as before; not beside the row's fields, where a column
+    called ``score`` (leads have one) would collide with it.
+    """
+
+    score: float = Field(description="The fused relevance score; higher is better.")
+    rank: int = Field(ge=1, description="The record's 1-based place in the whole ranking.")
+    ranks: dict[str, int | None] = Field(
+        description="Its 1-based rank in each leg ('keyword', 'semantic'); null where that leg "
+        "did not rank it."
+    )
+
+
 class Provenance(_Frozen):
     """Where a record came from, when, and the hash that lets anyone verify it."""
 
@@ -223,6 +241,11 @@ class Provenance(_Frozen):
         description='With redaction: HMAC-SHA256 under the redaction key of ["row", table, '
         "original row] in canonical JSON, which a holder of the original row and the key can "
         "check (RedactionPolicy.verify).",
+    )
+    relevance: Relevance | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="For a ranked record: its score, place and per-leg ranks.",
     )
 
 
@@ -273,6 +296,19 @@ class _ReadOnlyFields(dict[str, Any]):
 
 #: The keys of a record that are not fields of its row (and so not hashed).
 OUTSIDE_ROW = frozenset({"provenance", "related", "related_truncated"})
+
+
+class RankingInfo(_Frozen):
+    """How ranked records were ranked: the mode that ran, the words, the legs."""
+
+    mode: Literal["hybrid", "keyword", "semantic"] = Field(description="The mode that ran.")
+    query: str = Field(description="The text the legs ranked by (request framing removed).")
+    legs: list[str] = Field(description="The legs that ranked, in fusion order.")
+    degraded: str | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="What could not run and what ran instead, when not all did.",
+    )
 
 
 class Record(BaseModel):
@@ -353,6 +389,10 @@ class Metadata(_Frozen):
         default=None,
         description="Counts and metrics per group, for an aggregate run (records are then empty).",
     )
+    ranking: RankingInfo | None = Field(
+        default=None,
+        description="Set when the records come back ranked by relevance to the request's topic.",
+    )
 
 
 _OPTIONAL_METADATA = tuple(
@@ -390,6 +430,8 @@ def _drop_unset_raw_rows(records: list[dict[str, Any]]) -> None:
         provenance = record["provenance"]
         if provenance["raw_row"] is None:
             del provenance["raw_row"]
+        if provenance.get("relevance", 0) is None:
+            del provenance["relevance"]
         for children in (record.get("related") or {}).values():
             _drop_unset_raw_rows(children)
 
@@ -488,6 +530,7 @@ def build_records(
                 "row_hash": digest,
                 "retrieved_at": retrieved_at,
                 "raw_row": _raw_row(row) if include_raw else None,
+                "relevance": None,
                 **_redaction_fields(note),
             },
         )

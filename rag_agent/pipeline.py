@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +58,7 @@ from rag_agent.envelope import (
 )
 from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner
+from rag_agent.ranking import CannotRank, cached_ranked_page, rankable, text_conditions
 from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
 from rag_agent.reformulation import relaxations
 from rag_agent.related import (
@@ -68,6 +68,7 @@ from rag_agent.related import (
     resolve_words,
 )
 from rag_agent.settings import RAGSettings
+from rag_agent.similar import similar_company, swap_note, with_similar_company
 from rag_agent.specs import Condition, ExtractionRequest, Understanding
 from rag_agent.understanding import (
     DEFAULT_TABLE,
@@ -211,6 +212,12 @@ class Pipeline:
                 sources=sorted({c.source for c in applied}),
                 ignored=len(outcome.ignored),
             )
+            # Rows are ranked by the topic, and by the words of "about …" substring conditions
+            # on the table's text column, when the table can be ranked (rag_agent.ranking).
+            as_topic = () if request.count_only else text_conditions(checked_table, applied)
+            words = " ".join([*(c.value for c in as_topic), request.topic]).strip()
+            topic = self._topic(words, checked_table, related)
+            as_topic = as_topic if topic else ()
             aggregated = bool(request.group_by or request.metrics)
             if aggregated:  # numbers per group, never rows: no filter is needed
                 self._applied(outcome, applied)
@@ -221,9 +228,10 @@ class Pipeline:
             elif applied and request.count_only:
                 self._applied(outcome, applied)
                 yield from self._count(log, outcome, checked_table, applied)
-            elif applied:
+            elif applied or (topic and not request.count_only):
+                rest = tuple(c for c in applied if c not in as_topic)
                 yield from self._retrieve(
-                    log, outcome, checked_table, applied, window, include_raw, related
+                    log, outcome, checked_table, rest, window, include_raw, related, topic, as_topic
                 )
             # zero is a count's answer
             counted = (bool(applied) and request.count_only) or aggregated
@@ -432,6 +440,11 @@ class Pipeline:
             )
         return eff_limit, eff_offset
 
+    def _topic(self, topic: str, table: str, related: tuple[Include, ...]) -> str:
+        # Rows are ranked by the topic when the table has text to rank by (related rows are
+        # read by the plain path alone).
+        return topic if topic and not related and rankable(self.facade, table) else ""
+
     def _retrieve(
         self,
         log: Any,
@@ -441,19 +454,43 @@ class Pipeline:
         window: _Window,
         include_raw: bool,
         related: tuple[Include, ...] = (),
+        topic: str = "",
+        as_topic: tuple[Condition, ...] = (),
     ) -> Steps[None]:
         def query(conditions: tuple[Condition, ...]) -> Steps[tuple[PageResult, bool]]:
+            if topic:  # ranked by the topic, the conditions hard constraints (rag_agent.ranking)
+                return (
+                    yield from cached_ranked_page(
+                        self, log, table, topic, conditions, window, include_raw
+                    )
+                )
             planned = _planned(table, conditions, window)
             shown = query_filters_view(conditions)
-            return self._query(log, planned, include_raw, shown, related)
+            return (yield from self._query(log, planned, include_raw, shown, related))
 
-        result, all_hits = yield from query(conditions)
+        try:
+            result, all_hits = yield from query(conditions)
+        except CannotRank:
+            # The backend cannot search: answered as without a topic (the "about …" substrings
+            # filters again), never an unfiltered read.
+            log.debug("rag.search", table=table, status="unsupported")
+            conditions, topic = conditions + as_topic, ""
+            if not conditions:
+                return
+            result, all_hits = yield from query(conditions)
         used = conditions
         if result.total_count == 0:
-            relaxed_steps = relaxations(conditions)
-            for reason, relaxed in itertools.islice(
-                relaxed_steps, self.settings.reformulation_max_attempts
-            ):
+            tried, previous = 0, conditions
+            for reason, planned in with_similar_company(relaxations(conditions)):
+                if tried >= self.settings.reformulation_max_attempts:
+                    break
+                if planned is None:  # similar_company: looked up now, only if still needed
+                    planned = yield from similar_company(table, previous)
+                    if planned is None:
+                        continue
+                else:
+                    previous = planned
+                relaxed, tried = planned, tried + 1
                 attempt, hit = yield from query(relaxed)
                 all_hits = all_hits and hit
                 shown = query_filters_view(relaxed)
@@ -473,6 +510,9 @@ class Pipeline:
                 if attempt.total_count:
                     result, used = attempt, relaxed
                     outcome.fallback = "reformulation"
+                    note = swap_note(conditions, relaxed) if reason == "similar_company" else None
+                    if note is not None:
+                        outcome.ignored += ignored_parts([note])
                     break
         self._applied(outcome, used)
         outcome.take(result, shared=self.cache.enabled)

@@ -145,6 +145,9 @@ class Understanding:
     its conversations" → ``("conversations",)``).
     ``metrics`` names the aggregates asked for beyond a row count, as ``facade.aggregate`` takes
     them ("average score by status" → ``("avg:score",)``); empty means the count alone.
+    ``topic`` is what the text is about beyond its conditions: the words no rule read, request
+    framing removed ("inquiries from customers who want to stop paying" → ``"stop paying"``);
+    ``""`` when nothing is left. Rows are ranked by it (:mod:`rag_agent.ranking`).
     """
 
     table: str | None = None
@@ -155,6 +158,7 @@ class Understanding:
     group_by: tuple[str, ...] = ()
     include: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
+    topic: str = ""
 
 
 @dataclass(frozen=True, slots=True)

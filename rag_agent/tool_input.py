@@ -13,12 +13,13 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from persistence import DEFAULT_RELATED_LIMIT, MAX_RELATED_LIMIT, Include, Op, Order
+from persistence.search import DEFAULT_K, MAX_K, MAX_OFFSET, MAX_SEARCH_TEXT_LENGTH
 from rag_agent.conditions import legacy_conditions
 from rag_agent.filters import FILTER_KEYS, normalize_filters
 from rag_agent.specs import Condition, FilterSpec, OrderSpec
@@ -34,6 +35,7 @@ __all__ = [
     "QueryTableInput",
     "RAGAgentInput",
     "RangeSpec",
+    "SearchTableInput",
     "TooDeep",
     "ToolInputError",
     "bounded",
@@ -330,6 +332,36 @@ class AggregateTableInput(CountRowsInput):
     limit: int | None = Field(
         default=None, ge=1, le=1000, description="At most this many groups (default 100)."
     )
+
+
+class SearchTableInput(_Args):
+    """Rank an allow-listed table's rows by relevance to a text, inside structured filters."""
+
+    table: str = Field(description="An allow-listed table, e.g. 'inquiries' or 'messages'.")
+    text: str = Field(
+        min_length=1,
+        max_length=MAX_SEARCH_TEXT_LENGTH,
+        description="What the rows should be about, e.g. 'customers who want to stop paying'.",
+    )
+    filters: list[FilterSpec] | dict[str, _Scalar] | None = Field(
+        default=None,
+        description="Hard constraints: a list of {column, op, value} (ANDed) or a "
+        "{column: value} mapping (eq).",
+    )
+    ranges: list[RangeSpec] | None = Field(
+        default=None,
+        description="Ranges, e.g. {column: received_at, gte: '2025-03-01', lt: '2025-04-01'}.",
+    )
+    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K, description="Rows to return.")
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET, description="Ranked rows to skip.")
+    mode: Literal["hybrid", "keyword", "semantic"] = Field(
+        default="hybrid",
+        description="hybrid (words and meaning), keyword (words, typos forgiven) or semantic.",
+    )
+
+    def filter_specs(self) -> list[FilterSpec]:
+        """The filters and ranges as specs: a ``{column: value}`` mapping means ``eq``."""
+        return _filter_specs(self.filters, self.ranges)
 
 
 class RAGAgentInput(_Args):

@@ -1,6 +1,7 @@
 """LangChain tools over a ``RAGAgent``: ``query_leads``, ``query_table``, ``rag_agent``,
-``deliver_data``, ``count_rows``, ``aggregate_table``, and the schema discovery tools
-``list_tables`` and ``describe_table`` (:mod:`rag_agent.discovery`).
+``deliver_data``, ``count_rows``, ``aggregate_table``, ``search_table`` (rows ranked by
+relevance to a text, :mod:`rag_agent.ranking`), and the schema discovery tools ``list_tables``
+and ``describe_table`` (:mod:`rag_agent.discovery`).
 
 ::
 
@@ -62,6 +63,7 @@ from rag_agent.tool_input import (
     QueryLeadsInput,
     QueryTableInput,
     RAGAgentInput,
+    SearchTableInput,
     TooDeep,
     ToolInputError,
     brief,
@@ -81,6 +83,7 @@ __all__ = [
     "QueryLeadsTool",
     "QueryTableTool",
     "RAGAgentTool",
+    "SearchTableTool",
     "ToolInputError",
     "build_tools",
     "coerce_tool_input",
@@ -272,6 +275,31 @@ class QueryTableTool(_EnvelopeTool):
         )
 
 
+class SearchTableTool(_EnvelopeTool):
+    """Rows of an allow-listed table ranked by relevance to a text, inside structured filters."""
+
+    name: str = "search_table"
+    description: str = _data_tool(
+        f"""Find the rows of an allow-listed table that are about something, best first:
+        'text' says what (e.g. 'customers who want to stop paying', 'could not sign in',
+        a misspelled company name); filters ({{column, op, value}} with op one of
+        {", ".join(LLM_OPERATORS)}, or {{column: value}}) and ranges are hard constraints.
+        mode: hybrid (words and meaning; the default), keyword (words, typos forgiven) or
+        semantic. k rows (default 10, at most 100) from offset. Returns a JSON envelope:
+        metadata.ranking {{mode, query, legs, degraded}}, total_count (rows matching the
+        filters), has_more, next_offset, and records with provenance, each provenance with
+        its relevance {{score, rank, ranks}}."""
+    )
+    args_schema: type[BaseModel] = SearchTableInput
+    table_label: str | None = None
+
+    def _answer(self, args: SearchTableInput) -> _AgentCall:
+        agent = self._agent
+        found = {"k": args.k, "offset": args.offset, "mode": args.mode}
+        positional = (args.table, args.text, to_filters(args.filter_specs()))
+        return _AgentCall(agent.search, agent.asearch, positional, found)
+
+
 class RAGAgentTool(_FreeTextTool):
     """The full adaptive pipeline: free text (or a partial envelope) in, an envelope out."""
 
@@ -297,9 +325,12 @@ class RAGAgentTool(_FreeTextTool):
             page = {"table": table, "limit": limit, "offset": offset}
             return _AgentCall(self._agent.run, self._agent.arun, (args.query,), page)
         count_only = metadata.get("count_only") is True or None
-        return self._run_conditions(
-            "", _metadata_conditions(metadata), table, (limit, offset), count_only
-        )
+        conditions = _metadata_conditions(metadata)
+        topic = _ranking_query(metadata)  # a ranked envelope's next page is ranked the same
+        if topic and not conditions:
+            page = {"table": table, "limit": limit, "offset": offset}
+            return _AgentCall(self._agent.run, self._agent.arun, (topic,), page)
+        return self._run_conditions(topic, conditions, table, (limit, offset), count_only)
 
 
 class DeliverDataTool(BoundedInputTool):
@@ -386,13 +417,19 @@ def _metadata_conditions(metadata: Mapping[str, Any]) -> tuple[Condition, ...]:
     return legacy_conditions(legacy, "tool")
 
 
+def _ranking_query(metadata: Mapping[str, Any]) -> str:
+    ranking = metadata.get("ranking")
+    query = ranking.get("query") if isinstance(ranking, Mapping) else None
+    return query if isinstance(query, str) else ""
+
+
 def _int_or_none(value: object) -> int | None:
     return value if type(value) is int else None
 
 
 def build_tools(agent: RAGAgent, *, content: ContentFormat = "compact") -> list[BaseTool]:
     """The tools bound to ``agent``: query_leads, query_table, rag_agent, deliver_data, then
-    count_rows, aggregate_table, list_tables and describe_table.
+    count_rows, aggregate_table, list_tables, describe_table and search_table.
 
     ``content`` is what a tool's content (what the model reads) holds: ``"compact"`` (the
     default) the compact view of :mod:`rag_agent.compact`, ``"full"`` the whole envelope as
@@ -411,6 +448,7 @@ def build_tools(agent: RAGAgent, *, content: ContentFormat = "compact") -> list[
         AggregateTableTool(agent=agent, content_format=content),
         ListTablesTool(agent=agent, content_format=content),
         DescribeTableTool(agent=agent, content_format=content),
+        SearchTableTool(agent=agent, content_format=content),
     ]
 
 
@@ -426,5 +464,6 @@ def openai_tool_schemas() -> list[dict[str, Any]]:
         AggregateTableTool(),
         ListTablesTool(),
         DescribeTableTool(),
+        SearchTableTool(),
     ]
     return [convert_to_openai_tool(tool) for tool in tools]

@@ -79,7 +79,8 @@ OPERATORS_BY_KIND: Mapping[str, tuple[str, ...]] = {
 class Request:
     """What one run asks for, once understood: the table, the conditions, count or rows, the
     parts of the request not applied so far, the columns it counts per group by, the tables
-    whose related rows it asks for, and the aggregates it asks for besides the count."""
+    whose related rows it asks for, the aggregates it asks for besides the count, and the topic
+    rows are ranked by (``""``: none)."""
 
     table: str
     conditions: tuple[Condition, ...]
@@ -88,6 +89,7 @@ class Request:
     group_by: tuple[str, ...] = ()
     include: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
+    topic: str = ""
 
 
 def explicit_conditions(filters: object) -> tuple[Condition, ...]:
@@ -147,6 +149,7 @@ def understand_request(
         group_by=found.group_by,
         include=found.include,
         metrics=found.metrics,
+        topic=found.topic,
     )
 
 
@@ -161,6 +164,8 @@ def _merged(rules: Understanding, model: Understanding) -> Understanding:
     only when the rules found none (or only weak evidence); its grouping and related rows fill
     in what the rules did not read; its metrics are its own (the rules read none)."""
     if model.conditions and (not rules.conditions or rules.weak):
+        # The rules' topic goes too: the model read the words' meaning, not which words it used
+        # (its "about …" substrings still rank, see rag_agent.ranking.text_conditions).
         base = Understanding(
             model.table or rules.table, model.conditions, model.count_only, model.ignored
         )

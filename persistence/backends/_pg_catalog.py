@@ -35,6 +35,7 @@ __all__ = [
     "RoleFacts",
     "Table",
     "check_role",
+    "read_available_extensions",
     "read_extensions",
     "read_indexes",
     "read_role",
@@ -113,6 +114,7 @@ WHERE n.nspname = %s AND k.ord <= x.indnkeyatts
 ORDER BY t.relname, i.relname, k.ord
 """
 _EXTENSIONS_SQL = b"SELECT extname FROM pg_catalog.pg_extension"
+_AVAILABLE_EXTENSIONS_SQL = b"SELECT name FROM pg_catalog.pg_available_extensions"
 _RELOAD_SECONDS = 5.0
 
 
@@ -274,6 +276,11 @@ def read_indexes(conn: psycopg.Connection[Any], schema: str) -> tuple[IndexFacts
 def read_extensions(conn: psycopg.Connection[Any]) -> frozenset[str]:
     """The names of the extensions installed in the database."""
     return frozenset(str(row[0]) for row in conn.execute(_EXTENSIONS_SQL))
+
+
+def read_available_extensions(conn: psycopg.Connection[Any]) -> frozenset[str]:
+    """The names of the extensions the server could install (installed or not)."""
+    return frozenset(str(row[0]) for row in conn.execute(_AVAILABLE_EXTENSIONS_SQL))
 
 
 def role_problems(role: RoleFacts | None, writable: Collection[str]) -> list[str]:

@@ -67,6 +67,7 @@ try:
         Table,
         check_role_steps,
         fetch_all,
+        read_available_extensions,
         read_extensions,
         read_indexes,
         read_role,
@@ -537,6 +538,8 @@ class DatabaseFacts(NamedTuple):
     writable: frozenset[str]
     indexes: tuple[IndexFacts, ...]
     extensions: frozenset[str]
+    #: The extensions the server could install (``pg_available_extensions``).
+    available: frozenset[str] = frozenset()
 
 
 def inspect_database(
@@ -565,6 +568,7 @@ def inspect_database(
                 writable=catalog.writable,
                 indexes=read_indexes(conn, schema),
                 extensions=read_extensions(conn),
+                available=read_available_extensions(conn),
             )
     except psycopg.Error as exc:
         raise translate(exc, "inspect") from exc

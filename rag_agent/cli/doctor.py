@@ -1,4 +1,6 @@
-"""``rag-agent doctor``: the connected role's privileges and the indexes the generated SQL needs.
+"""``rag-agent doctor``: the connected role's privileges and the indexes the generated SQL needs,
+and, on PostgreSQL, the extensions and indexes each search leg needs
+(:mod:`rag_agent.doctor_search`).
 
 The knowledge (which columns, which operators, which index) is :mod:`rag_agent.doctor`; this
 module reads the facts for the chosen backend and prints the report.
@@ -16,12 +18,13 @@ from rag_agent.cli import connect as connection  # backend_options, looked up at
 from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR
 from rag_agent.cli.render import _inert, wants_json
 from rag_agent.doctor import Report, format_report, memory_report, postgres_report, supabase_report
+from rag_agent.doctor_search import SearchAdvice, format_search, search_advice
 from rag_agent.settings import RAGSettings
 
 SCHEMA = "public"
 
 
-def _postgres(args: argparse.Namespace, settings: RAGSettings) -> Report:
+def _postgres(args: argparse.Namespace, settings: RAGSettings) -> tuple[Report, SearchAdvice]:
     from persistence.backends.postgres import inspect_database
 
     options = connection.backend_options(args, settings)
@@ -45,7 +48,7 @@ def _postgres(args: argparse.Namespace, settings: RAGSettings) -> Report:
     absent = sorted(BUSINESS_TABLES - set(tables))
     if absent:
         where += "; not found or not readable: " + ", ".join(absent)
-    return postgres_report(
+    report = postgres_report(
         schema=SCHEMA,
         tables=tables,
         indexes=facts.indexes,
@@ -54,6 +57,18 @@ def _postgres(args: argparse.Namespace, settings: RAGSettings) -> Report:
         writable=facts.writable,
         where=where,
     )
+    text_columns = {
+        table: [column for column, (_, category) in columns.items() if category == "S"]
+        for table, columns in tables.items()
+    }
+    advice = search_advice(
+        schema=SCHEMA,
+        tables=text_columns,
+        indexes=facts.indexes,
+        extensions=facts.extensions,
+        available=facts.available,
+    )
+    return report, advice
 
 
 def _supabase(args: argparse.Namespace, settings: RAGSettings) -> Report:
@@ -72,15 +87,22 @@ def _supabase(args: argparse.Namespace, settings: RAGSettings) -> Report:
 def cmd_doctor(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Print the doctor's report; exit 1 when an index is missing or the role can write or
     bypass row-level security, else 0."""
+    advice: SearchAdvice | None = None
     if args.backend == "postgres":
-        report = _postgres(args, settings)
+        report, advice = _postgres(args, settings)
     elif args.backend == "supabase":
         report = _supabase(args, settings)
     else:
         report = memory_report()
     if wants_json(args, out):
-        out.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
+        data = report.as_json()
+        if advice is not None:
+            data["search"] = advice.as_json()
+        out.write(json.dumps(data, ensure_ascii=False) + "\n")
     else:
         # Names come from the catalog: shown inert, like row text.
-        out.write(_inert(format_report(report)) + "\n")
+        text = format_report(report)
+        if advice is not None:  # advice only: a missing search index does not fail the check
+            text += "\n\n" + format_search(advice)
+        out.write(_inert(text) + "\n")
     return EXIT_OK if report.ok else EXIT_QUERY_ERROR

@@ -32,7 +32,8 @@ __all__ = [
 
 _SYSTEM_PROMPT = """\
 You look up rows in a read-only CRM database for an operational agent.
-Tools: list_tables, list_columns, query_table (structured filters), count_rows.
+Tools: list_tables, list_columns, query_table (structured filters), search_table (rows ranked
+by what they are about), count_rows, aggregate_table.
 Rules:
 1. Query only with the tools. Tables outside the allow-list or outside this request's scope
    (list_tables shows the ones you may read) are refused; do not retry them.

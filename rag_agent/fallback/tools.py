@@ -1,8 +1,9 @@
 """The fallback's own tools, and the bounds of one run they count against.
 
-Five read-only tools over the facade: ``list_tables``, ``list_columns``, ``query_table``
-(structured filters, :class:`~rag_agent.specs.FilterSpec`), ``count_rows`` and
-``aggregate_table``. They are closures over a :class:`FallbackSession`, the state of one run: its
+Six read-only tools over the facade: ``list_tables``, ``list_columns``, ``query_table``
+(structured filters, :class:`~rag_agent.specs.FilterSpec`), ``search_table`` (rows ranked by
+relevance to a text, inside the same filters), ``count_rows`` and ``aggregate_table``. They
+are closures over a :class:`FallbackSession`, the state of one run: its
 :class:`~.ledger.ReadLedger`, its counters and its deadline.
 
 - **Aggregates are numbers.** ``aggregate_table`` answers groups and metrics; nothing it returns
@@ -89,6 +90,15 @@ class _QueryArgs(BaseModel):
     columns: list[str] | None = Field(default=None, description="Columns to return (all if null).")
     order_by: str | None = Field(default=None, description="Column to sort by.")
     descending: bool = False
+    limit: int = Field(default=_DEFAULT_ROWS_PER_CALL, ge=1, le=_MAX_ROWS_PER_CALL)
+    offset: int = Field(default=0, ge=0)
+
+
+class _SearchArgs(BaseModel):
+    table: str = Field(description="A table from list_tables, e.g. inquiries.")
+    text: str = Field(description="What the rows should be about, in a few words.")
+    filters: list[FilterSpec] = Field(default_factory=list, description="ANDed conditions.")
+    mode: Literal["hybrid", "keyword", "semantic"] = "hybrid"
     limit: int = Field(default=_DEFAULT_ROWS_PER_CALL, ge=1, le=_MAX_ROWS_PER_CALL)
     offset: int = Field(default=0, ge=0)
 
@@ -215,11 +225,16 @@ class FallbackSession:
     # -- the tools -------------------------------------------------------------------------
 
     def tools(self) -> list[BaseTool]:
-        """The five tools of this run, for the agent graph."""
+        """The six tools of this run, for the agent graph."""
         query_table = (
             "Read rows of a table matching all filters (each {column, op, value}). "
             f"Returns at most {_MAX_ROWS_PER_CALL} rows and the total match count. "
             + UNTRUSTED_DATA_NOTE
+        )
+        search_table = (
+            "Rows of a table matching all filters, best first by relevance to 'text' (what "
+            "they are about; typos in names forgiven). Use it when the question names a topic "
+            f"rather than exact values. At most {_MAX_ROWS_PER_CALL} rows. " + UNTRUSTED_DATA_NOTE
         )
         return [
             StructuredTool.from_function(
@@ -229,6 +244,7 @@ class FallbackSession:
                 (self.list_tables, "List the tables you may read for this request.", _NoArgs),
                 (self.list_columns, "List the columns of a table.", _TableArgs),
                 (self.query_table, query_table, _QueryArgs),
+                (self.search_table, search_table, _SearchArgs),
                 (self.count_rows, "Count the rows of a table matching all filters.", _CountArgs),
                 (self.aggregate_table, _AGGREGATE_TEXT, _AggregateArgs),
             )
@@ -283,6 +299,42 @@ class FallbackSession:
             )
 
         return self._guarded(query)
+
+    def search_table(
+        self,
+        table: str,
+        text: str,
+        filters: list[FilterSpec] | None = None,
+        mode: str = "hybrid",
+        limit: int = _DEFAULT_ROWS_PER_CALL,
+        offset: int = 0,
+    ) -> str:
+        """Rows of ``table`` ranked by ``text`` between untrusted-data markers; every row is
+        ledgered, as ``query_table``'s are."""
+
+        def search() -> str:
+            wanted = to_filters(filters)
+            result = self.facade.search(
+                self._in_scope(table),
+                text,
+                filters=wanted,
+                k=min(limit, _MAX_ROWS_PER_CALL),
+                offset=offset,
+                mode=mode,
+            )
+            rows = result.rows
+            self._read(table, wanted, rows)
+            payload = json.dumps(
+                {"table": table, "ranked_by": result.query, "rows": rows},
+                default=str,
+                ensure_ascii=True,
+            )
+            return (
+                f"{len(rows)} rows of {table!r} ranked by relevance (offset {offset}; "
+                f"{result.total_count} match the filters). Data only:\n{boundary_block(payload)}"
+            )
+
+        return self._guarded(search)
 
     def count_rows(self, table: str, filters: list[FilterSpec] | None = None) -> str:
         """How many rows of ``table`` match ``filters`` (or the refusal)."""

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 
 from persistence import Op
+from persistence.schema import TABLE_COLUMNS
 from rag_agent.rules import names
 from rag_agent.rules.reading import Reading, plural
 from rag_agent.rules.vocabulary import (
@@ -105,6 +106,15 @@ _SOURCE_RE = re.compile(
     re.IGNORECASE,
 )
 _DIRECTION_RE = re.compile(r"\b(?P<dir>inbound|incoming|outbound|outgoing)\b", re.IGNORECASE)
+# Who wrote a message, said in words: "messages from customers" (inbound), "messages we sent"
+# (outbound). Read only on a table with a direction column.
+_WRITER_RE = re.compile(
+    r"\b(?:(?P<in>(?:sent\s+|written\s+|received\s+)?(?:by|from)\s+(?:the\s+|our\s+)?"
+    r"(?:customers?|clients?|leads?|prospects?|contacts?|users?))"
+    r"|(?P<out>(?:(?:that|which)\s+)?we\s+(?:sent|wrote|send)|(?:sent|written)\s+by\s+us"
+    r"|from\s+us|our\s+(?:replies|messages|answers)))\b",
+    re.IGNORECASE,
+)
 _MISSING = "|".join(sorted((re.escape(w) for w in MISSING_WORDS), key=len, reverse=True))
 _MISSING_RE = re.compile(
     rf"\b(?P<how>without|with\s+no|no|missing|lacking|with|having)\s+(?:an?\s+|the\s+)?"
@@ -262,6 +272,10 @@ def read_channels(reading: Reading) -> None:
     for match in reading.finditer(_DIRECTION_RE):
         value = DIRECTION_WORDS[match["dir"].lower()]
         reading.apply(*match.span(), "direction", Op.EQ, value, "direction column")
+    if "direction" in TABLE_COLUMNS.get(reading.table, ()):
+        for match in reading.finditer(_WRITER_RE):
+            value = "inbound" if match["in"] else "outbound"
+            reading.apply(*match.span(), "direction", Op.EQ, value, "direction column")
 
 
 def read_missing(reading: Reading) -> None:

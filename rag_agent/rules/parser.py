@@ -19,6 +19,7 @@ from rag_agent.rules import fields, grouping, names
 from rag_agent.rules.dates import find_dates
 from rag_agent.rules.reading import Reading, plural
 from rag_agent.rules.related import read_related
+from rag_agent.rules.topic import topic_of
 from rag_agent.rules.vocabulary import (
     CHANNEL_WORDS,
     COMPANY_COLUMNS,
@@ -318,6 +319,8 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
     ):
         read(reading)
     weak = _company(reading)
+    if named is not None:  # the table word is framing: "inquiries about refunds"
+        reading.claim(*named[1])
     return Understanding(
         table=target,
         conditions=tuple(reading.conditions),
@@ -326,4 +329,5 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
         weak=weak,
         group_by=group_by,
         include=include,
+        topic=topic_of(reading.text),
     )

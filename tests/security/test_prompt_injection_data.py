@@ -89,7 +89,8 @@ class TestInjectionThroughRows:
         agent = RAGAgent(
             world.facade, settings=SETTINGS, llm=model, llm_filters=lambda _: {}, fallback=fallback
         )
-        envelope = agent.run("show me what the trojan rows say", return_json=True)
+        # No condition and no topic: the question goes to the fallback (a topic would rank rows).
+        envelope = agent.run("show me everything", return_json=True)
 
         asked = {t for t in TABLE_ORDER.findall(" ".join(INJECTIONS)) if t != "leads"}
         refused = " ".join(obedient.refusals)

@@ -26,6 +26,7 @@ class TestToolsCommand:
             "aggregate_table",
             "list_tables",
             "describe_table",
+            "search_table",
         ]
         for schema in schemas:
             assert schema["type"] == "function"

@@ -87,13 +87,14 @@ class TestHappyPath:
         assert result.stopped == "answer" and result.answer == "done"
 
     def test_model_is_offered_the_read_only_tools(self, facade: ReadOnlyPersistenceFacade) -> None:
-        """The model sees five read tools and the final-answer tool, nothing that writes."""
+        """The model sees six read tools and the final-answer tool, nothing that writes."""
         model = ScriptedChatModel(script=[final()])
         fallback(facade, model).run("anything")
         assert set(model.bound_tools[0]) == {
             "list_tables",
             "list_columns",
             "query_table",
+            "search_table",
             "count_rows",
             "aggregate_table",
             "FinalAnswer",

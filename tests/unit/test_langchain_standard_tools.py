@@ -17,6 +17,7 @@ from rag_agent.tools import (
     QueryLeadsTool,
     QueryTableTool,
     RAGAgentTool,
+    SearchTableTool,
 )
 
 
@@ -135,3 +136,16 @@ class TestAggregateTableUnit(_AggregateTable, ToolsUnitTests):
 
 class TestAggregateTableIntegration(_AggregateTable, ToolsIntegrationTests):
     """Standard integration suite for aggregate_table."""
+
+
+class _SearchTable(_Suite):
+    tool_class = SearchTableTool
+    example: ClassVar[dict[str, Any]] = {"table": "leads", "text": "Globx", "k": 1}
+
+
+class TestSearchTableUnit(_SearchTable, ToolsUnitTests):
+    """Standard unit suite for search_table."""
+
+
+class TestSearchTableIntegration(_SearchTable, ToolsIntegrationTests):
+    """Standard integration suite for search_table."""

@@ -59,6 +59,7 @@ class TestBuildTools:
             "aggregate_table",
             "list_tables",
             "describe_table",
+            "search_table",
         ]
 
     def test_needs_an_agent(self) -> None:
@@ -422,6 +423,7 @@ class TestOpenAISchemas:
             "aggregate_table",
             "list_tables",
             "describe_table",
+            "search_table",
         ]
         for schema in schemas:
             assert schema["type"] == "function"
