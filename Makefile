@@ -11,7 +11,7 @@ STAMP := $(VENV)/.readonly-rag-installed
 endif
 PYTEST_ARGS ?=
 
-.PHONY: install test lint format demo bench bench-quick schema clean
+.PHONY: install test lint format demo bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	@if [ -z "$$VIRTUAL_ENV" ] && [ ! -x "$(VENV)/bin/python" ]; then python3 -m venv $(VENV); fi
