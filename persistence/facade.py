@@ -446,13 +446,15 @@ class _Reader(Closing):
         if readable is not None:
             query = replace(query, columns=readable)
         types = self._known(table)[1]
-        visible = readable if readable is not None else tuple(types)
+        visible = set(types) if readable is None else set(readable)
         # A redacted column is not ranked by: its rank would tell what it holds.
         hidden = self.__redaction.columns(table) if self.__redaction is not None else {}
+        # In table order whatever the policy: the keyword leg's text is these columns joined,
+        # and an index on that expression (what doctor prints) serves it only in that order.
         text_columns = tuple(
             c
-            for c in visible
-            if c in types and types[c].kind is ColumnKind.TEXT and c not in hidden
+            for c, ctype in types.items()
+            if c in visible and ctype.kind is ColumnKind.TEXT and c not in hidden
         )
         if not text_columns:
             raise InvalidQueryError(f"table {table!r} has no text column this search may rank by")

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from persistence import (
+    AccessPolicy,
     Filter,
     InvalidQueryError,
+    MemoryBackend,
     MemoryStore,
     Op,
     ReadOnlyPersistenceFacade,
@@ -362,3 +364,21 @@ class TestRowVectors:
         )
         request = {"text": "late parcel", "filters": [SELECTIVITIES["10%"]], "k": 20}
         assert first.search("inquiries", **request) == second.search("inquiries", **request)
+
+
+def test_text_columns_reach_the_backend_in_table_order() -> None:
+    """Whatever order a column policy lists them in, the backend ranks over the table's text
+    columns in table order: the keyword leg's text is them joined, and only that order is served
+    by the expression index doctor prints."""
+    seen: list[tuple[str, ...]] = []
+
+    class Recording(MemoryBackend):
+        def search(self, query: Any, request: Any, text_columns: Any, embedder: Any) -> Any:
+            seen.append(text_columns)
+            return super().search(query, request, text_columns, embedder)
+
+    store = small_store([{"subject": "cancel", "body": "stop paying", "client_id": 1}])
+    policy = AccessPolicy.read_only(["inquiries"], {"inquiries": ["body", "id", "subject"]})
+    facade = ReadOnlyPersistenceFacade(Recording(store), policy)
+    assert facade.search("inquiries", "paying", mode="keyword").rows[0]["body"] == "stop paying"
+    assert seen == [("subject", "body")]
