@@ -6,6 +6,7 @@ from typing import Any
 
 from persistence.factory import create_read_only_facade
 from rag_agent.agent import RAGAgent
+from rag_agent.embeddings import embeddings_from_setting
 from rag_agent.llm import resolve_llm
 from rag_agent.settings import RAGSettings
 
@@ -17,6 +18,7 @@ def create_rag_agent(
     *,
     llm: Any = None,
     settings: RAGSettings | None = None,
+    embeddings: Any = None,
     **backend_options: Any,
 ) -> RAGAgent:
     """A ``RAGAgent`` reading through ``create_read_only_facade(kind, **backend_options)``.
@@ -28,12 +30,18 @@ def create_rag_agent(
     is any LangChain chat model; without one, a ``ChatOpenAI`` is built when ``OPENAI_API_KEY``
     is set, and otherwise the LLM steps are off (``fallback: "disabled"``), with a warning once per
     process; ``llm=False`` (or ``RAG_LLM=off``) turns them off on purpose, without it.
+    ``embeddings`` (any LangChain ``Embeddings``) serves the semantic leg of search; without it,
+    ``RAG_EMBEDDINGS`` decides (``none`` by default; see :mod:`rag_agent.embeddings`).
 
     >>> rag = create_rag_agent(kind="memory")
     >>> rag.run("find leads at acme", return_json=True)["metadata"]["total_count"]
     0
     """
     settings = settings if settings is not None else RAGSettings.from_env()
-    facade = create_read_only_facade(kind, settings=settings, **backend_options)
+    if embeddings is None:
+        embeddings = embeddings_from_setting(settings.embeddings, settings)
+    facade = create_read_only_facade(
+        kind, settings=settings, embeddings=embeddings, **backend_options
+    )
     llm = resolve_llm(llm, settings)
     return RAGAgent(facade, settings=settings, llm=llm)

@@ -11,6 +11,7 @@
     RAG_CACHE_DISABLED [unset]        RAG_DEBUG [0]
     RAG_FALLBACK_SCOPE [related]      RAG_CACHE_MAX_BYTES [67108864]
     RAG_LLM [on]                      RAG_BACKEND [inferred by the CLI]
+    RAG_EMBEDDINGS [none]: none | default | openai:<model> (see rag_agent.embeddings)
     RAG_POSTGRES_DSN, SUPABASE_URL, SUPABASE_KEY, OPENAI_API_KEY, OPENAI_BASE_URL,
     RAG_OPENAI_MODEL [gpt-4o-mini]
 
@@ -82,6 +83,9 @@ class RAGSettings(PersistenceSettings):
     llm: Flag = True
     #: The backend the ``rag-agent`` CLI reads when no option names one (else it is inferred).
     backend: Literal["memory", "postgres", "supabase"] | None = None
+    #: What embeds text for the semantic leg of search: ``none``, ``default`` (wordllama's
+    #: bundled model, offline) or ``openai:<model>`` (:mod:`rag_agent.embeddings`).
+    embeddings: Text = "none"
 
     @field_validator("backend", mode="before")
     @classmethod
@@ -91,6 +95,17 @@ class RAGSettings(PersistenceSettings):
             if value is not None and value not in BACKEND_KINDS:
                 raise ValueError(f"is not a backend; expected one of {', '.join(BACKEND_KINDS)}")
         return value
+
+    @field_validator("embeddings")
+    @classmethod
+    def _embeddings_choice(cls, value: str) -> str:
+        choice = value.strip()
+        lowered = choice.lower()
+        if lowered in ("", "none", "default"):
+            return lowered or "none"
+        if lowered.startswith("openai:") and choice.partition(":")[2].strip():
+            return "openai:" + choice.partition(":")[2].strip()
+        raise ValueError("is not one of none, default, openai:<model>")
 
     @field_validator("rate_limit_storage")
     @classmethod

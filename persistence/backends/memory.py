@@ -45,6 +45,7 @@ from persistence._read_only import refuse_write
 from persistence.aggregate import AggregateResult, Metric
 from persistence.backends._aggregate_rows import aggregate_rows
 from persistence.backends._like import text_predicate
+from persistence.backends._memory_search import search_rows, vector_cache
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Op, Order, Page, Query
@@ -57,6 +58,8 @@ from persistence.relations import (
     read_with_related,
 )
 from persistence.schema import REFERENCE, TABLE_TYPES
+from persistence.search import SearchRequest, SearchResult
+from persistence.search.embedder import Embedder
 
 __all__ = ["UNTYPED", "MemoryBackend", "MemoryStore", "create_backend", "default_store"]
 
@@ -454,6 +457,26 @@ class MemoryBackend:
         columns = query.columns or self._store.columns(query.table)
         rows = [_copy_row({c: row.get(c) for c in columns}) for row in window]
         return Page(rows=rows, total_count=len(matched))
+
+    def search(
+        self,
+        query: Query,
+        request: SearchRequest,
+        text_columns: tuple[str, ...],
+        embedder: Embedder | None,
+    ) -> SearchResult:
+        """The rows matching ``query.filters`` ranked by ``request``, exactly (every leg ranks
+        every matching row; see :mod:`persistence.backends._memory_search`)."""
+        columns = query.columns or self._store.columns(query.table)
+        return search_rows(
+            query.table,
+            self._matching(query.table, query.filters),
+            request,
+            text_columns,
+            embedder,
+            project=lambda row: _copy_row({c: row.get(c) for c in columns}),
+            cache=vector_cache(self._store),
+        )
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         """How many rows of ``table`` match ``filters``."""

@@ -93,6 +93,24 @@ class Embedder:
         self._meter()
         return [self._checked(v) for v in self.embeddings.embed_documents(list(texts))]
 
+    def embed_rows(self, texts: Sequence[str]) -> list[Vector | None]:
+        """Like :meth:`embed_documents`, but a row whose text embeds to a zero or non-finite
+        vector gets ``None`` (it has no direction; the semantic leg ranks it nowhere) instead of
+        failing the whole batch. A dimension other than the model's is still an
+        :class:`~persistence.errors.InvalidQueryError`."""
+        if not texts:
+            return []
+        self._meter()
+        vectors: list[Vector | None] = []
+        for values in self.embeddings.embed_documents(list(texts)):
+            try:
+                normalize(values)
+            except InvalidQueryError:
+                vectors.append(None)
+            else:
+                vectors.append(self._checked(values))
+        return vectors
+
     def check_stored(self, *, model_id: str, dimension: int) -> None:
         """Refuse stored vectors made by another model or of another dimension."""
         if model_id != self.model_id or dimension != self.dimension:

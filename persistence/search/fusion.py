@@ -22,8 +22,11 @@ __all__ = ["DEFAULT_WEIGHTS", "RRF_K", "fuse"]
 #: The RRF constant: damps the head of each list so one leg's first place cannot dominate.
 RRF_K = 60
 #: Semantic ranks count twice as much as keyword ranks: measured on agent-phrased questions, an
-#: equal-weight fusion ranked below the semantic leg alone, a 2:1 fusion above both.
-DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType({"keyword": 1.0, "semantic": 2.0})
+#: equal-weight fusion ranked below the semantic leg alone, a 2:1 fusion above both. The trigram
+#: leg (short fields, typos) counts as much as the keyword leg.
+DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"keyword": 1.0, "trigram": 1.0, "semantic": 2.0}
+)
 
 
 def fuse(

@@ -1,0 +1,107 @@
+"""pg_trgm's ``word_similarity`` in Python, so the memory backend's trigram leg ranks exactly as
+PostgreSQL's does (checked against a real server by a property test).
+
+``word_similarity(needle, haystack)`` is the greatest similarity between the trigram set of
+``needle`` and the trigram set of any contiguous extent of ``haystack``'s trigrams: how well the
+needle matches *part* of the haystack, which is what a typed name against a longer field wants
+("Globx" against "Globex Industries").
+
+Rules replicated from ``contrib/pg_trgm/trgm_op.c`` (``generate_trgm_only``,
+``calc_word_similarity``, ``iterate_word_similarity``):
+
+* words are runs of alphanumeric characters (anything else separates words); each word is
+  lower-cased and padded with two spaces in front and one behind, then cut into trigrams;
+* the needle's trigrams are a set; the haystack's keep their positions, duplicates included;
+* similarity is ``count / (len1 + len2 - count)`` in single precision (``float4``), where
+  ``len1`` is the needle's distinct trigrams, ``len2`` the extent's, ``count`` those shared;
+* the extent's upper bound moves over every haystack trigram the needle has; its lower bound is
+  the one that maximises the similarity so far, exactly as PostgreSQL's greedy scan does (it is
+  not a full search over all extents, and replicating it is the point).
+
+A multi-byte trigram is compared by its characters here and by a 24-bit CRC there; two
+different trigrams sharing a CRC would differ, which is vanishingly rare and only raises
+PostgreSQL's figure.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+__all__ = ["WORD_SIMILARITY_THRESHOLD", "trigrams", "word_similarity"]
+
+#: pg_trgm's default ``pg_trgm.word_similarity_threshold`` (a ``float4`` 0.6): a value matches
+#: when its word similarity is at least this.
+WORD_SIMILARITY_THRESHOLD = struct.unpack("f", struct.pack("f", 0.6))[0]
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _float4(value: float) -> float:
+    # A quotient of small integers rounded to double then to single precision equals the single
+    # precision quotient (double rounding is harmless for division when 53 >= 2 * 24 + 2).
+    result: float = struct.unpack("f", struct.pack("f", value))[0]
+    return result
+
+
+def _similarity(count: int, len1: int, len2: int) -> float:
+    return _float4(count / (len1 + len2 - count))
+
+
+def trigrams(text: str) -> list[str]:
+    """``text``'s trigrams in order, duplicates kept (pg_trgm's ``generate_trgm_only``)."""
+    found: list[str] = []
+    for word in _WORD.findall(text):
+        padded = f"  {word.lower()} "
+        found.extend(padded[i : i + 3] for i in range(len(padded) - 2))
+    return found
+
+
+def word_similarity(needle: str, haystack: str) -> float:
+    """pg_trgm's ``word_similarity(needle, haystack)``, a ``float4`` value from 0 to 1."""
+    required = set(trigrams(needle))
+    if not required:
+        return 0.0
+    classes: dict[str, int] = {}
+    positions = [classes.setdefault(t, len(classes)) for t in trigrams(haystack)]
+    found = [t in required for t in classes]
+    return _iterate(positions, found, len(required))
+
+
+def _iterate(positions: list[int], found: list[bool], ulen1: int) -> float:
+    """``iterate_word_similarity`` without its strict and check-only variants."""
+    lastpos = [-1] * len(found)
+    ulen2 = count = 0
+    lower = -1
+    best = 0.0
+    for i, index in enumerate(positions):
+        if lower >= 0 or found[index]:
+            if lastpos[index] < 0:
+                ulen2 += 1
+                if found[index]:
+                    count += 1
+            lastpos[index] = i
+        if not found[index]:
+            continue
+        upper = i
+        if lower == -1:
+            lower = i
+            ulen2 = 1
+        current = _similarity(count, ulen1, ulen2)
+        # Try every later lower bound: dropping trigrams before it may raise the similarity.
+        tmp_count, tmp_ulen2, previous_lower = count, ulen2, lower
+        for tmp_lower in range(lower, upper + 1):
+            candidate = _similarity(tmp_count, ulen1, tmp_ulen2)
+            if candidate > current:
+                current, ulen2, lower, count = candidate, tmp_ulen2, tmp_lower, tmp_count
+            tmp_index = positions[tmp_lower]
+            if lastpos[tmp_index] == tmp_lower:
+                tmp_ulen2 -= 1
+                if found[tmp_index]:
+                    tmp_count -= 1
+        best = max(best, current)
+        for tmp_lower in range(previous_lower, lower):
+            tmp_index = positions[tmp_lower]
+            if lastpos[tmp_index] == tmp_lower:
+                lastpos[tmp_index] = -1
+    return best
