@@ -160,6 +160,25 @@ def reference_ranker(corpus: Corpus, embeddings: Any) -> Ranker:
     return rank
 
 
+def rag_ranker(corpus: Corpus, embeddings: Any) -> Ranker | None:
+    """Rankings by ``RAGAgent.run`` on the whole sentence (conditions and topic in one text),
+    or ``None`` while the pipeline does not rank records (no ``ranking`` in its metadata)."""
+    from rag_agent import create_rag_agent
+    from tests.data.search_corpus import load_memory
+
+    agent = create_rag_agent("memory", llm=False, embeddings=embeddings, store=load_memory(corpus))
+
+    def rank(query: Mapping[str, Any], mode: str) -> list[int]:
+        envelope = agent.run(query["text"], table=query["table"], limit=DEPTH, return_json=True)
+        return [record["data"]["id"] if "data" in record else record["id"]
+                for record in envelope.get("records", [])]
+
+    probe = agent.run("customers who want to stop paying", table="inquiries", return_json=True)
+    if "ranking" not in probe.get("metadata", {}):
+        return None
+    return rank
+
+
 def memory_facade(corpus: Corpus, embeddings: Any) -> Any:
     from persistence import create_read_only_facade
     from tests.data.search_corpus import load_memory
@@ -209,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tables", default="inquiries,messages")
     parser.add_argument("--limit", type=int, default=0, help="every Nth query only (a quick slice)")
     parser.add_argument("--dsn", default=os.environ.get("RELEVANCE_DSN", ""))
+    parser.add_argument(
+        "--rag", action="store_true", help="also RAGAgent.run on the condition sentences"
+    )
     args = parser.parse_args(argv)
     corpus = build()
     queries = [q for q in load() if q["table"] in args.tables.split(",")]
@@ -234,7 +256,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Backend {args.backend}, {len(queries)} queries, {len(corpus.rows['messages'])} messages, "
           f"{len(corpus.rows['inquiries'])} inquiries.\n")
     print(markdown(results, counts))
+    if args.rag:
+        _rag_table(corpus, queries, embeddings)
     return 0
+
+
+def _rag_table(corpus: Corpus, queries: Sequence[Mapping[str, Any]], embeddings: Any) -> None:
+    rank = rag_ranker(corpus, embeddings)
+    if rank is None:
+        print("\nRAGAgent.run does not rank records yet (no metadata.ranking): skipped.")
+        return
+    sentences = [q for q in queries if q["type"] == "condition"]
+    found = evaluate(corpus, sentences, {"rag.run": rank})
+    print(f"\nRAGAgent.run on {len(sentences)} sentences with conditions (memory backend):\n")
+    print(markdown(found, {"condition": len(sentences), "all": len(sentences)}))
 
 
 if __name__ == "__main__":
