@@ -50,13 +50,16 @@ _ASKING = (
 _LINK = r"(?:\s+(?:about|for|to|that|why|where|how|if|whether|whose|on|regarding))?"
 _FRAME_PHRASES = (
     # "customers who want to", "people asking about", "clients complaining that"
-    re.compile(rf"\b(?:{_ASKERS})\s+(?:who|that|which)?\s*(?:{_ASKING}){_LINK}\b", re.I),
+    re.compile(rf"\b(?:new\s+)?(?:{_ASKERS})\s+(?:who|that|which)?\s*(?:{_ASKING}){_LINK}\b", re.I),
     # "from customers who", "people who", "someone whose", "from people"
-    re.compile(rf"\b(?:from\s+)?(?:{_ASKERS})\s+(?:who|that|whose|which)\b", re.I),
+    re.compile(rf"\b(?:from\s+)?(?:new\s+)?(?:{_ASKERS})\s+(?:who|that|whose|which)\b", re.I),
     # "requests to", "asking for", "complaints about" without a subject
-    re.compile(rf"\b(?:{_ASKING})\s+(?:about|for|to|that|why|where|how|if|whether|regarding)\b", re.I),
+    re.compile(
+        rf"\b(?:{_ASKING})\s+(?:about|for|to|that|why|where|how|if|whether|regarding)\b", re.I
+    ),
     # a leading asker: "new customers ...", "people ..."
-    re.compile(rf"^\s*(?:new\s+)?(?:{_ASKERS})\b", re.I),
+    # (plural only: a leading "customer database" is about a database)
+    re.compile(r"^\s*(?:new\s+)?(?:customers|clients|people|users|prospects|leads|folks)\b", re.I),
 )
 #: Row nouns every table's rows are: a request names them ("inquiries where ...") but no row
 #: is about them.

@@ -3,9 +3,10 @@ query-text, fusion and feedback modules on their own (``--backend reference``).
 
 Keyword leg: BM25 (:mod:`persistence.search.bm25`'s constants and tokens) of
 :func:`~persistence.search.text.keyword_terms` over the row's text columns. Trigram leg: pg_trgm's
-word similarity of the topical text to the short text columns (the subject), as the backends do. Semantic leg: cosine of the :func:`~persistence.search.text.topical_text`
-embedding against the rows' embeddings, refined once by
-:func:`~persistence.search.feedback.refine`. Hybrid: :func:`~persistence.search.fusion.fuse` with
+word similarity of the topical text to the short text columns (the subject), as the backends do.
+Semantic leg: cosine of the :func:`~persistence.search.text.topical_text` embedding against the
+rows' embeddings, refined once by :func:`~persistence.search.feedback.refine`.
+Hybrid: :func:`~persistence.search.fusion.fuse` with
 :data:`~persistence.search.fusion.DEFAULT_WEIGHTS`. Filters restrict the rows before every leg.
 The memory backend ranks the same way, in pure Python; this one uses numpy, ten times faster.
 """

@@ -69,7 +69,9 @@ class Score:
 
 
 def score(ranking: Sequence[Any], relevant: set[Any]) -> Score:
-    return Score(precision_at(ranking, relevant), ndcg_at(ranking, relevant), recall_at(ranking, relevant))
+    return Score(
+        precision_at(ranking, relevant), ndcg_at(ranking, relevant), recall_at(ranking, relevant)
+    )
 
 
 def mean(scores: Iterable[Score]) -> Score:
@@ -109,7 +111,9 @@ class _BundledWordLlama:
         from wordllama.inference import WordLlamaInference
 
         root = os.path.dirname(wordllama.__file__)
-        tokenizer = Tokenizer.from_file(os.path.join(root, "tokenizers", "l2_supercat_tokenizer_config.json"))
+        tokenizer = Tokenizer.from_file(
+            os.path.join(root, "tokenizers", "l2_supercat_tokenizer_config.json")
+        )
         with safe_open(os.path.join(root, "weights", "l2_supercat_256.safetensors"), "np") as f:
             weights = f.get_tensor("embedding.weight")
         self._model = WordLlamaInference(weights, tokenizer)
@@ -149,7 +153,9 @@ def reference_ranker(corpus: Corpus, embeddings: Any) -> Ranker:
     from tests.data.reference_search import ReferenceSearch
     from tests.data.search_queries import _meets
 
-    searches = {table: ReferenceSearch(corpus, table, embeddings) for table in ("inquiries", "messages")}
+    searches = {
+        table: ReferenceSearch(corpus, table, embeddings) for table in ("inquiries", "messages")
+    }
 
     def rank(query: Mapping[str, Any], mode: str) -> list[int]:
         where = query["filters"]
@@ -170,8 +176,10 @@ def rag_ranker(corpus: Corpus, embeddings: Any) -> Ranker | None:
 
     def rank(query: Mapping[str, Any], mode: str) -> list[int]:
         envelope = agent.run(query["text"], table=query["table"], limit=DEPTH, return_json=True)
-        return [record["data"]["id"] if "data" in record else record["id"]
-                for record in envelope.get("records", [])]
+        return [
+            record["data"]["id"] if "data" in record else record["id"]
+            for record in envelope.get("records", [])
+        ]
 
     probe = agent.run("customers who want to stop paying", table="inquiries", return_json=True)
     if "ranking" not in probe.get("metadata", {}):
@@ -253,8 +261,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for query in queries:
         counts[query["type"]] += 1
         counts["all"] += 1
-    print(f"Backend {args.backend}, {len(queries)} queries, {len(corpus.rows['messages'])} messages, "
-          f"{len(corpus.rows['inquiries'])} inquiries.\n")
+    print(
+        f"Backend {args.backend}, {len(queries)} queries, {len(corpus.rows['messages'])} messages, "
+        f"{len(corpus.rows['inquiries'])} inquiries.\n"
+    )
     print(markdown(results, counts))
     if args.rag:
         _rag_table(corpus, queries, embeddings)

@@ -2,9 +2,10 @@
 
 ``--dsn`` (or ``RELEVANCE_DSN``) names a server and a role that may create databases; the harness
 creates ``relevance_<pid>`` and a login role of that name that may only SELECT, creates the
-reference tables, copies the corpus in, and drops both when the process exits. Row vectors come from wherever the PostgreSQL backend finds them
-(a side table built by ``rag-agent index``, or its in-process re-rank when the server has no
-pgvector); the harness does not build them.
+reference tables, copies the corpus in, and drops both when the process exits. Row vectors
+come from wherever the PostgreSQL backend finds them (a side table built by
+``rag-agent index``, or its in-process re-rank when the server has no pgvector); the harness
+does not build them.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ def postgres_facade(corpus: Corpus, embeddings: Any, dsn: str) -> Any:
     from persistence import create_read_only_facade
 
     if not dsn:
-        raise SystemExit("--backend postgres needs --dsn (or RELEVANCE_DSN), e.g. postgresql://127.0.0.1/postgres")
+        raise SystemExit(
+            "--backend postgres needs --dsn (or RELEVANCE_DSN), e.g. postgresql://127.0.0.1/postgres"
+        )
     name = f"relevance_{os.getpid()}"
     with psycopg.connect(dsn, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -45,9 +48,15 @@ def postgres_facade(corpus: Corpus, embeddings: Any, dsn: str) -> Any:
             with conn.cursor().copy(copy) as writer:
                 for row in rows:
                     writer.write_row([row.get(c) for c in columns])
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS").format(sql.Identifier(name))
+        )
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(
+                sql.Identifier(name)
+            )
+        )
     reader = psycopg.conninfo.make_conninfo(scratch, user=name)
     return create_read_only_facade("postgres", dsn=reader, embeddings=embeddings)
 
@@ -57,5 +66,7 @@ def _drop(dsn: str, name: str) -> None:
     from psycopg import sql
 
     with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        admin.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
         admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))

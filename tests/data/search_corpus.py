@@ -42,7 +42,20 @@ COMPANIES = (
 INDUSTRIES = ("logistics", "healthcare", "retail", "fintech", "manufacturing", "software", "energy")
 LEAD_STATUSES = ("new", "contacted", "qualified", "won", "lost")
 CONVERSATION_STATUSES = ("open", "pending", "closed")
-FIRST = ("Ana", "Ben", "Chloe", "Dev", "Eva", "Farid", "Gina", "Hugo", "Ines", "Jon", "Kira", "Liam")
+FIRST = (
+    "Ana",
+    "Ben",
+    "Chloe",
+    "Dev",
+    "Eva",
+    "Farid",
+    "Gina",
+    "Hugo",
+    "Ines",
+    "Jon",
+    "Kira",
+    "Liam",
+)
 LAST = ("Meyer", "Novak", "Okafor", "Perez", "Quinn", "Rossi", "Sato", "Tanaka", "Ueda", "Vogel")
 _SLOT = re.compile(r"\{(\w+)\}")
 

@@ -41,7 +41,7 @@ _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 _STOP = frozenset(
     """a an the of to in on for from with about by at as and or is are was were be been it its
     this that these those which who what where when how any all some me my our we you your they
-    their them i us not no do does can could would will just out up over before again""".split()
+    their them i us not no do does can could would will just out up over before again""".split()  # noqa: SIM905
 )
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")  # fmt: skip
@@ -220,7 +220,9 @@ def _meets(row: Mapping[str, Any], where: Iterable[list[Any]]) -> bool:
     return True
 
 
-def is_relevant(corpus: Corpus, table: str, row: Mapping[str, Any], rule: Mapping[str, Any]) -> bool:
+def is_relevant(
+    corpus: Corpus, table: str, row: Mapping[str, Any], rule: Mapping[str, Any]
+) -> bool:
     """Whether ``row`` is relevant to a query whose rule is ``rule``."""
     if "topic" in rule and corpus.topics[table][row["id"]] != rule["topic"]:
         return False
@@ -232,7 +234,11 @@ def is_relevant(corpus: Corpus, table: str, row: Mapping[str, Any], rule: Mappin
 def relevant_ids(corpus: Corpus, query: Mapping[str, Any]) -> set[int]:
     """The ids of the rows relevant to ``query``."""
     table = query["table"]
-    return {row["id"] for row in corpus.rows[table] if is_relevant(corpus, table, row, query["relevant"])}
+    return {
+        row["id"]
+        for row in corpus.rows[table]
+        if is_relevant(corpus, table, row, query["relevant"])
+    }
 
 
 def main() -> None:

@@ -20,7 +20,10 @@ MATERIAL: dict[str, dict[str, tuple[str, ...]]] = {
             "churning to a competitor",
             "leaving us for good",
         ),
-        "misleading": ("no refund needed, we just want out of the agreement", "remove us as paying customers"),
+        "misleading": (
+            "no refund needed, we just want out of the agreement",
+            "remove us as paying customers",
+        ),
         "framed": (
             "customers who want to stop paying",
             "{rows} from people who want to cancel",
@@ -30,14 +33,21 @@ MATERIAL: dict[str, dict[str, tuple[str, ...]]] = {
         "noun": ("cancellations", "cancelling the subscription"),
     },
     "login": {
-        "keyword": ("can't log in", "password reset link expired", "account locked after failed sign-in"),
+        "keyword": (
+            "can't log in",
+            "password reset link expired",
+            "account locked after failed sign-in",
+        ),
         "paraphrase": (
             "unable to get access",
             "barred from entering",
             "someone could not get into their profile",
             "kicked out before reaching home",
         ),
-        "misleading": ("invoice portal password not accepted", "security code for signing in never shows up"),
+        "misleading": (
+            "invoice portal password not accepted",
+            "security code for signing in never shows up",
+        ),
         "framed": (
             "{rows} where someone could not sign in",
             "people asking about login problems",
@@ -71,7 +81,10 @@ MATERIAL: dict[str, dict[str, tuple[str, ...]]] = {
             "compensation owed for an outage",
             "give them their dollars again",
         ),
-        "misleading": ("cancel the transaction and return the funds", "invoice paid by mistake, want it back"),
+        "misleading": (
+            "cancel the transaction and return the funds",
+            "invoice paid by mistake, want it back",
+        ),
         "framed": (
             "customers who want their money back",
             "{rows} asking for a refund",
@@ -173,7 +186,10 @@ MATERIAL: dict[str, dict[str, tuple[str, ...]]] = {
             "auditors asking about safeguards",
             "privacy certifications",
         ),
-        "misleading": ("password policy for protecting files", "contract terms for processing personal data"),
+        "misleading": (
+            "password policy for protecting files",
+            "contract terms for processing personal data",
+        ),
         "framed": (
             "customers asking about security",
             "{rows} about GDPR compliance",
@@ -217,7 +233,11 @@ MATERIAL: dict[str, dict[str, tuple[str, ...]]] = {
         "noun": ("meetings", "scheduling calls"),
     },
     "unsubscribe": {
-        "keyword": ("unsubscribe newsletter", "remove from mailing list", "opt out marketing emails"),
+        "keyword": (
+            "unsubscribe newsletter",
+            "remove from mailing list",
+            "opt out marketing emails",
+        ),
         "paraphrase": (
             "tired of hearing from us",
             "quit the spam",
