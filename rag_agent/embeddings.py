@@ -73,12 +73,34 @@ def _import_inference() -> Any:
     return WordLlamaInference
 
 
+_models: dict[tuple[Path, Path], Any] = {}
+_models_lock = threading.Lock()
+
+
+def _load_model(weights_path: Path, tokenizer_path: Path) -> Any:
+    """wordllama's inference object over these two files, loaded once per process (the model is
+    read-only once built, so every ``WordLlamaEmbeddings`` shares it)."""
+    with _models_lock:
+        model = _models.get((weights_path, tokenizer_path))
+        if model is None:
+            from safetensors import safe_open
+            from tokenizers import Tokenizer
+
+            inference = _import_inference()
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            with safe_open(str(weights_path), framework="np", device="cpu") as weights:
+                matrix = weights.get_tensor(_TENSOR)
+            model = _models[(weights_path, tokenizer_path)] = inference(matrix, tokenizer)
+        return model
+
+
 class WordLlamaEmbeddings(Embeddings):
     """wordllama's bundled 256-dimension model, loaded from the installed wheel's own files.
 
     Vectors are mean-pooled token vectors scaled to unit length (a text with no known token
     gives the zero vector, which search refuses as having no direction). Deterministic; no
-    network. Thread-safe: the model is read-only once loaded, and loading takes a lock.
+    network. The model loads on first use, once per process. Thread-safe: the model is read-only
+    once loaded, and loading takes a lock.
     """
 
     model_id: str = DEFAULT_EMBEDDINGS_MODEL_ID
@@ -110,14 +132,7 @@ class WordLlamaEmbeddings(Embeddings):
     def _loaded(self) -> Any:
         with self._lock:
             if self._model is None:
-                from safetensors import safe_open
-                from tokenizers import Tokenizer
-
-                inference = _import_inference()
-                tokenizer = Tokenizer.from_file(str(self._tokenizer))
-                with safe_open(str(self._weights), framework="np", device="cpu") as weights:
-                    matrix = weights.get_tensor(_TENSOR)
-                self._model = inference(matrix, tokenizer)
+                self._model = _load_model(self._weights, self._tokenizer)
             return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -126,7 +141,10 @@ class WordLlamaEmbeddings(Embeddings):
             return []
         import numpy as np
 
-        pooled = self._loaded().embed(list(texts), norm=False, return_np=True)
+        # The tokenizer takes valid UTF-8 only: a lone surrogate (from undecodable input)
+        # becomes "?" rather than an error.
+        clean = [text.encode("utf-8", "replace").decode("utf-8") for text in texts]
+        pooled = self._loaded().embed(clean, norm=False, return_np=True)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit = np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 0)
         vectors: list[list[float]] = unit.tolist()

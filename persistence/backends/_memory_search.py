@@ -23,29 +23,33 @@ Row vectors are kept in a :class:`VectorCache` per store (see there).
 
 from __future__ import annotations
 
+import array
 import hashlib
 import itertools
 import operator
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from cachetools import LRUCache
 
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult
 from persistence.search.bm25 import bm25_scores, tokens
 from persistence.search.embedder import Embedder, Vector
-from persistence.search.feedback import refine
+from persistence.search.feedback import FEEDBACK_ROWS, refine
 from persistence.search.fusion import DEFAULT_WEIGHTS, fuse
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
-from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, word_similarity
+from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, TrigramNeedle
 
 __all__ = ["MAX_CACHED_VECTORS", "VectorCache", "search_rows", "vector_cache"]
 
 Row = dict[str, Any]
+#: A row vector as the cache holds it: packed doubles, a quarter of a tuple of floats' memory
+#: (256 dimensions: about 2 KB instead of 8 KB), the same values.
+RowVector: TypeAlias = "array.array[float]"
 #: The most row vectors one store keeps (least recently used go first): at 256 dimensions a
-#: vector held as floats takes about 8 KB, so this bounds the cache near 1.6 GB at worst.
+#: vector takes about 2 KB, so this bounds the cache near 400 MB at worst.
 MAX_CACHED_VECTORS = 200_000
 
 
@@ -67,8 +71,8 @@ class VectorCache:
     def __init__(self, store: Any, maxsize: int = MAX_CACHED_VECTORS) -> None:
         self._store = weakref.ref(store)
         self._lock = threading.Lock()
-        self._entries: LRUCache[tuple[str, str, int, Any], tuple[bytes, Vector | None]] = LRUCache(
-            maxsize
+        self._entries: LRUCache[tuple[str, str, int, Any], tuple[bytes, RowVector | None]] = (
+            LRUCache(maxsize)
         )
         self._versions: dict[str, int] = {}
 
@@ -78,13 +82,16 @@ class VectorCache:
 
     def vectors(
         self, table: str, rows: Sequence[Row], texts: Sequence[str], embedder: Embedder, dim: int
-    ) -> list[Vector | None]:
+    ) -> list[RowVector | None]:
         """Each row's vector (``None`` for a row with no text or a text without direction),
         embedding only rows not cached for this text and model."""
         self._forget_deleted(table)
         model = embedder.model_id
-        digests = [hashlib.blake2b(text.encode(), digest_size=16).digest() for text in texts]
-        found: list[Vector | None] = [None] * len(rows)
+        digests = [
+            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            for text in texts
+        ]
+        found: list[RowVector | None] = [None] * len(rows)
         missing: list[int] = []
         with self._lock:
             for position, (row, digest) in enumerate(zip(rows, digests, strict=True)):
@@ -96,7 +103,8 @@ class VectorCache:
         if missing:
             fresh = embedder.embed_rows([texts[p] for p in missing])
             with self._lock:
-                for position, vector in zip(missing, fresh, strict=True):
+                for position, fresh_vector in zip(missing, fresh, strict=True):
+                    vector = None if fresh_vector is None else array.array("d", fresh_vector)
                     found[position] = vector
                     key = (table, model, dim, rows[position].get("id"))
                     self._entries[key] = (digests[position], vector)
@@ -139,58 +147,71 @@ def _text(row: Mapping[str, Any], columns: Sequence[str]) -> str:
     return "\n".join(str(v) for c in columns if (v := row.get(c)) is not None and v != "")
 
 
-def _dot(a: Vector, b: Vector) -> float:
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
     return float(sum(map(operator.mul, a, b)))
 
 
-def _keyword_leg(rows: Sequence[Row], columns: Sequence[str], terms: Sequence[str]) -> list[Any]:
-    scores = bm25_scores([tokens(_text(row, columns)) for row in rows], terms)
-    ranked = [(score, row["id"]) for score, row in zip(scores, rows, strict=True) if score > 0]
-    ranked.sort(key=lambda item: (-item[0], _id_order(item[1])))
-    return [key for _, key in ranked]
+# The legs rank row *positions* in ``rows`` (which the store gives in id order): a position is
+# always comparable, so ties break by id even where a learned id column mixes types.
 
 
-def _trigram_leg(rows: Sequence[Row], columns: Sequence[str], query: str) -> list[Any]:
-    ranked = []
-    for row in rows:
+def _by_score(scored: list[tuple[float, int]]) -> list[int]:
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [position for _, position in scored]
+
+
+def _keyword_leg(texts: Sequence[str], terms: Sequence[str]) -> list[int]:
+    scores = bm25_scores([tokens(text) for text in texts], terms)
+    return _by_score([(score, i) for i, score in enumerate(scores) if score > 0])
+
+
+def _trigram_leg(rows: Sequence[Row], columns: Sequence[str], query: str) -> list[int]:
+    needle = TrigramNeedle(query)
+    scored = []
+    for position, row in enumerate(rows):
         values = [v for c in columns if isinstance(v := row.get(c), str)]
-        best = max((word_similarity(query, v) for v in values), default=0.0)
+        best = max((needle.similarity(v, WORD_SIMILARITY_THRESHOLD) for v in values), default=0.0)
         if best >= WORD_SIMILARITY_THRESHOLD:
-            ranked.append((best, row["id"]))
-    ranked.sort(key=lambda item: (-item[0], _id_order(item[1])))
-    return [key for _, key in ranked]
+            scored.append((best, position))
+    return _by_score(scored)
 
 
 def _semantic_leg(
     table: str,
     rows: Sequence[Row],
-    columns: Sequence[str],
+    texts: Sequence[str],
     query: str,
     embedder: Embedder,
     cache: VectorCache,
-) -> list[Any]:
+) -> list[int]:
     if not rows:
         return []
     query_vector = embedder.embed_query(query)
-    texts = [_text(row, columns) for row in rows]
     vectors = cache.vectors(table, rows, texts, embedder, len(query_vector))
-    scored = [(v, row["id"]) for v, row in zip(vectors, rows, strict=True) if v is not None]
+    present = {position: v for position, v in enumerate(vectors) if v is not None}
+    if not present:
+        return []
+    cosines = _cosines(list(present.values()))
+    first = _by_score(list(zip(cosines(query_vector), present, strict=True)))
+    refined = refine(query_vector, [tuple(present[p]) for p in first[:FEEDBACK_ROWS]])
+    return _by_score(list(zip(cosines(refined), present, strict=True)))
 
-    def ranked(q: Vector) -> list[tuple[float, Any, Vector]]:
-        result = [(_dot(q, v), key, v) for v, key in scored]
-        result.sort(key=lambda item: (-item[0], _id_order(item[1])))
+
+def _cosines(vectors: list[RowVector]) -> Callable[[Vector], list[float]]:
+    """Dot products of a query with every vector (all unit length: cosines). With numpy
+    installed (it is wherever the default embeddings are), one matrix product instead of a
+    Python loop: ten times faster on thousands of rows, equal up to summation order."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy comes with the semantic extra
+        return lambda query: [_dot(query, v) for v in vectors]
+    matrix = np.vstack([np.frombuffer(v, dtype=np.float64) for v in vectors])
+
+    def products(query: Vector) -> list[float]:
+        result: list[float] = (matrix @ np.asarray(query, dtype=np.float64)).tolist()
         return result
 
-    first = ranked(query_vector)
-    if not first:
-        return []
-    refined = refine(query_vector, [v for _, _, v in first])
-    return [key for _, key, _ in ranked(refined)]
-
-
-def _id_order(key: Any) -> tuple[str, Any]:
-    # Ids of one table share a type; the type name keeps a mixed (learned) column sortable.
-    return (type(key).__name__, key)
+    return products
 
 
 def search_rows(
@@ -211,28 +232,28 @@ def search_rows(
     if mode is SearchMode.HYBRID and embedder is None:
         mode = SearchMode.KEYWORD
         notes.append("no embeddings are configured, so the semantic leg did not run")
-    legs: dict[str, list[Any]] = {}
+    texts = [_text(row, text_columns) for row in rows]
+    legs: dict[str, list[int]] = {}
     if mode is not SearchMode.SEMANTIC:
         terms = keyword_terms(request.text, table)
         if terms:
-            legs["keyword"] = _keyword_leg(rows, text_columns, terms)
+            legs["keyword"] = _keyword_leg(texts, terms)
         else:
             notes.append("the text has no words to match, so the keyword leg ranked nothing")
         short = [c for c in text_columns if is_short_text_column(c)]
         if short:
             legs["trigram"] = _trigram_leg(rows, short, query)
     if mode is not SearchMode.KEYWORD and embedder is not None:
-        legs["semantic"] = _semantic_leg(table, rows, text_columns, query, embedder, cache)
+        legs["semantic"] = _semantic_leg(table, rows, texts, query, embedder, cache)
     fused = fuse(legs, DEFAULT_WEIGHTS)
-    by_id = {row["id"]: row for row in rows}
     hits = [
-        SearchHit(project(by_id[key]), score, ranks)
-        for key, score, ranks in fused[request.offset : request.depth]
+        SearchHit(project(rows[position]), score, ranks)
+        for position, score, ranks in fused[request.offset : request.depth]
     ]
     if len(hits) < request.k and len(fused) < len(rows):
         # Fewer rows ranked than the page needs: fill with the unranked matching rows, id order.
-        ranked = {key for key, _, _ in fused}
-        unranked = (row for row in rows if row["id"] not in ranked)
+        ranked = {position for position, _, _ in fused}
+        unranked = (row for position, row in enumerate(rows) if position not in ranked)
         skip = max(0, request.offset - len(fused))
         for row in itertools.islice(unranked, skip, skip + request.k - len(hits)):
             hits.append(SearchHit(project(row), 0.0, dict.fromkeys(legs)))

@@ -6,18 +6,21 @@ backend. The adapter records what a stored vector must match (``model_id``, ``di
 ``normalized``): a stored vector from another model or of another dimension is a
 :class:`~persistence.errors.InvalidQueryError`, never a silent wrong ranking. Query vectors are
 cached per text; ``on_call`` (e.g. the agent's rate limiter) is called before every model call
-that the cache does not answer.
+that the cache does not answer. An exception the model raises (a network error, a text it cannot
+encode) becomes a :class:`~persistence.errors.BackendError` (``backend="embeddings"``), so a search
+fails typed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from cachetools import LRUCache
 
-from persistence.errors import InvalidQueryError
+from persistence.errors import BackendError, InvalidQueryError, PersistenceError
 
 __all__ = ["Embedder", "Vector", "normalize"]
 
@@ -28,7 +31,10 @@ _QUERY_CACHE_SIZE = 1_024
 def normalize(values: Sequence[float]) -> Vector:
     """``values`` scaled to unit length; a zero or non-finite vector is refused (it has no
     direction, and NaN would rank arbitrarily)."""
-    floats = tuple(float(v) for v in values)
+    try:
+        floats = tuple(float(v) for v in values)
+    except (TypeError, ValueError):
+        raise InvalidQueryError("an embedding is not a sequence of numbers") from None
     if not all(math.isfinite(v) for v in floats):
         raise InvalidQueryError("an embedding has a NaN or infinite component")
     norm = math.sqrt(math.fsum(v * v for v in floats))
@@ -71,7 +77,9 @@ class Embedder:
         if cached is not None:
             return cached
         self._meter()
-        vector = self._checked(self.embeddings.embed_query(text))
+        with self._model_call():
+            values = self.embeddings.embed_query(text)
+        vector = self._checked(values)
         self._queries[text] = vector
         return vector
 
@@ -83,7 +91,9 @@ class Embedder:
         if native is None:
             return self.embed_query(text)
         self._meter()
-        vector = self._checked(await native(text))
+        with self._model_call():
+            values = await native(text)
+        vector = self._checked(values)
         self._queries[text] = vector
         return vector
 
@@ -91,7 +101,9 @@ class Embedder:
         if not texts:
             return []
         self._meter()
-        return [self._checked(v) for v in self.embeddings.embed_documents(list(texts))]
+        with self._model_call():
+            vectors = self.embeddings.embed_documents(list(texts))
+        return [self._checked(v) for v in vectors]
 
     def embed_rows(self, texts: Sequence[str]) -> list[Vector | None]:
         """Like :meth:`embed_documents`, but a row whose text embeds to a zero or non-finite
@@ -101,14 +113,23 @@ class Embedder:
         if not texts:
             return []
         self._meter()
+        with self._model_call():
+            embedded = self.embeddings.embed_documents(list(texts))
+        if len(embedded) != len(texts):
+            raise BackendError(
+                f"the embedding model {self.model_id!r} returned {len(embedded)} vectors for "
+                f"{len(texts)} texts",
+                backend="embeddings",
+                operation="embed",
+            )
         vectors: list[Vector | None] = []
-        for values in self.embeddings.embed_documents(list(texts)):
+        for values in embedded:
             try:
-                normalize(values)
+                vector = normalize(values)
             except InvalidQueryError:
                 vectors.append(None)
             else:
-                vectors.append(self._checked(values))
+                vectors.append(self._dimensioned(vector))
         return vectors
 
     def check_stored(self, *, model_id: str, dimension: int) -> None:
@@ -120,12 +141,27 @@ class Embedder:
                 "the vectors or configure the same model"
             )
 
+    @contextlib.contextmanager
+    def _model_call(self) -> Iterator[None]:
+        try:
+            yield
+        except PersistenceError:
+            raise
+        except Exception as exc:
+            raise BackendError(
+                f"the embedding model {self.model_id!r} failed: {type(exc).__name__}",
+                backend="embeddings",
+                operation="embed",
+            ) from exc
+
     def _meter(self) -> None:
         if self._on_call is not None:
             self._on_call()
 
     def _checked(self, values: Sequence[float]) -> Vector:
-        vector = normalize(values)
+        return self._dimensioned(normalize(values))
+
+    def _dimensioned(self, vector: Vector) -> Vector:
         if self._dimension is None:
             self._dimension = len(vector)
         elif len(vector) != self._dimension:

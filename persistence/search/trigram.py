@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import struct
 
-__all__ = ["WORD_SIMILARITY_THRESHOLD", "trigrams", "word_similarity"]
+__all__ = ["WORD_SIMILARITY_THRESHOLD", "TrigramNeedle", "trigrams", "word_similarity"]
 
 #: pg_trgm's default ``pg_trgm.word_similarity_threshold`` (a ``float4`` 0.6): a value matches
 #: when its word similarity is at least this.
@@ -59,18 +59,48 @@ def trigrams(text: str) -> list[str]:
 
 def word_similarity(needle: str, haystack: str) -> float:
     """pg_trgm's ``word_similarity(needle, haystack)``, a ``float4`` value from 0 to 1."""
-    required = set(trigrams(needle))
-    if not required:
-        return 0.0
-    classes: dict[str, int] = {}
-    positions = [classes.setdefault(t, len(classes)) for t in trigrams(haystack)]
-    found = [t in required for t in classes]
-    return _iterate(positions, found, len(required))
+    return TrigramNeedle(needle).similarity(haystack)
+
+
+class TrigramNeedle:
+    """One needle's trigrams, computed once, matched against many haystacks.
+
+    ``similarity(haystack, at_least)`` is :func:`word_similarity`, or ``0.0`` when the value is
+    certainly below ``at_least``: the similarity of any extent is at most the share of the
+    needle's trigrams the whole haystack holds, which is cheap to count, while the exact scan
+    is quadratic in the haystack's length.
+    """
+
+    __slots__ = ("required",)
+
+    def __init__(self, needle: str) -> None:
+        self.required = frozenset(trigrams(needle))
+
+    def similarity(self, haystack: str, at_least: float = 0.0) -> float:
+        required = self.required
+        if not required:
+            return 0.0
+        found_trigrams = trigrams(haystack)
+        shared = len(required.intersection(found_trigrams))
+        if shared == 0 or _float4(shared / len(required)) < at_least:
+            return 0.0
+        classes: dict[str, int] = {}
+        positions = [classes.setdefault(t, len(classes)) for t in found_trigrams]
+        found = [t in required for t in classes]
+        return _iterate(positions, found, len(required))
 
 
 def _iterate(positions: list[int], found: list[bool], ulen1: int) -> float:
     """``iterate_word_similarity`` without its strict and check-only variants."""
     lastpos = [-1] * len(found)
+    memo: dict[tuple[int, int], float] = {}
+
+    def similarity(count: int, ulen2: int) -> float:
+        value = memo.get((count, ulen2))
+        if value is None:
+            value = memo[(count, ulen2)] = _similarity(count, ulen1, ulen2)
+        return value
+
     ulen2 = count = 0
     lower = -1
     best = 0.0
@@ -87,11 +117,15 @@ def _iterate(positions: list[int], found: list[bool], ulen1: int) -> float:
         if lower == -1:
             lower = i
             ulen2 = 1
-        current = _similarity(count, ulen1, ulen2)
+        current = similarity(count, ulen2)
         # Try every later lower bound: dropping trigrams before it may raise the similarity.
         tmp_count, tmp_ulen2, previous_lower = count, ulen2, lower
         for tmp_lower in range(lower, upper + 1):
-            candidate = _similarity(tmp_count, ulen1, tmp_ulen2)
+            # No later lower bound can beat ``current``: a candidate is at most
+            # tmp_count / ulen1, and tmp_count only falls. (pg_trgm scans on; same result.)
+            if _float4(tmp_count / ulen1) <= current:
+                break
+            candidate = similarity(tmp_count, tmp_ulen2)
             if candidate > current:
                 current, ulen2, lower, count = candidate, tmp_ulen2, tmp_lower, tmp_count
             tmp_index = positions[tmp_lower]
