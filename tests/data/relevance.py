@@ -176,10 +176,8 @@ def rag_ranker(corpus: Corpus, embeddings: Any) -> Ranker | None:
 
     def rank(query: Mapping[str, Any], mode: str) -> list[int]:
         envelope = agent.run(query["text"], table=query["table"], limit=DEPTH, return_json=True)
-        return [
-            record["data"]["id"] if "data" in record else record["id"]
-            for record in envelope.get("records", [])
-        ]
+        # A record's row id is in its provenance (the record itself carries allowed columns).
+        return [record["provenance"]["row_id"] for record in envelope.get("records", [])]
 
     probe = agent.run("customers who want to stop paying", table="inquiries", return_json=True)
     if "ranking" not in probe.get("metadata", {}):
