@@ -2,7 +2,7 @@
 query type, as a Markdown table.
 
     python -m tests.data.relevance [--backend memory|postgres|reference] [--modes hybrid,keyword]
-                                   [--types paraphrase,framed] [--limit N] [--rag]
+                                   [--types paraphrase,framed] [--limit N | --quick] [--rag]
 
 Every query of ``search_queries.jsonl`` asks ``facade.search(table, search_text, filters=...,
 k=100, mode=...)`` over the seeded corpus of :mod:`tests.data.search_corpus`, embedded with the
@@ -232,7 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--types", default="", help="query types to run (default: all)")
     parser.add_argument("--tables", default="inquiries,messages")
-    parser.add_argument("--limit", type=int, default=0, help="every Nth query only (a quick slice)")
+    parser.add_argument("--limit", type=int, default=0, help="every Nth query only (a slice)")
+    parser.add_argument("--quick", action="store_true", help="every 8th query (about 70)")
     parser.add_argument("--dsn", default=os.environ.get("RELEVANCE_DSN", ""))
     parser.add_argument(
         "--rag", action="store_true", help="also RAGAgent.run on the condition sentences"
@@ -242,8 +243,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = [q for q in load() if q["table"] in args.tables.split(",")]
     if args.types:
         queries = [q for q in queries if q["type"] in args.types.split(",")]
-    if args.limit:
-        queries = queries[:: args.limit]
+    step = args.limit or (8 if args.quick else 0)
+    if step:
+        queries = queries[::step]
     embeddings = default_embeddings()
     modes = [m for m in args.modes.split(",") if m]
     if args.backend == "reference":
