@@ -37,6 +37,19 @@ def postgres_facade(corpus: Corpus, embeddings: Any, dsn: str) -> Any:
     atexit.register(_drop, dsn, name)
     scratch = psycopg.conninfo.make_conninfo(dsn, dbname=name)
     with psycopg.connect(scratch) as conn:
+        # The extensions the keyword and semantic legs use, where the server has them (the
+        # database owner's step; the library never creates an extension).
+        available = {
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM pg_catalog.pg_available_extensions"
+                " WHERE name IN ('pg_trgm', 'vector')"
+            )
+        }
+        for extension in sorted(available):
+            conn.execute(
+                sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(extension))
+            )
         for statement in REFERENCE.statements():
             conn.execute(statement.encode())
         for table in _TABLES:
