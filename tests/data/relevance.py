@@ -232,8 +232,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--types", default="", help="query types to run (default: all)")
     parser.add_argument("--tables", default="inquiries,messages")
-    parser.add_argument("--limit", type=int, default=0, help="every Nth query only (a slice)")
-    parser.add_argument("--quick", action="store_true", help="every 8th query (about 70)")
+    parser.add_argument(
+        "--limit", type=int, default=0, help="every Nth query of each type (a slice)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="every 8th query of each type (about 70)"
+    )
     parser.add_argument("--dsn", default=os.environ.get("RELEVANCE_DSN", ""))
     parser.add_argument(
         "--rag", action="store_true", help="also RAGAgent.run on the condition sentences"
@@ -244,8 +248,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.types:
         queries = [q for q in queries if q["type"] in args.types.split(",")]
     step = args.limit or (8 if args.quick else 0)
-    if step:
-        queries = queries[::step]
+    if step:  # every Nth query of each type, so a slice still has every type
+        by_type: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        for query in queries:
+            by_type[query["type"]].append(query)
+        queries = [q for group in by_type.values() for q in group[::step]]
     embeddings = default_embeddings()
     modes = [m for m in args.modes.split(",") if m]
     if args.backend == "reference":
