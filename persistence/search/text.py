@@ -6,6 +6,13 @@ word vectors, so request framing ("customers who", "people asking", the table's 
 swamps the topic, and a keyword leg spends its budget on words every row has. :func:`topical_text`
 removes that framing before *both* legs; :func:`keyword_terms` gives the bounded list of words the
 keyword leg matches (each one a bound value, never query syntax).
+
+>>> topical_text("customers who want to stop paying", "inquiries")
+'stop paying'
+>>> topical_text("inquiries from people asking about a refund", "inquiries")
+'refund'
+>>> keyword_terms("messages where someone could not sign in", "messages")
+('could', 'not', 'sign')
 """
 
 from __future__ import annotations
@@ -15,32 +22,98 @@ import re
 __all__ = ["MAX_KEYWORD_TERMS", "is_short_text_column", "keyword_terms", "topical_text"]
 
 #: The keyword leg ranks at most this many words: every OR-term widens the candidate set, and
-#: ranking candidates is what a keyword search spends its time on.
-MAX_KEYWORD_TERMS = 8
+#: ranking candidates is what a keyword search spends its time on. Framing removed, requests
+#: rarely have more; on the labelled set (docs/relevance.md) 6 ranks as well as 8.
+MAX_KEYWORD_TERMS = 6
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
+#: A keyword term is a run of letters and digits, as the keyword legs tokenise rows (BM25's
+#: tokens; PostgreSQL's parser splits "can't" and "INV-2025-7" the same way).
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
 _FRAMING = frozenset(
     """a an the of to in on for from with about by at as and or is are was were be been it its
     this that these those which who whom whose what where when why how any all some me my our
-    we you your they their them he she his her i find show list get give search look looking
-    please rows records row record entries entry""".split()  # noqa: SIM905
+    we us you your they their them he she his her i someone somebody anyone anybody if whether
+    find show list get give search look looking please rows records row record entries
+    entry""".split()  # noqa: SIM905
+)
+#: Who the rows come from, as a request names them: "customers who ...", "people asking ...".
+_ASKERS = (
+    r"customers?|clients?|people|persons?|users?|prospects?|leads?|contacts?|someone|somebody|"
+    r"anyone|anybody|folks|buyers?|companies|accounts?"
+)
+#: How a request says "rows about": "asking about", "requests to", "complaining that", ...
+_ASKING = (
+    r"ask(?:s|ed|ing)?|request(?:s|ed|ing)?|complain(?:s|ed|ing)?|complaints?|want(?:s|ed|ing)?|"
+    r"wish(?:es|ing)?\s+to|need(?:s|ed|ing)?\s+to|trying\s+to|tried\s+to|mention(?:s|ed|ing)?|"
+    r"talk(?:s|ed|ing)?\s+about|writ(?:es|ing)\s+about|say(?:s|ing)?|questions?|enquir(?:y|ies)"
+)
+_LINK = r"(?:\s+(?:about|for|to|that|why|where|how|if|whether|whose|on|regarding))?"
+_FRAME_PHRASES = (
+    # "customers who want to", "people asking about", "clients complaining that"
+    re.compile(rf"\b(?:new\s+)?(?:{_ASKERS})\s+(?:who|that|which)?\s*(?:{_ASKING}){_LINK}\b", re.I),
+    # "from customers who", "people who", "someone whose", "from people"
+    re.compile(rf"\b(?:from\s+)?(?:new\s+)?(?:{_ASKERS})\s+(?:who|that|whose|which)\b", re.I),
+    # "requests to", "asking for", "complaints about" without a subject
+    re.compile(
+        rf"\b(?:{_ASKING})\s+(?:about|for|to|that|why|where|how|if|whether|regarding)\b", re.I
+    ),
+    # a leading asker: "new customers ...", "people ..."
+    # (plural only: a leading "customer database" is about a database)
+    re.compile(r"^\s*(?:new\s+)?(?:customers|clients|people|users|prospects|leads|folks)\b", re.I),
+)
+#: Row nouns every table's rows are: a request names them ("inquiries where ...") but no row
+#: is about them.
+_ROW_NOUNS = frozenset(
+    """inquiries inquiry enquiries enquiry messages message conversations conversation leads
+    lead clients client campaigns campaign sequences sequence tickets ticket""".split()  # noqa: SIM905
 )
 
 
+def _row_nouns(table: str | None) -> frozenset[str]:
+    if not table:
+        return _ROW_NOUNS
+    name = table.lower()
+    singular = name[:-3] + "y" if name.endswith("ies") else name.rstrip("s")
+    return _ROW_NOUNS | {name, singular, name.replace("_", " "), singular.replace("_", " ")}
+
+
 def topical_text(text: str, table: str | None = None) -> str:
-    """``text`` without request framing; the whole text when nothing topical would be left."""
-    words = _WORD.findall(text)
-    kept = [w for w in words if w.lower() not in _FRAMING]
-    return " ".join(kept) if kept else " ".join(words)
+    """``text`` without request framing and row nouns; the whole text when nothing topical
+    would be left."""
+    stripped = text
+    for phrase in _FRAME_PHRASES:
+        stripped = phrase.sub(" ", stripped)
+    nouns = _row_nouns(table)
+    kept = [w for w in _WORD.findall(stripped) if w.lower() not in _FRAMING | nouns]
+    return " ".join(kept) if kept else " ".join(_WORD.findall(text))
 
 
 def keyword_terms(text: str, table: str | None = None) -> tuple[str, ...]:
-    """The distinct lower-cased words of :func:`topical_text`, in order, at most
-    :data:`MAX_KEYWORD_TERMS`."""
+    """The distinct lower-cased words of :func:`topical_text` (runs of letters and digits, one
+    letter alone dropped), in order, at most :data:`MAX_KEYWORD_TERMS`.
+
+    When the text names an identifier (a word of four or more characters holding a digit, not a
+    year: an order number, an invoice id), the identifiers alone: the request wants the rows
+    holding them, and its other words ("order", "invoice") are on thousands of rows that would
+    be fused alongside them.
+
+    >>> keyword_terms("where is order #48213?")
+    ('48213',)
+    """
     seen: dict[str, None] = {}
-    for word in _WORD.findall(topical_text(text, table)):
-        seen.setdefault(word.lower(), None)
-    return tuple(seen)[:MAX_KEYWORD_TERMS]
+    for word in _TERM.findall(topical_text(text, table)):
+        if len(word) > 1 or word.isdigit():
+            seen.setdefault(word.lower(), None)
+    identifiers = [word for word in seen if _is_identifier(word)]
+    return tuple(identifiers or seen)[:MAX_KEYWORD_TERMS]
+
+
+def _is_identifier(word: str) -> bool:
+    return len(word) >= 4 and any(c.isdigit() for c in word) and not _YEAR.fullmatch(word)
+
+
+_YEAR = re.compile(r"(?:19|20)\d\d")
 
 
 #: Columns holding a few words (names, companies, e-mails, titles, subjects): the keyword leg also
