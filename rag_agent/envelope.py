@@ -250,9 +250,10 @@ class Provenance(_Frozen):
 
 
 _UNREDACTED = {"redacted": None, "source_hash": None}
-# Without redaction its two fields stay unset, so they are left out of dumps.
-_PROVENANCE_FIELDS = frozenset(Provenance.model_fields) - frozenset(_UNREDACTED)
-_REDACTED_PROVENANCE_FIELDS = frozenset(Provenance.model_fields)
+# Without redaction its two fields stay unset, so they are left out of dumps; ``relevance`` is
+# set only on ranked records, after they are built.
+_PROVENANCE_FIELDS = frozenset(Provenance.model_fields) - frozenset(_UNREDACTED) - {"relevance"}
+_REDACTED_PROVENANCE_FIELDS = _PROVENANCE_FIELDS | frozenset(_UNREDACTED)
 
 
 def _redaction_fields(note: Any) -> dict[str, Any]:
