@@ -46,12 +46,18 @@ log = get_logger("persistence.postgres")
 #: A catalog statement and its parameters: what the catalog's steps yield.
 Statement = tuple[bytes, tuple[Any, ...] | None]
 
+# ``writable``: the connected role, or any role it can SET ROLE to (MEMBER, which a NOINHERIT
+# role's own privileges leave out), may write the table.
 _CATALOG_SQL = b"""
 SELECT c.relname, a.attname, t.typname, t.typcategory,
        (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
         FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid) AS labels,
-       (pg_catalog.has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')
-        OR pg_catalog.has_any_column_privilege(c.oid, 'INSERT, UPDATE')) AS writable
+       EXISTS (SELECT FROM pg_catalog.pg_roles r
+               WHERE pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
+                 AND (pg_catalog.has_table_privilege(r.oid, c.oid,
+                                                     'INSERT, UPDATE, DELETE, TRUNCATE')
+                      OR pg_catalog.has_any_column_privilege(r.oid, c.oid, 'INSERT, UPDATE')))
+         AS writable
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid

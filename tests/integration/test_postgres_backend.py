@@ -214,6 +214,23 @@ class TestReadOnlyEnforcement:
             db.execute(f"DROP ROLE IF EXISTS {middle}")
             db.execute(f"DROP ROLE IF EXISTS {power}")
 
+    def test_a_noinherit_reader_that_can_become_a_writer_is_refused(
+        self, db: PostgresDatabase
+    ) -> None:
+        """A NOINHERIT role does not hold its roles' privileges until it runs SET ROLE, which
+        any session of it can: a writer it can become makes it a writer."""
+        db.execute(f"ALTER ROLE {db.reader_role} NOINHERIT")
+        db.execute(f"GRANT {db.writer_role} TO {db.reader_role}")
+        try:
+            with (
+                pytest.raises(ConfigurationError, match=r"may INSERT, UPDATE or DELETE on .*leads"),
+                create_read_only_facade(kind="postgres", dsn=db.reader_dsn) as facade,
+            ):
+                facade.count("leads")
+        finally:
+            db.execute(f"REVOKE {db.writer_role} FROM {db.reader_role}")
+            db.execute(f"ALTER ROLE {db.reader_role} INHERIT")
+
     def test_least_privilege_role_reads_without_warnings(self, db: PostgresDatabase) -> None:
         """The SELECT-only role logs no privilege warning."""
         with (
