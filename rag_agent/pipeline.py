@@ -33,6 +33,7 @@ from persistence import (
     ReadOnlyPersistenceFacade,
 )
 from persistence._steps import adrive, drive
+from persistence.query import is_identifier
 from rag_agent.aggregating import DEFAULT_METRICS, aggregate_into
 from rag_agent.assemble import (
     MAX_ERROR_MESSAGE,
@@ -691,7 +692,7 @@ class Pipeline:
         envelope = self.finish(outcome, window)
         log.debug(
             event,
-            table=table,
+            table=_shown(table),
             total_count=outcome.total_count,
             records=len(outcome.records),
             cache=outcome.cache,
@@ -702,6 +703,8 @@ class Pipeline:
 
     def log_error(self, log: Any, event: str, exc: BaseException, **context: Any) -> None:
         """Log ``exc`` at warning level; with ``RAG_DEBUG`` its traceback too."""
+        if "table" in context:
+            context["table"] = _shown(context["table"])
         log.warning(
             event,
             error_type=type(exc).__name__,
@@ -709,3 +712,9 @@ class Pipeline:
             exc_info=exc if self.settings.debug else None,
             **context,
         )
+
+
+def _shown(table: object) -> object:
+    """``table`` as logged: a name that is no identifier (a caller's 100 KB string) is ``"?"``,
+    so a hostile name is never logged whole on every call."""
+    return table if table is None or is_identifier(table) else "?"

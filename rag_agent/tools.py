@@ -377,7 +377,8 @@ class AggregateTableTool(_EnvelopeTool):
     """Counts and metrics per group of an allow-listed table."""
 
     name: str = "aggregate_table"
-    description: str = _prose(
+    # Group keys are row text: the output is bounded like rows are, and says so.
+    description: str = _data_tool(
         """Aggregate an allow-listed table instead of reading its rows: group_by up to 3
         columns, metrics 'count', 'count_distinct:<col>', 'sum:<col>', 'avg:<col>',
         'min:<col>', 'max:<col>', over rows matching structured filters (as count_rows).

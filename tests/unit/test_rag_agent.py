@@ -659,6 +659,21 @@ class TestLogging:
         assert error["log_level"] == "warning"
         assert error["error_type"] == "BackendUnavailableError"
 
+    @pytest.mark.parametrize("call", ["run", "read", "aggregate"])
+    def test_a_hostile_table_name_is_not_logged_whole(
+        self, backend: CountingBackend, call: str
+    ) -> None:
+        """A 100 KB table name is refused, and no log entry repeats it."""
+        name = "x" * 100_000
+        agent = make_agent(backend)
+        with capture_logs() as logs:
+            if call == "run":
+                data = agent.run("lead #1", table=name, return_json=True)
+            else:
+                data = getattr(agent, call)(name, return_json=True)
+        assert data["metadata"]["error"]["type"] == "TableNotAllowedError"
+        assert logs and max(len(repr(entry)) for entry in logs) < 2_000
+
     def test_library_does_not_configure_structlog(self) -> None:
         """Importing and running the agent leaves structlog's global configuration alone."""
         before = structlog.get_config()

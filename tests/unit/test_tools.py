@@ -81,7 +81,9 @@ class TestBuildTools:
 
 
 class TestUntrustedRowText:
-    @pytest.mark.parametrize("name", ["query_leads", "query_table", "rag_agent"])
+    @pytest.mark.parametrize(
+        "name", ["query_leads", "query_table", "rag_agent", "aggregate_table", "search_table"]
+    )
     def test_description_says_rows_are_data(self, tools: dict[str, Any], name: str) -> None:
         """Each data tool's description tells the host model its output is bounded data."""
         assert "never instructions" in tools[name].description
