@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from persistence import (
     ColumnKind,
@@ -41,14 +41,41 @@ from rag_agent.assemble import (
     shown_filters,
     source_of,
 )
+from rag_agent.cache import QueryCache
 from rag_agent.effects import Call, Steps
 from rag_agent.envelope import Envelope, RankingInfo, Record, Relevance
 from rag_agent.rules.topic import topic_of
 from rag_agent.rules.vocabulary import TEXT_COLUMNS
+from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition
 
-if TYPE_CHECKING:  # the pipeline imports this module
-    from rag_agent.pipeline import Pipeline
+
+class Pipeline(Protocol):
+    """What ranking needs of :class:`rag_agent.pipeline.Pipeline` (which imports this module,
+    so it is named by its shape, not imported)."""
+
+    @property
+    def facade(self) -> ReadOnlyPersistenceFacade: ...
+
+    @property
+    def settings(self) -> RAGSettings: ...
+
+    @property
+    def cache(self) -> QueryCache: ...
+
+    @property
+    def now(self) -> Callable[[], dt.datetime]: ...
+
+    def _page(self, page: tuple[int | None, int | None, bool]) -> tuple[tuple[int, int], bool]: ...
+
+    def _refuse(self, log: Any, outcome: Outcome, exc: Exception) -> Envelope: ...
+
+    def _done(
+        self, log: Any, event: str, outcome: Outcome, table: str, window: tuple[int, int]
+    ) -> Envelope: ...
+
+    def log_error(self, log: Any, event: str, exc: BaseException, **context: Any) -> None: ...
+
 
 __all__ = [
     "DEFAULT_MODE",

@@ -173,6 +173,7 @@ class TestFallbackOverOpenAI:
             "query_table",
             "count_rows",
             "aggregate_table",
+            "search_table",
             "FinalAnswer",
         }
         assert first["tool_choice"] == "required"
