@@ -43,7 +43,7 @@ from persistence.backends._postgrest_encoding import (
     quote_list_element,
     select_param,
 )
-from persistence.backends._postgrest_paging import window_steps
+from persistence.backends._postgrest_paging import total_steps, window_steps
 from persistence.backends._postgrest_schema import ApiDescription
 from persistence.errors import BackendError
 from persistence.query import Filter, Op, Query
@@ -166,7 +166,11 @@ def search_steps(
     installed = name in description.functions()
     taken = _function_filters(query.filters) if installed else None
     if taken is not None:
-        return (yield from _function_steps(client, name, query, taken, request, embedder))
+        return (
+            yield from _function_steps(
+                client, name, query, taken, request, embedder, (base, count_mode)
+            )
+        )
     if installed:
         why = f"the ranking function {name} takes equality filters only"
     else:
@@ -193,6 +197,7 @@ def _function_steps(
     filters: Mapping[str, Any],
     request: SearchRequest,
     embedder: Embedder | None,
+    counting: tuple[Params, CountMode],
 ) -> Steps[SearchStep, SearchResult]:
     table = query.table
     text = topical_text(request.text, table)
@@ -250,12 +255,15 @@ def _function_steps(
         ranks = {leg: entry.get(f"{leg}_rank") for leg in legs}
         hits.append(SearchHit(row, float(entry.get("score") or 0.0), ranks))
     total = ranked[0].get("total_count") if ranked else None
+    if not isinstance(total, int):
+        # An empty page says nothing of how many rows match (the offset may lie past them).
+        total = yield from total_steps(client, table, "search", *counting)
     return SearchResult(
         hits=tuple(hits),
         mode=mode,
         legs=legs,
         query=text,
-        total_count=int(total) if isinstance(total, int | str) else len(hits) + request.offset,
+        total_count=total,
         degraded="; ".join(notes) or None,
     )
 

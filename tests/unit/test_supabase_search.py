@@ -19,6 +19,7 @@ from persistence import (
     Op,
     PersistenceError,
     ReadOnlyPersistenceFacade,
+    create_persistence_agent,
     create_read_only_facade,
 )
 from persistence.backends._postgrest_search import CANDIDATE_ROWS, wfts_condition
@@ -118,6 +119,21 @@ class TestRankingFunction:
                 assert ranked(got) == ranked(want)
                 assert got.total_count == want.total_count == 200
 
+    def test_an_empty_page_still_counts_the_matching_rows(self, store: MemoryStore) -> None:
+        facade, _ = supabase(store, function=True)
+        none = facade.search("inquiries", "card", filters=[Filter("client_id", Op.EQ, 9)])
+        assert (none.hits, none.total_count) == ((), 0)
+        past = facade.search("inquiries", "card", filters=[Filter("lead_id", Op.EQ, 7)], offset=5)
+        assert (past.hits, past.total_count) == ((), 1)
+
+    def test_the_function_is_looked_up_once(self, store: MemoryStore) -> None:
+        facade, recorder = supabase(store, function=True)
+        for text in TEXTS:
+            facade.search("inquiries", text, k=3)
+        described = [r for r in recorder.requests if r.url.path == "/rest/v1/"]
+        assert len(described) == 1
+        assert len(rpc_requests(recorder)) == len(TEXTS)
+
     def test_keyword_mode_sends_no_embedding(self, store: MemoryStore) -> None:
         facade, recorder = supabase(store, function=True, embeddings=HashEmbeddings())
         result = facade.search("inquiries", "card declined", mode="keyword")
@@ -189,10 +205,27 @@ class TestFallback:
         ]
         assert limits and max(limits) <= CANDIDATE_ROWS
 
+    def test_a_literal_star_filter_is_checked_here(self) -> None:
+        store = MemoryStore()
+        rows = [
+            {"id": i, "lead_id": 0, "client_id": 0, "subject": s, "body": "card declined"}
+            for i, s in enumerate(["a*b card", "axb card", "a*b refund", "other"], start=1)
+        ]
+        create_persistence_agent(kind="memory", store=store).batch("inquiries", rows)
+        facade, _ = supabase(store, function=True)
+        result = facade.search(
+            "inquiries", "card", filters=[Filter("subject", Op.ICONTAINS, "a*b")], k=10
+        )
+        assert sorted(hit.row["id"] for hit in result.hits) == [1, 3]
+        assert result.total_count == 2
+
     def test_or_is_never_sent_as_a_word(self) -> None:
         assert wfts_condition(("body",), ("or",)) is None
         assert wfts_condition(("body",), ("cats", "or", "dogs")) == (
             '(body.wfts."cats",body.wfts."dogs")'
+        )
+        assert wfts_condition(("body",), ("admin'or", "o'brien")) == (
+            '(body.wfts."admin",body.wfts."o",body.wfts."brien")'
         )
 
     def test_awaited_search_equals_blocking(self, store: MemoryStore) -> None:
