@@ -67,16 +67,28 @@ def parse_description(document: Any) -> Tables | None:
     return MappingProxyType(tables)
 
 
-def parse_functions(document: Any) -> frozenset[str]:
-    """The function names of the ``/rpc/<name>`` paths an OpenAPI document lists."""
+def parse_functions(document: Any) -> Mapping[str, str]:
+    """The functions of the ``/rpc/<name>`` paths an OpenAPI document lists, each with its
+    comment as PostgREST shows it (first line in ``summary``, the rest in ``description``)."""
     paths = document.get("paths") if isinstance(document, Mapping) else None
     if not isinstance(paths, Mapping):
-        return frozenset()
-    return frozenset(
-        path[len("/rpc/") :]
-        for path in paths
-        if isinstance(path, str) and path.startswith("/rpc/") and len(path) > len("/rpc/")
-    )
+        return MappingProxyType({})
+    found: dict[str, str] = {}
+    for path, item in paths.items():
+        if not isinstance(path, str) or not path.startswith("/rpc/") or len(path) == 5:
+            continue
+        parts = []
+        operations = item.values() if isinstance(item, Mapping) else ()
+        for operation in operations:
+            if isinstance(operation, Mapping):
+                parts = [
+                    text
+                    for key in ("summary", "description")
+                    if isinstance(text := operation.get(key), str)
+                ]
+                break
+        found[path[5:]] = "\n".join(parts)
+    return MappingProxyType(found)
 
 
 class ApiDescription:
@@ -88,7 +100,7 @@ class ApiDescription:
         self._client = client
         self._tables: Tables | None = None
         self._relations: tuple[Relation, ...] = ()
-        self._functions: frozenset[str] = frozenset()
+        self._functions: Mapping[str, str] = MappingProxyType({})
 
     def relations(self) -> tuple[Relation, ...]:
         """The foreign keys the description notes (none when it does not tell)."""
@@ -96,9 +108,9 @@ class ApiDescription:
             self._fetch()
         return self._relations
 
-    def functions(self) -> frozenset[str]:
-        """The names of the functions the API serves under ``/rpc/`` (none when it does not
-        tell): an owner-installed search function is found here."""
+    def functions(self) -> Mapping[str, str]:
+        """The functions the API serves under ``/rpc/``, each with its comment (none when the
+        API does not tell): an owner-installed search function is found here."""
         if self._tables is None:
             self._fetch()
         return self._functions

@@ -61,6 +61,7 @@ __all__ = [
     "EmbedRows",
     "SearchStep",
     "function_name",
+    "ranked_columns",
     "search_steps",
 ]
 
@@ -123,6 +124,21 @@ class RowVectors:
         return found
 
 
+def ranked_columns(comment: str) -> tuple[str, ...] | None:
+    """The columns a ranking function's comment says it ranks by: a line holding a JSON object
+    ``{"columns": ["subject", "body"]}``. ``None`` when no line says so: a function that does
+    not say what it reads could rank by a column the access policy hides."""
+    for line in comment.splitlines():
+        try:
+            said = json.loads(line)
+        except ValueError:
+            continue
+        columns = said.get("columns") if isinstance(said, dict) else None
+        if isinstance(columns, list) and columns and all(isinstance(c, str) for c in columns):
+            return tuple(columns)
+    return None
+
+
 def _function_filters(filters: Sequence[Filter]) -> dict[str, Any] | None:
     """The ``{column: value}`` object the function takes, or ``None`` when a filter is not an
     equality it can apply (the fallback serves those)."""
@@ -163,15 +179,21 @@ def search_steps(
     if not description.known():
         yield from description.fetch_steps()
     name = function_name(query.table)
-    installed = name in description.functions()
+    functions = description.functions()
+    installed = name in functions
+    ranked_by = ranked_columns(functions.get(name, ""))
     taken = _function_filters(query.filters) if installed else None
-    if taken is not None:
+    if taken is not None and ranked_by is not None and set(ranked_by) <= set(text_columns):
         return (
             yield from _function_steps(
                 client, name, query, taken, request, embedder, (base, count_mode)
             )
         )
-    if installed:
+    if installed and ranked_by is None:
+        why = f"the ranking function {name} does not name the columns it ranks by (its comment)"
+    elif installed and not set(ranked_by or ()) <= set(text_columns):
+        why = f"the ranking function {name} ranks by a column this search may not read"
+    elif installed:
         why = f"the ranking function {name} takes equality filters only"
     else:
         why = f"the ranking function {name} is not installed"

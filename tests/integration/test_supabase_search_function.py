@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from persistence import Filter, Op, create_read_only_facade
+from persistence.backends._postgrest_search import ranked_columns
 from persistence.backends.pg_index import index_table
 from persistence.backends.postgres import SearchSettings
 from persistence.search import fuse
@@ -206,3 +207,12 @@ def test_payloads_are_values(world: World) -> None:
     for line in corpus_lines()[::7]:
         call(world, line, k=3)
         assert call(world, "refund", filters={"subject": line}, k=3) == []
+
+
+def test_the_comment_names_the_ranked_columns(world: World) -> None:
+    """PostgREST shows the comment in the API description; the backend reads the columns."""
+    (comment,) = world.db.execute(
+        "SELECT obj_description('public.search_inquiries'::regproc, 'pg_proc')"
+    )[0]
+    assert isinstance(comment, str)
+    assert ranked_columns(comment) == ("subject", "body")

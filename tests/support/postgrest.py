@@ -460,11 +460,25 @@ def _any(conditions: list[Condition]) -> Condition:
 
 class RpcFunction:
     """A function the emulator serves at ``/rpc/<name>``: ``arguments`` its parameter names,
-    ``body`` what it answers for the decoded parameters."""
+    ``body`` what it answers for the decoded parameters, ``comment`` its ``COMMENT``."""
 
-    def __init__(self, arguments: frozenset[str], body: Callable[[dict[str, str]], list[Row]]):
+    def __init__(
+        self,
+        arguments: frozenset[str],
+        body: Callable[[dict[str, str]], list[Row]],
+        comment: str | None = None,
+    ):
         self.arguments = arguments
         self.body = body
+        self.comment = comment
+
+    def described(self) -> dict[str, str]:
+        """The path's operation as PostgREST describes it: the comment's first line in
+        ``summary``, the rest in ``description``."""
+        if self.comment is None:
+            return {}
+        summary, _, rest = self.comment.partition("\n")
+        return {"summary": summary, "description": rest} if rest else {"summary": summary}
 
     def __call__(self, params: dict[str, str]) -> list[Row]:
         return self.body(params)
@@ -605,7 +619,13 @@ class PostgrestEmulator:
         if not self.describe:
             raise EmulatorError(401, "PGRST301", "the API description needs a secret key")
         document = describe(self.store, self.relations)
-        document["paths"] = {"/": {}, **{f"/rpc/{name}": {"get": {}} for name in self.functions}}
+        document["paths"] = {
+            "/": {},
+            **{
+                f"/rpc/{name}": {"get": function.described()}
+                for name, function in self.functions.items()
+            },
+        }
         return httpx.Response(
             200,
             json=document,

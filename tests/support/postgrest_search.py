@@ -79,4 +79,5 @@ def ranking_function(
             for hit in result.hits
         ]
 
-    return RpcFunction(ARGUMENTS, body)
+    comment = "Ranked search for the read-only facade\n" + json.dumps({"columns": text_columns})
+    return RpcFunction(ARGUMENTS, body, comment)

@@ -25,7 +25,13 @@ from persistence import (
 from persistence.backends._postgrest_search import CANDIDATE_ROWS, wfts_condition
 from persistence.search import SearchResult
 from tests.conftest import corpus_lines
-from tests.support.postgrest import BASE_URL, PostgrestEmulator, decode_query, fake_key
+from tests.support.postgrest import (
+    BASE_URL,
+    PostgrestEmulator,
+    RpcFunction,
+    decode_query,
+    fake_key,
+)
 from tests.support.postgrest_search import ARGUMENTS, ranking_function
 from tests.support.search import HashEmbeddings, inquiries_store
 
@@ -56,13 +62,19 @@ def store() -> MemoryStore:  # 600 rows: unfiltered beyond the fallback's bound,
 
 
 def supabase(
-    store: MemoryStore, *, function: bool, embeddings: Any = None
+    store: MemoryStore,
+    *,
+    function: bool | RpcFunction,
+    embeddings: Any = None,
+    **options: Any,
 ) -> tuple[ReadOnlyPersistenceFacade, Recorder]:
-    functions = (
-        {"search_inquiries": ranking_function(store, "inquiries", TEXT_COLUMNS, HashEmbeddings())}
-        if function
-        else {}
-    )
+    functions: dict[str, RpcFunction] = {}
+    if isinstance(function, RpcFunction):
+        functions["search_inquiries"] = function
+    elif function:
+        functions["search_inquiries"] = ranking_function(
+            store, "inquiries", TEXT_COLUMNS, HashEmbeddings()
+        )
     recorder = Recorder(PostgrestEmulator(store, functions=functions))
     transport = httpx.MockTransport(recorder)
     facade = create_read_only_facade(
@@ -72,6 +84,7 @@ def supabase(
         http_client=httpx.Client(transport=transport),
         async_http_client=httpx.AsyncClient(transport=transport),
         embeddings=embeddings,
+        **options,
     )
     return facade, recorder
 
@@ -118,6 +131,29 @@ class TestRankingFunction:
                 want = memory.search("inquiries", text, filters=flt, k=10, offset=offset)
                 assert ranked(got) == ranked(want)
                 assert got.total_count == want.total_count == 200
+
+    def test_a_function_not_naming_its_columns_is_not_called(self, store: MemoryStore) -> None:
+        """Without ``{"columns": [...]}`` in its comment, the function could rank by a column
+        the policy hides: the fallback runs, and says why."""
+        silent = ranking_function(store, "inquiries", TEXT_COLUMNS, HashEmbeddings())
+        silent.comment = "Ranked search"
+        facade, recorder = supabase(store, function=silent)
+        result = facade.search("inquiries", "card", filters=[Filter("client_id", Op.EQ, 1)])
+        assert rpc_requests(recorder) == []
+        assert result.degraded is not None
+        assert "does not name the columns it ranks by" in result.degraded
+
+    def test_a_function_ranking_by_a_hidden_column_is_not_called(self, store: MemoryStore) -> None:
+        facade, recorder = supabase(
+            store, function=True, columns={"inquiries": ("id", "subject", "client_id")}
+        )
+        result = facade.search("inquiries", "card", filters=[Filter("client_id", Op.EQ, 1)])
+        assert rpc_requests(recorder) == []
+        assert result.degraded is not None
+        assert "ranks by a column this search may not read" in result.degraded
+        assert all(set(row) == {"id", "subject", "client_id"} for row in result.rows)
+        searched = [dict(decode_query(r.url.query)) for r in recorder.requests]
+        assert all("body" not in p.get("or", "") for p in searched)
 
     def test_an_empty_page_still_counts_the_matching_rows(self, store: MemoryStore) -> None:
         facade, _ = supabase(store, function=True)
