@@ -379,7 +379,7 @@ def _fallback_steps(
     scope = f"at most {bound} full-text candidates and the first {bound} filtered rows"
     if matched is not None and matched <= bound:
         scope = "every filtered row"
-    notes.insert(0, f"{ran}: {why}; {scope} were ranked here")
+    notes.insert(0, f"{ran}: {why}; ranked here: {scope}")
     if request.mode is SearchMode.HYBRID and embedder is None:
         notes.append("no embeddings are configured, so the semantic leg did not run")
     return SearchResult(

@@ -18,6 +18,9 @@ query builder, so that every value is encoded exactly as PostgREST's URL grammar
   retry a bounded number of times on 503/520 and broken connections.
 * Column types come from the OpenAPI description at the REST root (one request per backend,
   cached; see :mod:`persistence.backends._postgrest_schema`).
+* Search calls the owner's read-only ranking function ``search_<table>`` with ``GET`` when the
+  description lists it, else ranks full-text (``wfts``) candidates here; see
+  :mod:`persistence.backends._postgrest_search` and docs/search-supabase.md.
 * A key whose ``role`` claim is not ``anon``/``authenticated`` (``service_role``,
   ``supabase_admin``, ``postgres``, ...; the ``allowed_roles=`` option widens the list) may bypass
   row-level security: the read-only facade refuses it unless ``allow_privileged=True``.
