@@ -202,6 +202,14 @@ def test_keyword_legs_rank_as_the_postgres_backend(world: World) -> None:
                 assert mine == {key: rank for key, rank in theirs.items() if key in mine}
 
 
+def test_semantic_mode_runs_the_semantic_leg_alone(world: World) -> None:
+    client = world.clients[1]
+    rows = call(world, "refund invoice", filters={"client_id": str(client)}, mode="semantic", k=20)
+    assert len(rows) == 20
+    assert all(r[2] is None and r[3] is None and r[4] is not None for r in rows)
+    assert [r[4] for r in rows] == list(range(1, 21))
+
+
 def test_payloads_are_values(world: World) -> None:
     """Every corpus line as the text and as a filter value: rows or a clean refusal."""
     for line in corpus_lines()[::7]:

@@ -275,6 +275,41 @@ class TestFallback:
         assert awaited.degraded == blocking.degraded
 
 
+class TestAwaitedIsNative:
+    @pytest.mark.parametrize("function", [True, False])
+    def test_awaited_search_uses_only_the_awaitable_client(
+        self, store: MemoryStore, function: bool
+    ) -> None:
+        """The blocking client refuses every request: the awaited search never needs it."""
+        functions = (
+            {
+                "search_inquiries": ranking_function(
+                    store, "inquiries", TEXT_COLUMNS, HashEmbeddings()
+                )
+            }
+            if function
+            else {}
+        )
+        emulator = PostgrestEmulator(store, functions=functions)
+
+        def refuse(request: httpx.Request) -> httpx.Response:
+            raise AssertionError(f"blocking request {request.url}")
+
+        facade = create_read_only_facade(
+            kind="supabase",
+            url=BASE_URL,
+            key=fake_key("anon"),
+            http_client=httpx.Client(transport=httpx.MockTransport(refuse)),
+            async_http_client=httpx.AsyncClient(transport=httpx.MockTransport(emulator)),
+            embeddings=HashEmbeddings(),
+        )
+        result = asyncio.run(
+            facade.asearch("inquiries", "card", filters=[Filter("client_id", Op.EQ, 1)], k=4)
+        )
+        assert len(result.hits) == 4
+        assert any("/rpc/" in r.url.path for r in emulator.requests) is function
+
+
 class TestExactlyKRows:
     @settings(max_examples=25, deadline=None)
     @given(
