@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -45,15 +44,13 @@ from persistence.backends._postgrest_encoding import (
 )
 from persistence.backends._postgrest_paging import total_steps, window_steps
 from persistence.backends._postgrest_schema import ApiDescription
+from persistence.backends._postgrest_search_legs import keyword_leg, semantic_leg, trigram_leg
 from persistence.errors import BackendError
 from persistence.query import Filter, Op, Query
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult
-from persistence.search.bm25 import bm25_scores, tokens
 from persistence.search.embedder import Embedder, Vector
-from persistence.search.feedback import FEEDBACK_ROWS, refine
 from persistence.search.fusion import DEFAULT_WEIGHTS, fuse
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
-from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, TrigramNeedle
 
 __all__ = [
     "CANDIDATE_ROWS",
@@ -355,14 +352,14 @@ def _fallback_steps(
     texts = ["\n".join(str(r[c]) for c in text_columns if r.get(c)) for r in universe]
     if mode is not SearchMode.SEMANTIC:
         if condition is not None:
-            legs["keyword"] = _keyword_leg(universe, texts, terms, candidates)
+            legs["keyword"] = keyword_leg(universe, texts, terms, candidates)
         short = [c for c in text_columns if is_short_text_column(c)]
         if short:
-            legs["trigram"] = _trigram_leg(universe, short, text)
+            legs["trigram"] = trigram_leg(universe, short, text)
     if mode is not SearchMode.KEYWORD and embedder is not None:
         query_vector = yield EmbedQuery(text)
         row_vectors = yield from vectors.steps(texts, embedder, len(query_vector))
-        legs["semantic"] = _semantic_leg(query_vector, row_vectors)
+        legs["semantic"] = semantic_leg(query_vector, row_vectors)
     fused = fuse(legs, DEFAULT_WEIGHTS)
     project = (lambda r: dict(r)) if query.columns is None else _projector(query.columns)
     hits = [
@@ -399,44 +396,3 @@ def _id_key(value: object) -> tuple[int, Any]:
 
 def _projector(columns: Sequence[str]) -> Callable[[Row], Row]:
     return lambda row: {c: row.get(c) for c in columns}
-
-
-def _by_score(scored: list[tuple[float, int]]) -> list[int]:
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [position for _, position in scored]
-
-
-def _keyword_leg(
-    universe: Sequence[Row], texts: Sequence[str], terms: Sequence[str], candidates: Sequence[Row]
-) -> list[int]:
-    """BM25 over the fetched rows; a full-text candidate BM25 does not score (a stemmed match)
-    ranks after those it does, in id order."""
-    scores = bm25_scores([tokens(t) for t in texts], terms)
-    scored = _by_score([(s, i) for i, s in enumerate(scores) if s > 0])
-    matched = {str(r.get("id")) for r in candidates}
-    stemmed = [i for i, r in enumerate(universe) if scores[i] <= 0 and str(r.get("id")) in matched]
-    return scored + stemmed
-
-
-def _trigram_leg(universe: Sequence[Row], columns: Sequence[str], text: str) -> list[int]:
-    needle = TrigramNeedle(text)
-    scored = []
-    for position, row in enumerate(universe):
-        values = [v for c in columns if isinstance(v := row.get(c), str)]
-        best = max((needle.similarity(v, WORD_SIMILARITY_THRESHOLD) for v in values), default=0.0)
-        if best >= WORD_SIMILARITY_THRESHOLD:
-            scored.append((best, position))
-    return _by_score(scored)
-
-
-def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    return float(sum(map(operator.mul, a, b)))
-
-
-def _semantic_leg(query: Vector, vectors: Sequence[Vector | None]) -> list[int]:
-    present = {i: v for i, v in enumerate(vectors) if v is not None}
-    if not present:
-        return []
-    first = _by_score([(_dot(query, v), i) for i, v in present.items()])
-    refined = refine(query, [present[i] for i in first[:FEEDBACK_ROWS]])
-    return _by_score([(_dot(refined, v), i) for i, v in present.items()])
