@@ -39,6 +39,7 @@ __all__ = [
     "default_async_http_client",
     "default_http_client",
     "json_body",
+    "json_default",
     "json_rows",
 ]
 
@@ -142,6 +143,14 @@ class PostgrestClient:
         """Run ``steps`` over the awaitable client (``httpx.AsyncClient``), on the running
         loop: the same requests, retries and errors as :meth:`drive`."""
         return await adrive(steps, self._aperform)
+
+    def perform(self, exchange: Exchange) -> httpx.Response | None:
+        """Perform one exchange (blocking): for drivers of steps that ask for more than HTTP."""
+        return self._perform(exchange)
+
+    async def aperform(self, exchange: Exchange) -> httpx.Response | None:
+        """Perform one exchange on the running loop; see :meth:`perform`."""
+        return await self._aperform(exchange)
 
     def _perform(self, exchange: Exchange) -> httpx.Response | None:
         if isinstance(exchange, Backoff):
@@ -311,6 +320,12 @@ def json_body(rows: Iterable[Mapping[str, Any]], table: str, operation: str) -> 
             field="rows",
         ) from exc
     return text.encode("utf-8")
+
+
+def json_default(value: object) -> object:
+    """JSON for the values rows and parameters carry: dates as ISO text, decimals and uuids as
+    text."""
+    return _json_default(value)
 
 
 def _json_default(value: object) -> object:

@@ -26,7 +26,7 @@ from persistence.errors import BackendUnavailableError, PersistenceError, QueryT
 from persistence.relations import Relation
 from persistence.types import ColumnKind, ColumnType, column_type, enum_type
 
-__all__ = ["ApiDescription", "parse_description"]
+__all__ = ["ApiDescription", "parse_description", "parse_functions"]
 
 Tables = Mapping[str, Mapping[str, ColumnType]]
 _UNTOLD: Tables = MappingProxyType({})
@@ -67,21 +67,53 @@ def parse_description(document: Any) -> Tables | None:
     return MappingProxyType(tables)
 
 
+def parse_functions(document: Any) -> Mapping[str, str]:
+    """The functions of the ``/rpc/<name>`` paths an OpenAPI document lists, each with its
+    comment as PostgREST shows it (first line in ``summary``, the rest in ``description``)."""
+    paths = document.get("paths") if isinstance(document, Mapping) else None
+    if not isinstance(paths, Mapping):
+        return MappingProxyType({})
+    found: dict[str, str] = {}
+    for path, item in paths.items():
+        if not isinstance(path, str) or not path.startswith("/rpc/") or len(path) == 5:
+            continue
+        parts = []
+        operations = item.values() if isinstance(item, Mapping) else ()
+        for operation in operations:
+            if isinstance(operation, Mapping):
+                parts = [
+                    text
+                    for key in ("summary", "description")
+                    if isinstance(text := operation.get(key), str)
+                ]
+                break
+        found[path[5:]] = "\n".join(parts)
+    return MappingProxyType(found)
+
+
 class ApiDescription:
     """The column types a PostgREST API describes, fetched on first use and cached."""
 
-    __slots__ = ("_client", "_relations", "_tables")
+    __slots__ = ("_client", "_functions", "_relations", "_tables")
 
     def __init__(self, client: PostgrestClient) -> None:
         self._client = client
         self._tables: Tables | None = None
         self._relations: tuple[Relation, ...] = ()
+        self._functions: Mapping[str, str] = MappingProxyType({})
 
     def relations(self) -> tuple[Relation, ...]:
         """The foreign keys the description notes (none when it does not tell)."""
         if self._tables is None:
             self._fetch()
         return self._relations
+
+    def functions(self) -> Mapping[str, str]:
+        """The functions the API serves under ``/rpc/``, each with its comment (none when the
+        API does not tell): an owner-installed search function is found here."""
+        if self._tables is None:
+            self._fetch()
+        return self._functions
 
     def column_types(self, table: str) -> Mapping[str, ColumnType] | None:
         """``table``'s columns and types, or ``None`` when the API does not tell."""
@@ -104,6 +136,7 @@ class ApiDescription:
             document = json.loads(response.content)
             parsed = parse_description(document)
             self._relations = parse_relations(document)
+            self._functions = parse_functions(document)
         except (BackendUnavailableError, QueryTimeoutError):
             return _UNTOLD  # transient: ask again next time
         except (PersistenceError, ValueError):

@@ -18,6 +18,9 @@ query builder, so that every value is encoded exactly as PostgREST's URL grammar
   retry a bounded number of times on 503/520 and broken connections.
 * Column types come from the OpenAPI description at the REST root (one request per backend,
   cached; see :mod:`persistence.backends._postgrest_schema`).
+* Search calls the owner's read-only ranking function ``search_<table>`` with ``GET`` when the
+  description lists it, else ranks full-text (``wfts``) candidates here; see
+  :mod:`persistence.backends._postgrest_search` and docs/search-supabase.md.
 * A key whose ``role`` claim is not ``anon``/``authenticated`` (``service_role``,
   ``supabase_admin``, ``postgres``, ...; the ``allowed_roles=`` option widens the list) may bypass
   row-level security: the read-only facade refuses it unless ``allow_privileged=True``.
@@ -28,6 +31,7 @@ the only other state is a per-table cache of column names, filled once).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -38,7 +42,7 @@ from typing import Any
 from persistence._logs import get_logger
 from persistence._options import check_options, require_text
 from persistence._read_only import refuse_write
-from persistence._steps import Steps
+from persistence._steps import Steps, adrive, drive
 from persistence.capabilities import Capabilities
 from persistence.errors import (
     ColumnNotAllowedError,
@@ -48,6 +52,8 @@ from persistence.errors import (
 )
 from persistence.query import Filter, Op, Page, Query
 from persistence.relations import RelatedPlan, Relation, attach, check_relations
+from persistence.search import SearchRequest, SearchResult
+from persistence.search.embedder import Embedder
 
 try:
     import httpx
@@ -89,6 +95,13 @@ from persistence.backends._postgrest_paging import (
     window_steps,
 )
 from persistence.backends._postgrest_schema import ApiDescription
+from persistence.backends._postgrest_search import (
+    EmbedQuery,
+    EmbedRows,
+    RowVectors,
+    SearchStep,
+    search_steps,
+)
 from persistence.types import ColumnType
 
 __all__ = [
@@ -267,6 +280,7 @@ class SupabaseBackend:
         # Written once per table and only read afterwards; a race costs one duplicate request.
         self._columns: dict[str, frozenset[str]] = {}
         self._description = ApiDescription(self._client)
+        self._row_vectors = RowVectors()
 
     @property
     def count_mode(self) -> CountMode:
@@ -365,6 +379,66 @@ class SupabaseBackend:
             )
         capped = attach(rows, plans, embedded)
         return Page(rows=rows, total_count=total, related_capped=capped)
+
+    def search(
+        self,
+        query: Query,
+        request: SearchRequest,
+        text_columns: tuple[str, ...],
+        embedder: Embedder | None,
+    ) -> SearchResult:
+        """Rank the rows matching ``query.filters`` by the owner's read-only ranking function,
+        else by full-text candidates ranked here (see :mod:`~persistence.backends._postgrest_search`
+        and docs/search-supabase.md)."""
+
+        def perform(step: SearchStep) -> Any:
+            if isinstance(step, EmbedQuery):
+                return _embedder(embedder).embed_query(step.text)
+            if isinstance(step, EmbedRows):
+                return _embedder(embedder).embed_rows(step.texts)
+            return self._client.perform(step)
+
+        return drive(self._search_steps(query, request, text_columns, embedder), perform)
+
+    async def asearch(
+        self,
+        query: Query,
+        request: SearchRequest,
+        text_columns: tuple[str, ...],
+        embedder: Embedder | None,
+    ) -> SearchResult:
+        """:meth:`search` over ``httpx.AsyncClient``: the same steps; the query is embedded by
+        the model's awaitable call, row texts in a worker thread."""
+
+        async def perform(step: SearchStep) -> Any:
+            if isinstance(step, EmbedQuery):
+                return await _embedder(embedder).aembed_query(step.text)
+            if isinstance(step, EmbedRows):
+                return await asyncio.to_thread(_embedder(embedder).embed_rows, step.texts)
+            return await self._client.aperform(step)
+
+        return await adrive(self._search_steps(query, request, text_columns, embedder), perform)
+
+    def _search_steps(
+        self,
+        query: Query,
+        request: SearchRequest,
+        text_columns: tuple[str, ...],
+        embedder: Embedder | None,
+    ) -> Steps[SearchStep, SearchResult]:
+        base = self._filter_params(query.table, query.filters, "search")
+        return search_steps(
+            self._client,
+            self._description,
+            self._row_vectors,
+            query,
+            base,
+            request,
+            text_columns,
+            embedder,
+            page_size=self._page_size,
+            count_mode=self._count_mode,
+        )
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         return self._client.drive(self._count_steps(table, filters))
@@ -595,6 +669,12 @@ class SupabaseBackend:
     def close(self) -> None:
         """Close the HTTP client if this backend created it (a caller's client stays open)."""
         self._client.close()
+
+
+def _embedder(embedder: Embedder | None) -> Embedder:
+    # The steps ask for vectors only when the search was given an embedder.
+    assert embedder is not None
+    return embedder
 
 
 def _check_options(

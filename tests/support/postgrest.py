@@ -2,7 +2,8 @@
 
 It parses PostgREST's URL grammar **strictly** — the subset the Supabase adapter may use — and
 answers as PostgREST does (``Content-Range``, ``Prefer: count=``, 206/416 statuses, error JSON).
-Anything outside that subset (``or=``/``and=`` logic trees, unknown operators, an unterminated
+Anything outside that subset (``and=`` logic trees, an ``or=`` of anything but ``wfts``
+conditions, websearch syntax in a ``wfts`` value, unknown operators, an unterminated
 ``in`` list, a bad ``order``...) is a PostgREST-shaped 400, so a request that round-trips here
 was encoded the way PostgREST reads it. Grammar rules mirrored (PostgREST's query-string parser):
 
@@ -11,7 +12,11 @@ was encoded the way PostgREST reads it. Grammar rules mirrored (PostgREST's quer
   be followed by ``,`` or ``)``) or bare text up to ``,``/``)``;
 * ``like``/``ilike``: every ``*`` becomes ``%`` before SQL's LIKE (``\\`` escapes ``%``/``_``);
   ``ilike`` folds both sides as PostgreSQL's ``lower()`` does in a UTF-8 database;
-* ``is.null|not_null|true|false``; ``order=col[.asc|.desc][.nullsfirst|.nullslast],...``.
+* ``is.null|not_null|true|false``; ``order=col[.asc|.desc][.nullsfirst|.nullslast],...``;
+* ``wfts.word``: every word of the value among the column's words (case-folded, no stemming);
+  ``or=(col.wfts."word",...)``: any of them;
+* ``/rpc/<name>``: the ``functions=`` given (:class:`RpcFunction`), over ``GET`` only, with a
+  400 for any parameter that is not an argument (PostgREST would apply it after the function).
 
 ``max_rows`` emulates the server's row cap (``db-max-rows``): responses are silently truncated.
 ``aggregates`` emulates ``db-aggregates-enabled`` (off by default, as on PostgREST): off, a
@@ -56,10 +61,12 @@ __all__ = [
     "BASE_URL",
     "EmulatorError",
     "PostgrestEmulator",
+    "RpcFunction",
     "decode_query",
     "describe",
     "fake_key",
     "parse_in_list",
+    "parse_logic_tree",
 ]
 
 BASE_URL = "https://emulated.supabase.test"
@@ -327,6 +334,16 @@ def _condition(
                 for e, t in zip(elements, typed_elements, strict=True)
             )
 
+    elif op == "wfts":
+        words = _websearch_words(operand)
+
+        def test(row: Row) -> Verdict:
+            value = row.get(column)
+            if value is None:
+                return None
+            held = set(_TEXT_WORD.findall(str(value).casefold()))
+            return all(word in held for word in words)
+
     elif op == "is":
         wanted = operand.lower()
         if wanted not in {"null", "not_null", "true", "false"}:
@@ -346,6 +363,60 @@ def _condition(
     if not negate:
         return test
     return lambda row: None if (v := test(row)) is None else not v
+
+
+_TEXT_WORD = re.compile(r"[^\W_]+")
+
+
+def _websearch_words(operand: str) -> list[str]:
+    """The words of a ``wfts`` value; any of websearch_to_tsquery's syntax (quotes, a leading
+    ``-``, the word ``or``) is refused: the adapter must send plain words only."""
+    words = _TEXT_WORD.findall(operand.casefold())
+    if '"' in operand or operand.lstrip().startswith("-") or "or" in words:
+        raise _parse_error("websearch syntax reached the server", operand)
+    return words
+
+
+def parse_logic_tree(text: str) -> list[tuple[str, str]]:
+    """The ``(column, op.value)`` conditions of a flat ``or=(...)`` tree: each ``col.op.value``
+    with the value bare (up to ``,``/``)``) or ``"..."`` (``\\`` escapes any character)."""
+    tree = re.compile(r"([a-z_][a-z0-9_]{0,62})\.([a-z]+)\.")
+    if not text.startswith("("):
+        raise _parse_error("failed to parse logic tree", text)
+    pos, found = 1, []
+    while True:
+        head = tree.match(text, pos)
+        if head is None:
+            raise _parse_error("failed to parse logic tree", text)
+        value, pos = _tree_value(text, head.end())
+        found.append((head.group(1), f"{head.group(2)}.{value}"))
+        if pos >= len(text):
+            raise _parse_error("failed to parse logic tree", "unterminated tree")
+        if text[pos] == ")":
+            if pos != len(text) - 1:
+                raise _parse_error("failed to parse logic tree", "text after the tree")
+            return found
+        pos += 1  # the comma
+
+
+def _tree_value(text: str, pos: int) -> tuple[str, int]:
+    """One value of a logic tree from ``pos``, and the position after it."""
+    if pos < len(text) and text[pos] == '"':
+        chars, pos = [], pos + 1
+        while pos < len(text) and text[pos] != '"':
+            if text[pos] == "\\":
+                pos += 1
+                if pos >= len(text):
+                    raise _parse_error("failed to parse logic tree", "dangling escape")
+            chars.append(text[pos])
+            pos += 1
+        if pos >= len(text):
+            raise _parse_error("failed to parse logic tree", "unterminated quoted value")
+        return "".join(chars), pos + 1
+    end = pos
+    while end < len(text) and text[end] not in ",)":
+        end += 1
+    return text[pos:end], end
 
 
 def _order_key(
@@ -377,6 +448,42 @@ def _json_default(value: object) -> object:
     raise TypeError(type(value).__name__)
 
 
+def _any(conditions: list[Condition]) -> Condition:
+    def test(row: Row) -> Verdict:
+        verdicts = [c(row) for c in conditions]
+        if any(v is True for v in verdicts):
+            return True
+        return None if any(v is None for v in verdicts) else False
+
+    return test
+
+
+class RpcFunction:
+    """A function the emulator serves at ``/rpc/<name>``: ``arguments`` its parameter names,
+    ``body`` what it answers for the decoded parameters, ``comment`` its ``COMMENT``."""
+
+    def __init__(
+        self,
+        arguments: frozenset[str],
+        body: Callable[[dict[str, str]], list[Row]],
+        comment: str | None = None,
+    ):
+        self.arguments = arguments
+        self.body = body
+        self.comment = comment
+
+    def described(self) -> dict[str, str]:
+        """The path's operation as PostgREST describes it: the comment's first line in
+        ``summary``, the rest in ``description``."""
+        if self.comment is None:
+            return {}
+        summary, _, rest = self.comment.partition("\n")
+        return {"summary": summary, "description": rest} if rest else {"summary": summary}
+
+    def __call__(self, params: dict[str, str]) -> list[Row]:
+        return self.body(params)
+
+
 class PostgrestEmulator:
     """Callable as an ``httpx.MockTransport`` handler; see the module docstring.
 
@@ -392,8 +499,10 @@ class PostgrestEmulator:
         describe: bool = True,
         aggregates: bool = False,
         relations: Sequence[Relation] = REFERENCE.relations,
+        functions: Mapping[str, RpcFunction] | None = None,
     ) -> None:
         self.store = store
+        self.functions = dict(functions or {})
         self.aggregates = aggregates
         self.max_rows = max_rows
         self.describe = describe
@@ -438,6 +547,8 @@ class PostgrestEmulator:
     def _handle(self, request: httpx.Request) -> httpx.Response:
         if request.url.path == _REST_PREFIX and request.method == "GET":
             return self._description()
+        if request.url.path.startswith(_REST_PREFIX + "rpc/"):
+            return self._rpc(request, request.url.path[len(_REST_PREFIX + "rpc/") :])
         table = self._table(request)
         params = decode_query(request.url.query)
         prefer = {
@@ -449,7 +560,18 @@ class PostgrestEmulator:
         conditions: list[Condition] = []
         embedded: dict[str, list[tuple[str, str]]] = {}
         for key, value in params:
-            if key in {"or", "and", "not.or", "not.and"}:
+            if key == "or":
+                alternatives = []
+                for name, expression in parse_logic_tree(value):
+                    if not expression.startswith("wfts."):
+                        # The adapter's one logic tree: the search's OR of full-text words.
+                        raise _parse_error("only wfts alternatives are in the adapter's grammar")
+                    column = self._column(table, name)
+                    ctype = self.store.column_types(table).get(column)
+                    alternatives.append(_condition(table, column, expression, ctype))
+                conditions.append(_any(alternatives))
+                continue
+            if key in {"and", "not.or", "not.and"}:
                 raise _parse_error("logic trees are outside the adapter's grammar", key)
             if "." in key:  # a parameter of an embedded resource: checked once it is resolved
                 path, _, name = key.rpartition(".")
@@ -473,12 +595,40 @@ class PostgrestEmulator:
             return self._delete(table, special, conditions, prefer)
         raise EmulatorError(405, "PGRST117", f"Unsupported HTTP method: {request.method}")
 
+    def _rpc(self, request: httpx.Request, name: str) -> httpx.Response:
+        function = self.functions.get(name)
+        if function is None:
+            raise EmulatorError(404, "PGRST202", f"Could not find the function public.{name}")
+        if request.method != "GET":
+            # The emulator serves functions read-only, as PostgREST's GET does.
+            raise EmulatorError(405, "PGRST101", "functions are served over GET only here")
+        params = dict(decode_query(request.url.query))
+        extra = set(params) - function.arguments
+        if extra:
+            # PostgREST would read these as filters on the function's result (after its LIMIT).
+            raise _parse_error("a filter was sent after a function", ", ".join(sorted(extra)))
+        try:
+            rows = function(params)
+        except EmulatorError:
+            raise
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmulatorError(400, "22P02", f"invalid input: {exc}") from exc
+        return httpx.Response(200, content=json.dumps(rows, default=_json_default).encode())
+
     def _description(self) -> httpx.Response:
         if not self.describe:
             raise EmulatorError(401, "PGRST301", "the API description needs a secret key")
+        document = describe(self.store, self.relations)
+        document["paths"] = {
+            "/": {},
+            **{
+                f"/rpc/{name}": {"get": function.described()}
+                for name, function in self.functions.items()
+            },
+        }
         return httpx.Response(
             200,
-            json=describe(self.store, self.relations),
+            json=document,
             headers={"Content-Type": "application/openapi+json; charset=utf-8"},
         )
 
