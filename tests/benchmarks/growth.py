@@ -126,8 +126,9 @@ def measure(sizes: Sequence[int], *, quick: bool, plot: Path | None = None) -> G
                 "icontains, no index": _query([Filter("company_name", Op.ICONTAINS, NEEDLE)]),
             }
             for workload, query in lookups.items():
-                report.points.append(Point("table size", rows, workload, *_time(
-                    db.reader_dsn, query, quick=quick)))  # fmt: skip
+                report.points.append(
+                    Point("table size", rows, workload, *_time(db.reader_dsn, query, quick=quick))
+                )
             if rows != largest:
                 continue
             for size in PAGE_SIZES:
@@ -204,10 +205,21 @@ def draw(points: Sequence[Point], path: Path) -> Path | None:
         for index, (workload, curve) in enumerate(curves.items()):
             xs = [p.x for p in curve]
             color = f"C{index}"
-            ax.plot(xs, [p.raw.median * 1e3 for p in curve], "--o", color=color, alpha=0.6,
-                    label=f"raw psycopg, {workload}")  # fmt: skip
-            ax.plot(xs, [p.facade.median * 1e3 for p in curve], "-s", color=color,
-                    label=f"facade.read, {workload}")  # fmt: skip
+            ax.plot(
+                xs,
+                [p.raw.median * 1e3 for p in curve],
+                "--o",
+                color=color,
+                alpha=0.6,
+                label=f"raw psycopg, {workload}",
+            )
+            ax.plot(
+                xs,
+                [p.facade.median * 1e3 for p in curve],
+                "-s",
+                color=color,
+                label=f"facade.read, {workload}",
+            )
         if axis != "filters":
             ax.set_xscale("log")
         ax.set_yscale("log")

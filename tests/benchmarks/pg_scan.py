@@ -111,8 +111,15 @@ def measure(rows: int, *, quick: bool, with_peer: bool) -> ScanReport:
                     peer.close()
     base = best["raw psycopg, keyset"]
     for name, seconds in best.items():
-        section.rows.append((name, -(-rows // PAGE), fmt_time(seconds), f"{rows / seconds:,.0f}",
-                             f"{seconds / base:.2f}×"))  # fmt: skip
+        section.rows.append(
+            (
+                name,
+                -(-rows // PAGE),
+                fmt_time(seconds),
+                f"{rows / seconds:,.0f}",
+                f"{seconds / base:.2f}×",
+            )
+        )
     figures["rows_per_s"] = {name: rows / seconds for name, seconds in best.items()}
     section.notes.append(
         "The facade's page also carries the total count of the rows it filters, so a keyset "

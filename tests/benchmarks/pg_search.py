@@ -68,7 +68,7 @@ def measure(rows: int, queries: int) -> SearchReport:
 
     section = Section(
         f"Hybrid search on PostgreSQL 18 + pgvector ({rows:,} inquiries)",
-        "`facade.search(\"inquiries\", text, filters=[client_id eq …], k=10, mode=…)` on an "
+        '`facade.search("inquiries", text, filters=[client_id eq …], k=10, mode=…)` on an '
         "embedded PostgreSQL 18 with pgvector and pg_trgm, with the indexes "
         "`docs/search-postgres.md` lists; every query a new text. Embeddings: a deterministic "
         "64-dimension hashing model (the database's latency, not a model's). *Legs*: median "
