@@ -137,15 +137,14 @@ def contenders(clients: Clients, scenario: Scenario) -> dict[str, Callable[[], o
 
 
 def time_scenario(clients: Clients, scenario: Scenario, *, quick: bool) -> dict[str, Stats]:
-    """Median per-call times of every contender for ``scenario``."""
+    """Per-call times of every contender for ``scenario``: single-call samples (so p95 is a
+    per-call figure), a few in a row when calls are cheap."""
     calls = contenders(clients, scenario)
-    probe = min(per_call_estimate(f) for f in calls.values())
-    # Cheap calls are batched so a sample is well above the timer's resolution.
-    number = max(1, min(50, int(0.002 / max(probe, 1e-6))))
-    budget = 1.0 if quick else 8.0
     slowest = max(per_call_estimate(f) for f in calls.values())
-    rounds = max(5 if quick else 9, min(101, int(budget / (slowest * number * len(calls)))))
-    return compare(calls, rounds=rounds, number=number, warmup=2)
+    block = max(1, min(10, int(0.002 / max(slowest, 1e-6))))
+    budget = 1.0 if quick else 8.0
+    rounds = max(10 if quick else 20, min(400, int(budget / (slowest * block * len(calls)))))
+    return compare(calls, rounds=rounds, block=block, warmup=3)
 
 
 def per_call_estimate(func: Callable[[], object]) -> float:

@@ -312,6 +312,7 @@ def _scenario_rows(
             name,
             contender,
             fmt_stats(value),
+            fmt_time(value.p95),
             fmt_time(value.median - raw.median) if value is not raw else "—",
             ratio(value, raw),
             ratio(value, peer) if peer is not None else "—",
@@ -332,7 +333,7 @@ def postgres(config: Config, results: Results) -> list[pg_suite.Throughput]:
             f"PostgreSQL: library vs raw psycopg vs peer tool ({db.rows:,} leads)",
             f"Page of 50 + total count. Loaded by COPY in {fmt_time(load_seconds)} (with "
             "indexes and ANALYZE).",
-            ("Query", "Contender", "Median", "Added to raw", "vs raw", "vs peer"),
+            ("Query", "Contender", "p50", "p95", "Added to raw", "vs raw", "vs peer"),
         )
         try:
             equality, icontains = pg_suite.scenarios(db.rows)
@@ -424,7 +425,7 @@ def lookups(config: Config, results: Results) -> None:
 
 def aggregates(config: Config, results: Results) -> None:
     """Grouped counts against raw GROUP BY and paging rows (``pg_aggregates``)."""
-    report = pg_aggregates.measure(config.pg_rows, quick=config.quick)
+    report = pg_aggregates.measure(config.pg_rows, quick=config.quick, with_peer=config.peer)
     results.sections.append(report.section)
     results.targets += report.targets
     results.figures["aggregates"] = report.figures
@@ -432,7 +433,9 @@ def aggregates(config: Config, results: Results) -> None:
 
 def related(config: Config, results: Results) -> None:
     """50 leads with their related rows: include vs the N+1 loop (``pg_related``)."""
-    report = pg_related.measure(max(config.lookup_rows // 5, 200), quick=config.quick)
+    report = pg_related.measure(
+        max(config.lookup_rows // 5, 200), quick=config.quick, with_peer=config.peer
+    )
     results.sections.append(report.section)
     results.figures["related"] = report.figures
 
