@@ -28,6 +28,7 @@ from persistence.backends import _pg_sql
 from persistence.facade import ReadOnlyPersistenceFacade
 from persistence.schema import TABLE_COLUMNS
 from rag_agent import RAGAgent, RAGSettings, create_rag_agent
+from rag_agent.doctor import IndexKind, create_statement
 from rag_agent.filters import filters_to_query, parse_filters_from_text
 from tests.benchmarks.common import ScratchDatabase, Stats, compare
 from tests.benchmarks.datagen import NEEDLE, NEEDLE_QUESTION
@@ -35,7 +36,8 @@ from tests.benchmarks.peer import PeerTool, inline
 from tests.benchmarks.wire import counting_dsn
 
 PAGE = 50
-TRGM_INDEX = "CREATE INDEX leads_company_trgm_idx ON leads USING gin (company_name gin_trgm_ops)"
+#: The index ``rag-agent doctor`` recommends for ``company_name icontains``.
+TRGM_INDEX = create_statement("public", "leads", "company_name", IndexKind.TRIGRAM)
 
 
 def raw_statement(query: Query) -> tuple[bytes, list[Any]]:
