@@ -145,7 +145,7 @@ def time_scenario(clients: Clients, scenario: Scenario, *, quick: bool) -> dict[
     slowest = max(per_call_estimate(f) for f in calls.values())
     block = max(1, min(10, int(0.002 / max(slowest, 1e-6))))
     budget = 1.0 if quick else 8.0
-    rounds = max(10 if quick else 20, min(400, int(budget / (slowest * block * len(calls)))))
+    rounds = max(8 if quick else 20, min(400, int(budget / (slowest * block * len(calls)))))
     return compare(calls, rounds=rounds, block=block, warmup=3)
 
 
