@@ -81,8 +81,8 @@ def measure(rows: int, queries: int) -> SearchReport:
         "library's search and the replay alternate query by query; the legs come from a "
         "separate, shorter pass. Open question: in `keyword` mode with a filter the replay "
         "measures slower than the library itself (0.4–0.8×), though each statement timed in "
-        "isolation costs the same on both connections; until that is explained, read *vs raw* "
-        "as an upper bound of the library's own cost only in the other modes.",
+        "isolation costs the same on both connections; until that is explained, trust *vs raw* "
+        "only for the `hybrid` and `semantic` rows.",
         (
             "Filter (share of rows)",
             "Mode",
