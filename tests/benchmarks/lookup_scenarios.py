@@ -17,6 +17,7 @@ import psycopg
 
 from persistence import Filter, Op, Order
 from persistence.schema import TABLE_COLUMNS, TABLE_DDL
+from rag_agent.doctor import IndexKind, create_statement
 from tests.benchmarks.common import LeadsTable, ScratchDatabase, standalone
 from tests.benchmarks.peer import inline
 from tests.benchmarks.pg_suite import PAGE, Clients
@@ -39,7 +40,8 @@ def _supabase_style(ddl: str) -> str:
 
 UUID_LEADS = LeadsTable(_supabase_style(standalone(TABLE_DDL["leads"])), explicit_ids=False)
 CREATED_AT_INDEX = "CREATE INDEX leads_created_at_idx ON leads (created_at)"
-LOWER_EMAIL_INDEX = "CREATE INDEX leads_email_lower_idx ON leads (lower(email))"
+#: The index ``rag-agent doctor`` recommends for a case-insensitive e-mail lookup (``ieq``).
+LOWER_EMAIL_INDEX = create_statement("public", "leads", "email", IndexKind.LOWER_BTREE)
 #: The month asked for: the generated leads are one a minute back from 2026-01-01, so at 100k
 #: leads and more December 2025 is a whole month (44,640 leads); smaller tables lie inside it.
 MONTH = (dt.datetime(2025, 12, 1, tzinfo=dt.UTC), dt.datetime(2026, 1, 1, tzinfo=dt.UTC))

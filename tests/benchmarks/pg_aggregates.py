@@ -6,7 +6,8 @@ campaigns, six statuses with NULL among them), two questions:
 
 * **count per status, every lead**: raw psycopg ``SELECT status, count(*) FROM leads GROUP BY
   status ORDER BY status`` (the baseline), ``facade.aggregate("leads", group_by=["status"])``,
-  ``RAGAgent.aggregate`` (cache off) and ``aggregate_table``, the LangChain tool. The alternative
+  ``RAGAgent.aggregate`` (cache off), ``aggregate_table``, the LangChain tool, and the peer
+  tool (LangChain's SQL tool) given the same ``GROUP BY`` as text. The alternative
   a user had before, paging every row through ``query_table`` and counting client-side, is one
   ``OFFSET`` scan per page; at this size it is timed for the first page only and reported as the
   lower bound: pages times the first page (later pages cost more, never less).
@@ -29,7 +30,8 @@ from persistence import Filter, Op
 from rag_agent import build_tools
 from rag_agent.untrusted import unwrap_boundary
 from tests.benchmarks.common import Section, Stats, Target, quiet_logging, scratch_database
-from tests.benchmarks.lookup_scenarios import Contender, WrongAnswer
+from tests.benchmarks.lookup_scenarios import PEER, Contender, WrongAnswer, _peer, _text_check
+from tests.benchmarks.peer import peer_installed
 from tests.benchmarks.pg_lookups import LookupReport, Outcome, _clients, _rows, time_outcome
 from tests.benchmarks.pg_suite import Clients, per_call_estimate
 from tests.benchmarks.report import fmt_time, markdown_table, ratio
@@ -102,22 +104,28 @@ def _contenders(
         args = {"table": "leads", "filters": filters, "group_by": [column], "limit": 1000}
         return _counts(json.loads(unwrap_boundary(aggregate_table.invoke(args))), column)
 
-    return {
+    contenders = {
         RAW: Contender(raw, check),
         "facade.aggregate": Contender(by_facade, check),
         "RAGAgent.aggregate": Contender(by_agent, check),
         "aggregate_table tool": Contender(by_tool, check),
     }
+    peer = _peer(clients, (sql, params))
+    if peer is not None:
+        # The peer answers text: every group's count must be in it.
+        contenders[PEER] = Contender(peer, _text_check(*(f", {n})" for n in want.values())))
+    return contenders
 
 
 def _paging_row(name: str, seconds: float, base: Stats | None, note: str) -> tuple[Any, ...]:
     shown = fmt_time(seconds) + note
     times = f"{seconds / base.median:.0f}×" if base else "—"
-    return (name, PAGING, shown, "—", times)
+    return (name, PAGING, shown, "—", times, "—")
 
 
-def measure(rows: int, *, quick: bool) -> LookupReport:
-    """Both grouped counts on a fresh reference database of ``rows`` leads."""
+def measure(rows: int, *, quick: bool, with_peer: bool = False) -> LookupReport:
+    """Both grouped counts on a fresh reference database of ``rows`` leads; the peer tool (the
+    raw statement as text) too when ``with_peer``."""
     with scratch_database(rows) as db:
         section = Section(
             f"Grouped counts on PostgreSQL ({rows:,} leads)",
@@ -125,12 +133,12 @@ def measure(rows: int, *, quick: bool) -> LookupReport:
             f"by raw psycopg running the `GROUP BY` a careful engineer would write. *{PAGING}* "
             "is what answered 'how many … by …' before aggregates: every row paged through "
             "the `query_table` tool (500 a page) and counted by the caller.",
-            ("Scenario", "Contender", "p50", "p95", "vs raw"),
+            ("Scenario", "Contender", "p50", "p95", "vs raw", "vs peer"),
         )
         outcomes: list[Outcome] = []
         targets: list[Target] = []
         paging: dict[str, float] = {}
-        with _clients(db, False) as clients:
+        with _clients(db, with_peer) as clients:
             for name, column, filters, sql, params in (
                 ("count per status, every lead", "status", {}, _BY_STATUS, ()),
                 (f"count per campaign, client {_CLIENT}", "campaign_id",
@@ -139,7 +147,7 @@ def measure(rows: int, *, quick: bool) -> LookupReport:
                 contenders = _contenders(clients, column, filters, sql, params)
                 outcome = time_outcome(name, RAW, contenders, quick=quick)
                 outcomes.append(outcome)
-                section.rows += [row[:5] for row in _rows(outcome, list(contenders))]
+                section.rows += _rows(outcome, list(contenders))
                 base = outcome.stats.get(RAW)
                 if filters:
                     whole = functools.partial(_paged, clients, column, filters, None)
@@ -184,9 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-peer", action="store_true", help="skip the peer tool")
     args = parser.parse_args(argv)
     quiet_logging()
-    report = measure(args.rows, quick=args.quick)
+    report = measure(args.rows, quick=args.quick, with_peer=not args.no_peer and peer_installed())
     print(f"## {report.section.title}\n\n{report.section.intro}\n")
     print("\n".join(markdown_table(report.section.columns, report.section.rows)))
     for target in report.targets:

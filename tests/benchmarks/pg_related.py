@@ -2,18 +2,19 @@
 ``facade.read(..., include=...)`` vs the naive loop a caller writes without it (one read per
 parent, N+1).
 
-Run alone: ``python -m tests.benchmarks.pg_related [--leads N] [--quick]``; ``make bench`` runs
-it as one of its steps. The scratch database has the reference schema with its foreign keys:
-``--leads`` leads (default 20,000), three conversations each, two messages per conversation
-(ids in insertion order), indexed on the foreign-key columns as a deployment would be. Both
-contenders read through the same read-only facade over the network loopback, and their answers
-(the same children, in the same order) are checked equal once before timing.
+Run alone: ``python -m tests.benchmarks.pg_related [--leads N] [--quick] [--no-peer]``;
+``make bench`` runs it as one of its steps. The scratch database has the reference schema with
+its foreign keys: ``--leads`` leads (default 20,000), three conversations each, two messages per
+conversation (ids in insertion order), indexed on the foreign-key columns as a deployment would
+be. The library's contenders read through one read-only facade over the network loopback; raw
+psycopg runs the statements a careful engineer writes, the peer tool the same as text. Every
+answer (the same children, in the same order) is checked once before timing.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from psycopg import sql
 from persistence import Filter, Op, ReadOnlyPersistenceFacade, create_read_only_facade
 from persistence.schema import REFERENCE
 from tests.benchmarks.common import Section, Stats, compare, empty_database, quiet_logging
+from tests.benchmarks.peer import PeerTool, inline
 from tests.benchmarks.report import fmt_stats, ratio
 
 PARENTS = 50
@@ -114,7 +116,46 @@ def naive(facade: ReadOnlyPersistenceFacade, leads: int, nested: bool) -> list[A
     return answer
 
 
-def measure(leads: int, *, quick: bool) -> RelatedReport:
+_RAW_LEADS = b"SELECT * FROM leads WHERE id = ANY(%s) ORDER BY id LIMIT 50"
+_RAW_CONVERSATIONS = b"SELECT id, lead_id FROM conversations WHERE lead_id = ANY(%s) ORDER BY id"
+_RAW_MESSAGES = (
+    b"SELECT id, conversation_id FROM messages WHERE conversation_id = ANY(%s) ORDER BY id"
+)
+
+
+def raw_sql(cursor: psycopg.Cursor[Any], leads: int, nested: bool) -> list[Any]:
+    """The same answer from the statements a careful engineer writes: the parents, then each
+    level's children by ``= ANY`` of the parent keys, grouped in Python."""
+    ids = list(_parents(leads).value)
+    parents = [row[0] for row in cursor.execute(_RAW_LEADS, (ids,)).fetchall()]
+    children: dict[int, list[int]] = {parent: [] for parent in parents}
+    for child, parent in cursor.execute(_RAW_CONVERSATIONS, (parents,)).fetchall():
+        children[parent].append(child)
+    messages: dict[int, list[int]] = {}
+    if nested:
+        every = [child for kids in children.values() for child in kids]
+        messages = {child: [] for child in every}
+        for message, child in cursor.execute(_RAW_MESSAGES, (every,)).fetchall():
+            messages[child].append(message)
+    return [
+        [(child, messages[child] if nested else None) for child in children[parent]]
+        for parent in parents
+    ]
+
+
+def peer_sql(peer: PeerTool, leads: int, nested: bool) -> str:
+    """The peer given the same statements, the keys inlined, as a model would write them."""
+    ids = list(_parents(leads).value)
+    answer = peer.query(inline(_RAW_LEADS, (ids,)))
+    # Dense ids: lead n has conversations 3n-2..3n, conversation c messages 2c-1..2c.
+    conversations = [3 * lead - k for lead in ids for k in (2, 1, 0)]
+    answer += peer.query(inline(_RAW_CONVERSATIONS, (ids,)))
+    if nested:
+        answer += peer.query(inline(_RAW_MESSAGES, (conversations,)))
+    return answer
+
+
+def measure(leads: int, *, quick: bool, with_peer: bool = False) -> RelatedReport:
     """Time include vs the N+1 loop, one and two levels deep."""
     rounds = 5 if quick else 21
     section = Section(
@@ -122,37 +163,61 @@ def measure(leads: int, *, quick: bool) -> RelatedReport:
         intro=(
             "`facade.read(..., include=...)` (one statement for the page, then one per level: "
             "`row_number()` caps each parent's children) against the loop a caller writes "
-            "without it (one `facade.read` per parent). Same facade, same answers (checked)."
+            "without it (one `facade.read` per parent), raw psycopg running the statements a "
+            "careful engineer writes (the parents, then each level by `= ANY` of their keys, "
+            "grouped in Python) and the peer tool given those statements as text. Same answers "
+            "(checked)."
         ),
-        columns=("case", "include", "N+1 loop", "loop / include"),
+        columns=(
+            "case",
+            "raw psycopg",
+            "include",
+            "N+1 loop",
+            "peer tool",
+            "include / raw",
+            "loop / include",
+        ),
     )
     figures: dict[str, Any] = {"leads": leads, "parents": PARENTS}
     with (
         related_database(leads) as dsn,
         create_read_only_facade(kind="postgres", dsn=dsn) as facade,
+        psycopg.connect(dsn, autocommit=True) as conn,
     ):
+        cursor = conn.cursor()
+        peer = PeerTool(dsn) if with_peer else None
         for nested, label, statements in (
             (False, "conversations", (2, 1 + PARENTS)),
             (True, "conversations and messages", (3, 1 + 4 * PARENTS)),
         ):
-            if included(facade, leads, nested) != naive(facade, leads, nested):
-                raise AssertionError(f"include and the N+1 loop disagree on {label}")
-            stats: dict[str, Stats] = compare(
-                {
-                    "include": lambda n=nested: included(facade, leads, n),
-                    "naive": lambda n=nested: naive(facade, leads, n),
-                },
-                rounds=rounds,
-            )
+            answer = included(facade, leads, nested)
+            if answer != naive(facade, leads, nested) or answer != raw_sql(cursor, leads, nested):
+                raise AssertionError(f"include, the N+1 loop and raw SQL disagree on {label}")
+            contenders: dict[str, Callable[[], object]] = {
+                "raw": lambda n=nested: raw_sql(cursor, leads, n),
+                "include": lambda n=nested: included(facade, leads, n),
+                "naive": lambda n=nested: naive(facade, leads, n),
+            }
+            if peer is not None:
+                last = answer[-1][-1][0]  # the last conversation id must be in the peer's text
+                if f"({last}, " not in peer_sql(peer, leads, nested):
+                    raise AssertionError(f"the peer's answer lacks conversation {last}")
+                contenders["peer"] = lambda n=nested: peer_sql(peer, leads, n)
+            stats: dict[str, Stats] = compare(contenders, rounds=rounds)
             section.rows.append(
                 (
                     f"{label} ({statements[0]} vs {statements[1]} statements)",
+                    fmt_stats(stats["raw"]),
                     fmt_stats(stats["include"]),
                     fmt_stats(stats["naive"]),
+                    fmt_stats(stats["peer"]) if "peer" in stats else "—",
+                    ratio(stats["include"], stats["raw"]),
                     ratio(stats["naive"], stats["include"]),
                 )
             )
             figures[label] = {name: s.as_dict() for name, s in stats.items()}
+        if peer is not None:
+            peer.close()
     return RelatedReport(section, figures)
 
 
@@ -161,9 +226,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--leads", type=int, default=20_000)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-peer", action="store_true", help="skip the peer tool")
     args = parser.parse_args()
     quiet_logging()
-    report = measure(args.leads, quick=args.quick)
+    report = measure(args.leads, quick=args.quick, with_peer=not args.no_peer)
     print(report.section.title)
     for row in report.section.rows:
         print(" | ".join(str(cell) for cell in row))

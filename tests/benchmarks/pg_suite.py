@@ -28,6 +28,7 @@ from persistence.backends import _pg_sql
 from persistence.facade import ReadOnlyPersistenceFacade
 from persistence.schema import TABLE_COLUMNS
 from rag_agent import RAGAgent, RAGSettings, create_rag_agent
+from rag_agent.doctor import IndexKind, create_statement
 from rag_agent.filters import filters_to_query, parse_filters_from_text
 from tests.benchmarks.common import ScratchDatabase, Stats, compare
 from tests.benchmarks.datagen import NEEDLE, NEEDLE_QUESTION
@@ -35,7 +36,8 @@ from tests.benchmarks.peer import PeerTool, inline
 from tests.benchmarks.wire import counting_dsn
 
 PAGE = 50
-TRGM_INDEX = "CREATE INDEX leads_company_trgm_idx ON leads USING gin (company_name gin_trgm_ops)"
+#: The index ``rag-agent doctor`` recommends for ``company_name icontains``.
+TRGM_INDEX = create_statement("public", "leads", "company_name", IndexKind.TRIGRAM)
 
 
 def raw_statement(query: Query) -> tuple[bytes, list[Any]]:
@@ -137,15 +139,14 @@ def contenders(clients: Clients, scenario: Scenario) -> dict[str, Callable[[], o
 
 
 def time_scenario(clients: Clients, scenario: Scenario, *, quick: bool) -> dict[str, Stats]:
-    """Median per-call times of every contender for ``scenario``."""
+    """Per-call times of every contender for ``scenario``: single-call samples (so p95 is a
+    per-call figure), a few in a row when calls are cheap."""
     calls = contenders(clients, scenario)
-    probe = min(per_call_estimate(f) for f in calls.values())
-    # Cheap calls are batched so a sample is well above the timer's resolution.
-    number = max(1, min(50, int(0.002 / max(probe, 1e-6))))
-    budget = 1.0 if quick else 8.0
     slowest = max(per_call_estimate(f) for f in calls.values())
-    rounds = max(5 if quick else 9, min(101, int(budget / (slowest * number * len(calls)))))
-    return compare(calls, rounds=rounds, number=number, warmup=2)
+    block = max(1, min(10, int(0.002 / max(slowest, 1e-6))))
+    budget = 1.0 if quick else 8.0
+    rounds = max(8 if quick else 20, min(400, int(budget / (slowest * block * len(calls)))))
+    return compare(calls, rounds=rounds, block=block, warmup=3)
 
 
 def per_call_estimate(func: Callable[[], object]) -> float:

