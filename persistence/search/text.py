@@ -26,6 +26,7 @@ __all__ = [
     "WEAK_WORDS",
     "is_short_text_column",
     "keyword_terms",
+    "names_identifier",
     "topical_text",
 ]
 
@@ -146,6 +147,16 @@ def keyword_terms(text: str, table: str | None = None) -> tuple[str, ...]:
             seen.setdefault(word.lower(), None)
     identifiers = [word for word in seen if _is_identifier(word)]
     return tuple(identifiers or seen)[:MAX_KEYWORD_TERMS]
+
+
+def names_identifier(text: str, table: str | None = None) -> bool:
+    """Whether ``text`` names an identifier, so that its keyword terms are the identifiers
+    alone (:func:`keyword_terms`): the rows holding it are the answer.
+
+    >>> names_identifier("problem with INV-2025-1522"), names_identifier("invoices from 2024")
+    (True, False)
+    """
+    return any(_is_identifier(term) for term in keyword_terms(text, table))
 
 
 def _is_identifier(word: str) -> bool:
