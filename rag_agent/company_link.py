@@ -108,9 +108,7 @@ def _link(
     return None
 
 
-def _keys(
-    relation: Relation, column: str, name: str
-) -> Steps[tuple[tuple[Any, ...], str] | None]:
+def _keys(relation: Relation, column: str, name: str) -> Steps[tuple[tuple[Any, ...], str] | None]:
     # The exact name first ("Globex"), then the names holding it ("Acme" → "Acme Logistics").
     for op, how in ((Op.IEQ, "is"), (Op.ICONTAINS, "contains")):
         try:

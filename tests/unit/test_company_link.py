@@ -122,16 +122,16 @@ def test_a_named_client_wins(store: MemoryStore) -> None:
     """'client 4' already says which client: the company is not read on top of it."""
     data = _run(_agent(store), "inquiries of client 4 from Globex")
     assert _client_ids(data) == [4]
-    assert any(
-        f["column"] == "client_id" and f["op"] == "eq" for f in data["metadata"]["filters"]
-    )
+    assert any(f["column"] == "client_id" and f["op"] == "eq" for f in data["metadata"]["filters"])
 
 
 def test_too_many_matching_clients_stay_ignored() -> None:
     """A name held by more than MAX_LINKED_KEYS clients is too vague to be one company."""
     store = MemoryStore()
     writer = create_persistence_agent(kind="memory", store=store)
-    store.insert("clients", [{"id": i + 1, "name": f"Umbrella {i}"} for i in range(MAX_LINKED_KEYS + 1)])
+    store.insert(
+        "clients", [{"id": i + 1, "name": f"Umbrella {i}"} for i in range(MAX_LINKED_KEYS + 1)]
+    )
     for i in range(MAX_LINKED_KEYS + 1):
         writer.write("inquiries", {"client_id": i + 1, "subject": "hello"})
     data = _run(_agent(store), "inquiries from Umbrella")
@@ -143,3 +143,17 @@ def test_messages_are_not_followed_through_two_tables(store: MemoryStore) -> Non
     """messages reach a company only through conversations and leads: left ignored."""
     data = _run(_agent(store), "messages from Globex", table="messages")
     assert data["metadata"]["ignored"][0]["reason"] == "no column of messages holds a company"
+
+
+def test_arun_reads_the_company_as_run_does(store: MemoryStore) -> None:
+    """The lookup is a pipeline step: the async run answers what the blocking one does."""
+    import asyncio
+
+    agent = _agent(store)
+    text = "inquiries from Globex about invoices"
+    ran = asyncio.run(agent.arun(text, table="inquiries", return_json=True))
+    jsonschema.validate(ran, SCHEMA)
+    blocking = _run(agent, text)
+    assert ran["records"] == blocking["records"]
+    assert ran["metadata"]["filters"] == blocking["metadata"]["filters"]
+    assert ran["metadata"]["ignored"] == blocking["metadata"]["ignored"]

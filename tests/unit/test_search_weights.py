@@ -60,7 +60,9 @@ def test_the_keyword_legs_row_comes_first(semantic: list[int], trigram: list[int
 def _store() -> MemoryStore:
     store = MemoryStore()
     writer = create_persistence_agent(kind="memory", store=store)
-    rows = [{"subject": "Invoice question", "body": f"about the invoice total {i}"} for i in range(30)]
+    rows = [
+        {"subject": "Invoice question", "body": f"about the invoice total {i}"} for i in range(30)
+    ]
     rows.append({"subject": "Payment", "body": "please look at INV-2025-4242 for us"})
     writer.batch("inquiries", rows)
     return store
