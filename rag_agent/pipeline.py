@@ -49,6 +49,7 @@ from rag_agent.assemble import (
     source_of,
 )
 from rag_agent.cache import QueryCache
+from rag_agent.company_link import company_links
 from rag_agent.conditions import query_filters_view
 from rag_agent.deadline import LLMDeadline, deadline_scope
 from rag_agent.effects import Call, Steps, perform, perform_async
@@ -183,13 +184,20 @@ class Pipeline:
             outcome.source = source_of(request.table)
             checked_table = self.facade.policy.check_read(request.table, "run")
             applied, refused = apply_conditions(self.facade, checked_table, request.conditions)
+            # "inquiries from Globex": a company read through the table the rows refer to.
+            linked, request_ignored = yield from company_links(
+                self.facade, checked_table, request.ignored, applied
+            )
+            if linked:
+                more, more_refused = apply_conditions(self.facade, checked_table, linked)
+                applied, refused = applied + more, refused + more_refused
             related, unrelated = (
                 (asked, ())
                 if asked is not None
                 else (resolve_words(self.facade, checked_table, request.include))
             )
             refused_parts = tuple(part for _, part in refused)
-            outcome.ignored = ignored_parts(request.ignored + refused_parts + unrelated)
+            outcome.ignored = ignored_parts(request_ignored + refused_parts + unrelated)
             outcome.count_only = request.count_only
             unusable = [part for condition, part in refused if condition.source == "tool"]
             if unusable:

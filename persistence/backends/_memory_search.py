@@ -38,7 +38,7 @@ from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResul
 from persistence.search.bm25 import bm25_scores, tokens
 from persistence.search.embedder import Embedder, Vector
 from persistence.search.feedback import FEEDBACK_ROWS, refine
-from persistence.search.fusion import DEFAULT_WEIGHTS, fuse
+from persistence.search.fusion import fuse, weights_for
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, TrigramNeedle
 
@@ -245,7 +245,7 @@ def search_rows(
             legs["trigram"] = _trigram_leg(rows, short, query)
     if mode is not SearchMode.KEYWORD and embedder is not None:
         legs["semantic"] = _semantic_leg(table, rows, texts, query, embedder, cache)
-    fused = fuse(legs, DEFAULT_WEIGHTS)
+    fused = fuse(legs, weights_for(request.text, table))
     hits = [
         SearchHit(project(rows[position]), score, ranks)
         for position, score, ranks in fused[request.offset : request.depth]

@@ -57,7 +57,7 @@ from persistence.query import Filter, Query
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult, fuse
 from persistence.search.embedder import Embedder, Vector
 from persistence.search.feedback import FEEDBACK_ROWS, refine
-from persistence.search.fusion import DEFAULT_WEIGHTS
+from persistence.search.fusion import weights_for
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 
 __all__ = ["PostgresSearch", "SearchSettings"]
@@ -176,7 +176,7 @@ class PostgresSearch:
                     embedder,
                     legs,
                 )
-            hits = self._page(run, legs, columns, request)
+            hits = self._page(run, legs, columns, request, weights_for(request.text, table))
             cursor.execute(b"COMMIT")
             log.debug("postgres.search", table=table, legs=list(legs), **run.path)
             return SearchResult(
@@ -415,9 +415,10 @@ class PostgresSearch:
         legs: Mapping[str, Sequence[Any]],
         columns: Sequence[str],
         request: SearchRequest,
+        weights: Mapping[str, float],
     ) -> tuple[SearchHit, ...]:
         ordered = {name: legs[name] for name in _LEG_ORDER if name in legs}
-        fused = fuse(ordered, DEFAULT_WEIGHTS)
+        fused = fuse(ordered, weights)
         depth = request.depth
         if len(fused) < min(depth, run.total):
             # The legs ranked too few for the page: the other matching rows follow, in id

@@ -4,7 +4,7 @@ See :mod:`persistence.search.model` for the contract every backend keeps and
 :mod:`persistence.search.fusion` for how two rankings become one.
 """
 
-from persistence.search.fusion import DEFAULT_WEIGHTS, RRF_K, fuse
+from persistence.search.fusion import DEFAULT_WEIGHTS, IDENTIFIER_WEIGHTS, RRF_K, fuse, weights_for
 from persistence.search.model import (
     DEFAULT_K,
     MAX_K,
@@ -19,6 +19,7 @@ from persistence.search.model import (
 __all__ = [
     "DEFAULT_K",
     "DEFAULT_WEIGHTS",
+    "IDENTIFIER_WEIGHTS",
     "MAX_K",
     "MAX_OFFSET",
     "MAX_SEARCH_TEXT_LENGTH",
@@ -28,4 +29,5 @@ __all__ = [
     "SearchRequest",
     "SearchResult",
     "fuse",
+    "weights_for",
 ]

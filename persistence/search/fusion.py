@@ -17,7 +17,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["DEFAULT_WEIGHTS", "RRF_K", "fuse"]
+from persistence.search.text import names_identifier
+
+__all__ = ["DEFAULT_WEIGHTS", "IDENTIFIER_WEIGHTS", "RRF_K", "fuse", "weights_for"]
 
 #: The RRF constant: damps the head of each list so one leg's first place cannot dominate.
 RRF_K = 60
@@ -27,6 +29,26 @@ RRF_K = 60
 DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {"keyword": 1.0, "trigram": 1.0, "semantic": 2.0}
 )
+#: A text naming an identifier ("problem with INV-2025-1522") wants the rows holding it, which
+#: only the keyword leg finds (its terms are then the identifiers alone); the semantic leg ranks
+#: rows that merely read alike. The keyword leg leads: its first row scores 3/61, above a row
+#: the other two legs both rank first (2/61). Measured on the labelled set (docs/relevance.md),
+#: identifier queries' hybrid precision@10 goes from 0.875 to 1.000, no other type moves.
+IDENTIFIER_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"keyword": 3.0, "trigram": 1.0, "semantic": 1.0}
+)
+
+
+def weights_for(text: str, table: str | None = None) -> Mapping[str, float]:
+    """The fusion weights for a search of ``text`` on ``table``: :data:`IDENTIFIER_WEIGHTS`
+    when the text names an identifier (:func:`~persistence.search.text.names_identifier`),
+    else :data:`DEFAULT_WEIGHTS`. Every backend fuses with these, so a text ranks the same
+    rows first on each.
+
+    >>> weights_for("where is order #48213?")["keyword"], weights_for("refund please")["keyword"]
+    (3.0, 1.0)
+    """
+    return IDENTIFIER_WEIGHTS if names_identifier(text, table) else DEFAULT_WEIGHTS
 
 
 def fuse(

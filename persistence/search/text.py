@@ -19,7 +19,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_KEYWORD_TERMS", "is_short_text_column", "keyword_terms", "topical_text"]
+__all__ = [
+    "FRAMING_WORDS",
+    "MAX_KEYWORD_TERMS",
+    "REQUEST_WORDS",
+    "WEAK_WORDS",
+    "is_short_text_column",
+    "keyword_terms",
+    "names_identifier",
+    "topical_text",
+]
 
 #: The keyword leg ranks at most this many words: every OR-term widens the candidate set, and
 #: ranking candidates is what a keyword search spends its time on. Framing removed, requests
@@ -30,12 +39,43 @@ _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
 #: A keyword term is a run of letters and digits, as the keyword legs tokenise rows (BM25's
 #: tokens; PostgreSQL's parser splits "can't" and "INV-2025-7" the same way).
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
-_FRAMING = frozenset(
+#: The one list of request framing (the rules' topical remainder, :mod:`rag_agent.rules.topic`,
+#: uses it too): articles, pronouns, prepositions, question words and the words that ask for rows.
+#: Both search legs drop these from a search text.
+FRAMING_WORDS = frozenset(
     """a an the of to in on for from with about by at as and or is are was were be been it its
     this that these those which who whom whose what where when why how any all some me my our
     we us you your they their them he she his her i someone somebody anyone anybody if whether
     find show list get give search look looking please rows records row record entries
     entry""".split()  # noqa: SIM905
+)
+#: What a request to a database says beyond :data:`FRAMING_WORDS`: verbs of asking and wanting,
+#: the generic nouns for the people rows are about, column and ordering words ("status",
+#: "latest", "email"). The rules' topical remainder drops them too (what is left there once the
+#: rules read their conditions is never a column's word); a search text keeps them, since its
+#: own phrase patterns strip the asking ("customers who want to") and a topic may need a word
+#: such as "data" ("exporting data") or "could" ("could not sign in").
+REQUEST_WORDS = frozenset(
+    """am being every each him mine ours
+    display fetch lookup retrieve pull return see
+    want wants wanted wanting need needs needed would like could can should may might
+    must will shall do does did done has have had having tell know asking ask asks asked
+    request requests requested requesting mentioning mention mentions mentioned saying say
+    says said talking talk talks regarding concerning related relating
+    customer customers client clients user users people person persons
+    everyone one ones folks anything everything something whoever whatever
+    whichever wherever hmm hm um uh ok okay
+    data info information details results result
+    there here just also only then than so such very really other others
+    created updated modified sent received dated limit offset page pages sorted sort order
+    ordered newest oldest latest recent recently first last top next previous
+    email emails mail phone company companies status score title name names named called id
+    ids number""".split()  # noqa: SIM905
+)
+#: Words kept in a topic (they change its meaning: "could not sign in") that are no topic alone.
+WEAK_WORDS = frozenset(
+    """not no never nobody nothing cannot can't couldn't didn't doesn't don't isn't wasn't
+    won't without new old all more most less""".split()  # noqa: SIM905
 )
 #: Who the rows come from, as a request names them: "customers who ...", "people asking ...".
 _ASKERS = (
@@ -85,7 +125,7 @@ def topical_text(text: str, table: str | None = None) -> str:
     for phrase in _FRAME_PHRASES:
         stripped = phrase.sub(" ", stripped)
     nouns = _row_nouns(table)
-    kept = [w for w in _WORD.findall(stripped) if w.lower() not in _FRAMING | nouns]
+    kept = [w for w in _WORD.findall(stripped) if w.lower() not in FRAMING_WORDS | nouns]
     return " ".join(kept) if kept else " ".join(_WORD.findall(text))
 
 
@@ -107,6 +147,16 @@ def keyword_terms(text: str, table: str | None = None) -> tuple[str, ...]:
             seen.setdefault(word.lower(), None)
     identifiers = [word for word in seen if _is_identifier(word)]
     return tuple(identifiers or seen)[:MAX_KEYWORD_TERMS]
+
+
+def names_identifier(text: str, table: str | None = None) -> bool:
+    """Whether ``text`` names an identifier, so that its keyword terms are the identifiers
+    alone (:func:`keyword_terms`): the rows holding it are the answer.
+
+    >>> names_identifier("problem with INV-2025-1522"), names_identifier("invoices from 2024")
+    (True, False)
+    """
+    return any(_is_identifier(term) for term in keyword_terms(text, table))
 
 
 def _is_identifier(word: str) -> bool:

@@ -34,7 +34,7 @@ from rag_agent.rules.vocabulary import (
 from rag_agent.specs import Ignored, Understanding
 
 _ACRONYM = re.compile(r"[A-Z]{2,4}")
-__all__ = ["EMAIL_RE", "MAX_TEXT_LENGTH", "UUID_PATTERN", "understand"]
+__all__ = ["EMAIL_RE", "MAX_TEXT_LENGTH", "UUID_PATTERN", "no_company_column", "understand"]
 
 #: Only this many leading characters are read: a query is a sentence, not a document.
 MAX_TEXT_LENGTH = 2000
@@ -233,6 +233,12 @@ def _exclusions_places_people(reading: Reading) -> None:
             reading.ignore(*match.span(), f"{plural(reading.table)} have no person names")
 
 
+def no_company_column(table: str) -> str:
+    """Why a company named in a request on ``table`` was not applied (the pipeline may still
+    read it through a related table: :mod:`rag_agent.company_link`)."""
+    return f"no column of {plural(table)} holds a company"
+
+
 def _company(reading: Reading) -> bool:
     """Read the company; ``True`` when only weak evidence (a lone capitalised name) found one."""
     column = COMPANY_COLUMNS.get(reading.table, None if reading.known else "company_name")
@@ -245,8 +251,7 @@ def _company(reading: Reading) -> bool:
     if found is None:
         return False
     if column is None:
-        reason = f"no column of {plural(reading.table)} holds a company"
-        reading.ignore(found.start, found.end, reason)
+        reading.ignore(found.start, found.end, no_company_column(reading.table))
         return False
     reading.add(column, Op.ICONTAINS, found.value)
     reading.claim(found.start, found.end)

@@ -16,39 +16,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from persistence.search.text import FRAMING_WORDS as _FRAMING_WORDS
+from persistence.search.text import REQUEST_WORDS, WEAK_WORDS
 from rag_agent.rules.vocabulary import TABLE_WORDS
 
 __all__ = ["FRAMING_WORDS", "WEAK_WORDS", "is_topical", "topic_of"]
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
 
-#: Words that frame a request rather than say what it is about: verbs of asking, pronouns,
-#: articles, prepositions, question words, and the generic nouns for the people rows are about.
-FRAMING_WORDS = frozenset(
-    """a an the of to in on for from with about by at as and or is are was were be been being
-    am it its this that these those which who whom whose what where when why how any all some
-    every each me my our we us you your they their them he she his her him i mine ours
-    find show list get give fetch search look looking lookup retrieve display pull return see
-    please want wants wanted wanting need needs needed would like could can should may might
-    must will shall do does did done has have had having tell know asking ask asks asked
-    request requests requested requesting mentioning mention mentions mentioned saying say
-    says said talking talk talks regarding concerning related relating
-    customer customers client clients user users people person persons someone somebody
-    anyone anybody everyone one ones folks anything everything something whoever whatever
-    whichever wherever hmm hm um uh ok okay
-    rows row records record entries entry data info information details results result
-    there here just also only then than so such very really any other others
-    created updated modified sent received dated limit offset page pages sorted sort order
-    ordered newest oldest latest recent recently first last top next previous
-    email emails mail phone company companies status score title name names named called id
-    ids number""".split()  # noqa: SIM905
-)
-
-#: Words kept in a topic (they change its meaning: "could not sign in") that are no topic alone.
-WEAK_WORDS = frozenset(
-    """not no never nobody nothing cannot can't couldn't didn't doesn't don't isn't wasn't
-    won't without new old all more most less""".split()  # noqa: SIM905
-)
+#: Words that frame a request rather than say what it is about: the search text's framing and
+#: the words a request to a database adds (column, ordering and asking words), one list owned by
+#: :mod:`persistence.search.text` so the rules and the search legs never disagree.
+FRAMING_WORDS = _FRAMING_WORDS | REQUEST_WORDS
 
 
 #: Particles kept after a topical word: "sign in", "log out", "opt out", "follow up".

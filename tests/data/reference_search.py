@@ -60,7 +60,7 @@ class ReferenceSearch:
             legs["semantic"] = self._semantic(query, mask, k)
         if mode == "semantic":
             return list(legs[mode])[:k]
-        return [key for key, _, _ in fusion.fuse(legs, fusion.DEFAULT_WEIGHTS)][:k]
+        return [key for key, _, _ in fusion.fuse(legs, fusion.weights_for(query, self.table))][:k]
 
     def _keyword(self, query: str, mask: np.ndarray, k: int) -> list[int]:
         scores = np.zeros(len(self.rows))

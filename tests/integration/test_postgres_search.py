@@ -24,7 +24,7 @@ from persistence.backends.pg_index import index_table
 from persistence.backends.postgres import SearchSettings
 from persistence.errors import InvalidQueryError, PersistenceError
 from persistence.search import fuse
-from persistence.search.fusion import DEFAULT_WEIGHTS
+from persistence.search.fusion import weights_for
 from tests.conftest import PostgresDatabase, corpus_lines
 from tests.support.cli import run
 from tests.support.pgvector import (
@@ -155,10 +155,19 @@ class TestRowsRule:
 
 
 class TestFusion:
-    def test_hybrid_equals_fuse_of_the_legs(self, world: World) -> None:
-        """The hybrid page is fuse() of the keyword and semantic legs, order and scores exact
-        (messages have no short text column, so those are the only legs)."""
-        text, depth = "customer wants to cancel the subscription and stop paying", 60
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "customer wants to cancel the subscription and stop paying",
+            # an identifier: the keyword leg leads (weights_for), though no row holds it here
+            "cancel the subscription of order 20931",
+        ],
+    )
+    def test_hybrid_equals_fuse_of_the_legs(self, world: World, text: str) -> None:
+        """The hybrid page is fuse() of the keyword and semantic legs with the text's weights,
+        order and scores exact (messages have no short text column, so those are the only
+        legs)."""
+        depth = 60
         with _facade(world.db.reader_dsn) as facade:
             keyword = facade.search("messages", text, k=depth, mode="keyword")
             semantic = facade.search("messages", text, k=depth, mode="semantic")
@@ -168,7 +177,7 @@ class TestFusion:
             "keyword": [h.row["id"] for h in keyword.hits if h.ranks["keyword"] is not None],
             "semantic": [h.row["id"] for h in semantic.hits],
         }
-        expected = fuse(legs, DEFAULT_WEIGHTS)[:depth]
+        expected = fuse(legs, weights_for(text, "messages"))[:depth]
         assert [(h.row["id"], h.score, dict(h.ranks)) for h in hybrid.hits] == expected
 
     def test_three_legs_fuse_exactly(self, world: World) -> None:

@@ -6,7 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from persistence.search.text import MAX_KEYWORD_TERMS, keyword_terms, topical_text
+from persistence.search.text import (
+    FRAMING_WORDS,
+    MAX_KEYWORD_TERMS,
+    REQUEST_WORDS,
+    WEAK_WORDS,
+    keyword_terms,
+    topical_text,
+)
+from rag_agent.rules import topic
 
 
 @pytest.mark.parametrize(
@@ -52,3 +60,19 @@ def test_keyword_terms_are_bounded_distinct_and_lower_case(text: str) -> None:
     assert len(terms) <= MAX_KEYWORD_TERMS
     assert len(set(terms)) == len(terms)
     assert all(term == term.lower() and term for term in terms)
+
+
+def test_one_framing_list_for_the_search_text_and_the_rules_topic() -> None:
+    """The rules' topical remainder drops every word a search text drops, from the same list,
+    plus the words of a request to a database; the weak words are the same object."""
+    assert topic.FRAMING_WORDS == FRAMING_WORDS | REQUEST_WORDS
+    assert topic.WEAK_WORDS is WEAK_WORDS
+    assert not FRAMING_WORDS & WEAK_WORDS - {"all"}
+
+
+@given(st.lists(st.sampled_from(sorted(FRAMING_WORDS)), min_size=1, max_size=6))
+def test_framing_alone_is_never_a_topic(words: list[str]) -> None:
+    """Only framing words: no topic for the rules; the search text falls back to the whole."""
+    text = " ".join(words)
+    assert topic.topic_of(text) == ""
+    assert topical_text(f"{text} shipping") == "shipping"
