@@ -49,7 +49,7 @@ from persistence.errors import BackendError
 from persistence.query import Filter, Op, Query
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult
 from persistence.search.embedder import Embedder, Vector
-from persistence.search.fusion import DEFAULT_WEIGHTS, fuse
+from persistence.search.fusion import fuse, weights_for
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 
 __all__ = [
@@ -232,6 +232,8 @@ def _function_steps(
         ("match_mode", mode.value),
         ("match_count", str(request.k)),
         ("match_offset", str(request.offset)),
+        # The fusion weights every backend uses for this text (an identifier lets keywords lead).
+        ("weights", _json(dict(weights_for(request.text, table)))),
     ]
     if mode is not SearchMode.KEYWORD and embedder is not None:
         vector = yield EmbedQuery(text)
@@ -360,7 +362,7 @@ def _fallback_steps(
         query_vector = yield EmbedQuery(text)
         row_vectors = yield from vectors.steps(texts, embedder, len(query_vector))
         legs["semantic"] = semantic_leg(query_vector, row_vectors)
-    fused = fuse(legs, DEFAULT_WEIGHTS)
+    fused = fuse(legs, weights_for(request.text, query.table))
     project = (lambda r: dict(r)) if query.columns is None else _projector(query.columns)
     hits = [
         SearchHit(project(universe[position]), score, ranks)

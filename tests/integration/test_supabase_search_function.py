@@ -9,7 +9,7 @@ import json
 import random
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from persistence import Filter, Op, create_read_only_facade
 from persistence.backends._postgrest_search import ranked_columns
 from persistence.backends.pg_index import index_table
 from persistence.backends.postgres import SearchSettings
-from persistence.search import fuse
+from persistence.search import fuse, weights_for
 from persistence.search.embedder import Embedder
 from persistence.search.text import keyword_terms, topical_text
 from tests.conftest import corpus_lines
@@ -108,6 +108,7 @@ def call(
     k: int = 10,
     offset: int = 0,
     embed: bool = True,
+    weights: Mapping[str, float] | None = None,
 ) -> list[tuple[Any, ...]]:
     """The function as PostgREST's GET runs it: as the reader, in a read-only transaction."""
     embedder = Embedder(HashEmbeddings())
@@ -121,7 +122,7 @@ def call(
         conn.execute(b"SET TRANSACTION READ ONLY")
         return conn.execute(
             b"SELECT * FROM public.search_inquiries(%s, %s::jsonb, %s::public.vector, %s, "
-            b"%s::jsonb, %s, %s, %s)",
+            b"%s::jsonb, %s, %s, %s, %s::jsonb)",
             (
                 query,
                 json.dumps(list(keyword_terms(text))),
@@ -131,11 +132,14 @@ def call(
                 mode,
                 k,
                 offset,
+                json.dumps(dict(weights_for(text) if weights is None else weights)),
             ),
         ).fetchall()
 
 
 TEXTS = ["refund invoice", "cannot login password", "parcel delayed", "stop paying"]
+#: A text naming an identifier: fused with the keyword leg leading (``weights_for``).
+IDENTIFIER_TEXT = "refund for invoice INV48213"
 
 
 def test_filters_hold_in_every_leg_and_pages_are_full(world: World) -> None:
@@ -161,7 +165,7 @@ def test_filters_hold_in_every_leg_and_pages_are_full(world: World) -> None:
 def test_fusion_is_the_library_fusion(world: World) -> None:
     """Scores and order equal ``fuse`` over the ranks the function reports (ranks of rows
     beyond the page are stand-in keys, dropped afterwards)."""
-    for text in TEXTS:
+    for text in (*TEXTS, IDENTIFIER_TEXT):
         rows = call(world, text, k=100)
         ranked = [r for r in rows if any(x is not None for x in r[2:5])]
         assert ranked and all(r[4] is not None for r in ranked)  # the semantic leg ran
@@ -173,7 +177,7 @@ def test_fusion_is_the_library_fusion(world: World) -> None:
                 for rank in range(1, max(at, default=0) + 1)
             ]
         shown = {r[0] for r in ranked}
-        fused = [(key, score) for key, score, _ in fuse(legs) if key in shown]
+        fused = [(key, score) for key, score, _ in fuse(legs, weights_for(text)) if key in shown]
         assert fused == [(r[0], r[1]) for r in ranked]
 
 

@@ -26,6 +26,7 @@ ARGUMENTS = frozenset(
         "match_mode",
         "match_count",
         "match_offset",
+        "weights",
     }
 )
 
