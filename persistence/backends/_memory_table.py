@@ -2,9 +2,9 @@
 
 A dict per row costs about 1.6 KB for a twelve-column lead; a tuple in the table's column order
 costs a fifth of the container, and the column names live once, in the :class:`Layout`. Short
-text that repeats (a status, a company name) is interned per column, so a million rows share a
-few thousand strings; a column whose values turn out to be nearly all distinct (an email) stops
-being interned, so the pool never costs more than it saves.
+text and integers that repeat (a status, a company name, a campaign id) are interned per column,
+so a million rows share a few thousand objects; a column whose values turn out to be nearly all
+distinct (an email, an id) stops being interned, so the pool never costs more than it saves.
 
 Indexes make equality O(1): rows are held by ``id`` (the primary key), and an indexed column
 maps each text value, folded as :func:`~persistence.backends._like.fold_case` folds it, to the
@@ -117,7 +117,7 @@ class Table:
         # column -> folded text -> one id, or a list of ids when several rows share the value.
         self.indexes: dict[str, dict[str, Any]] = {c: {} for c in indexed}
         # position -> interning pool; None once the column proved to be mostly distinct.
-        self.pools: dict[int, dict[str, str] | None] = {}
+        self.pools: dict[int, dict[Any, Any] | None] = {}
 
     def row(self, key: Any) -> dict[str, Any] | None:
         """The row with id ``key`` as a plain dict (values shared: copy before handing out)."""
@@ -182,7 +182,9 @@ class Table:
         return sorted((self.by_id[i] for i in ids), key=id_key)
 
     def _shared(self, position: int, value: Any) -> Any:
-        if type(value) is not str or len(value) > 64:
+        kind = type(value)
+        # Exact types only: a bool is no int here, and a str subclass keeps its class.
+        if not ((kind is str and len(value) <= 64) or kind is int):
             return value
         pool = self.pools.get(position, {})
         if pool is None:

@@ -132,9 +132,16 @@ def _per_lookup(stats: Stats) -> Stats:
 
 def measure(rows: int, *, rounds: int) -> ScalePoint:
     """Measure ``rows`` leads in a fresh Python process (a clean resident set)."""
-    command = [sys.executable, "-m", "tests.benchmarks.memory_scale", "--child", "--rows", str(rows)]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.benchmarks.memory_scale",
+        "--child",
+        "--rows",
+        str(rows),
+    ]
     command += ["--rounds", str(rounds)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)  # noqa: S603
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
     figures = json.loads(done.stdout.strip().splitlines()[-1])
 
     def stats(name: str) -> Stats:
