@@ -124,11 +124,6 @@ class Table:
         values = self.by_id.get(key)
         return None if values is None else dict(zip(self.layout.columns, values, strict=True))
 
-    def rows(self) -> Iterator[dict[str, Any]]:
-        """Every row as a plain dict, in no particular order (values shared)."""
-        columns = self.layout.columns
-        return (dict(zip(columns, values, strict=True)) for values in self.by_id.values())
-
     def ordered(self) -> list[Values]:
         """Every row tuple in ``id`` order: a list shared until the next write."""
         if self.snapshot is None:

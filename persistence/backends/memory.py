@@ -300,9 +300,15 @@ class MemoryStore:
         for row in staged.values():
             if row.get(column) == value:
                 return row
-        for row in state.rows():
-            if row.get(column) == value:
-                return row
+        found = state.candidates(column, value)  # an index narrows the search, or None: scan
+        if found is not None and len(found) > 1:
+            found = None  # several candidates: the first in write order wins, as a scan finds
+        position = state.layout.positions.get(column)
+        if position is None:
+            return None
+        for values in state.by_id.values() if found is None else found:
+            if values[position] == value:
+                return state.row(values[0])
         return None
 
     @staticmethod

@@ -86,3 +86,17 @@ class TestIndexes:
     def test_bad_indexes_are_refused(self, bad: object) -> None:
         with pytest.raises(ConfigurationError):
             MemoryStore(indexes=bad)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("indexes", [None, {"leads": ()}])
+    def test_upsert_on_conflict_finds_the_row_with_or_without_an_index(
+        self, indexes: dict[str, tuple[str, ...]] | None
+    ) -> None:
+        """Exact equality decides the conflict: a case variant is a new row."""
+        store = MemoryStore(indexes=indexes)
+        store.insert("leads", [{"email": "a@x.io", "status": "new"}])
+        store.upsert("leads", [{"email": "a@x.io", "status": "won"}], on_conflict="email")
+        store.upsert("leads", [{"email": "A@x.io", "status": "lost"}], on_conflict="email")
+        assert [(r["id"], r["email"], r["status"]) for r in store.rows("leads")] == [
+            (1, "a@x.io", "won"),
+            (2, "A@x.io", "lost"),
+        ]
