@@ -386,10 +386,12 @@ def _compare(op: Op, left: Any, right: Any) -> bool:
         return False
 
 
-def _predicate(flt: Filter, get: Callable[[Any], Any]) -> Callable[[Any], bool]:
-    """The row test for ``flt``; ``get`` reads its column from a row (a tuple getter, or
-    ``row.get(column)`` on a mapping)."""
+def _predicate(flt: Filter, get: Callable[[Any], Any] | None = None) -> Callable[[Any], bool]:
+    """The row test for ``flt``; ``get`` reads its column from a row (a getter of the store's
+    row tuples; by default ``row.get(column)`` on a mapping)."""
     op, value = flt.op, flt.value
+    if get is None:
+        get = operator.methodcaller("get", flt.column)
     if op is Op.IS_NULL:
         want_null = bool(value)
         return lambda row: (get(row) is None) is want_null
@@ -596,7 +598,7 @@ class MemoryBackend(InlineAsyncReads):
         """Delete the rows matching every filter; return how many."""
         self._check_writable(table, "delete")
         typed = coerce_filters(table, filters, self._store.column_types(table))
-        predicates = [_predicate(f, operator.methodcaller("get", f.column)) for f in typed]
+        predicates = [_predicate(f) for f in typed]
         return self._store.delete(table, lambda row: all(p(row) for p in predicates))
 
     def close(self) -> None:
