@@ -70,7 +70,7 @@ def _load(rows: int) -> MemoryStore:
     return store
 
 
-def _measure_here(rows: int, rounds: int) -> dict[str, Any]:
+def _measure_here(rows: int, rounds: int, lookups: int = LOOKUPS) -> dict[str, Any]:
     """The figures of one size, measured in this process (call it in a fresh one)."""
     gc.collect()
     before = _rss_mib()
@@ -85,7 +85,7 @@ def _measure_here(rows: int, rounds: int) -> dict[str, Any]:
     plain = {row["id"]: row for row in store.rows("leads")}
     plain_email = {row["email"].lower(): row for row in plain.values()}
     rng = random.Random(3)
-    ids = [rng.randint(1, rows) for _ in range(LOOKUPS)]
+    ids = [rng.randint(1, rows) for _ in range(lookups)]
     emails = [plain[i]["email"].upper() for i in ids]
     assert facade.read("leads", [Filter("email", Op.IEQ, emails[0])]).rows[0]["id"] == ids[0]
 
@@ -105,7 +105,7 @@ def _measure_here(rows: int, rounds: int) -> dict[str, Any]:
         for key in emails:
             dict(plain_email[key.lower()])
 
-    lookups = compare(
+    timed = compare(
         {"id": by_id, "id dict": by_id_dict, "email": by_email, "email dict": by_email_dict},
         rounds=rounds,
         warmup=1,
@@ -116,7 +116,7 @@ def _measure_here(rows: int, rounds: int) -> dict[str, Any]:
         rounds=max(3, rounds // 3),
         warmup=1,
     )
-    per = {name: {"samples": _per_lookup(stats).samples} for name, stats in lookups.items()}
+    per = {name: {"samples": _per_call(stats, len(ids))} for name, stats in timed.items()}
     return {
         "rows": rows,
         "load_seconds": load_seconds,
@@ -126,12 +126,13 @@ def _measure_here(rows: int, rounds: int) -> dict[str, Any]:
     }
 
 
-def _per_lookup(stats: Stats) -> Stats:
-    return Stats(tuple(s / LOOKUPS for s in stats.samples))
+def _per_call(stats: Stats, calls: int) -> tuple[float, ...]:
+    return tuple(s / calls for s in stats.samples)
 
 
-def measure(rows: int, *, rounds: int) -> ScalePoint:
-    """Measure ``rows`` leads in a fresh Python process (a clean resident set)."""
+def measure(rows: int, *, rounds: int, lookups: int = LOOKUPS) -> ScalePoint:
+    """Measure ``rows`` leads in a fresh Python process (a clean resident set); each sample
+    is the mean of ``lookups`` lookups of distinct keys."""
     command = [
         sys.executable,
         "-m",
@@ -140,7 +141,7 @@ def measure(rows: int, *, rounds: int) -> ScalePoint:
         "--rows",
         str(rows),
     ]
-    command += ["--rounds", str(rounds)]
+    command += ["--rounds", str(rounds), "--lookups", str(lookups)]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     figures = json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -163,15 +164,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--lookups", type=int, default=LOOKUPS, help="distinct keys per sample")
     parser.add_argument("--quick", action="store_true", help="100k leads, few rounds")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.rows, args.rounds = 100_000, 7
     if args.child:
-        print(json.dumps(_measure_here(args.rows, args.rounds)))
+        print(json.dumps(_measure_here(args.rows, args.rounds, args.lookups)))
         return
-    point = measure(args.rows, rounds=args.rounds)
+    point = measure(args.rows, rounds=args.rounds, lookups=args.lookups)
     print(f"rows={point.rows:,} load {point.load_seconds:.1f} s")
     print(
         f"store RSS {point.store_mib:,.0f} MiB ({point.mib_per_million:,.0f} MiB per million leads)"
