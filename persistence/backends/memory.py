@@ -15,9 +15,9 @@ cannot be converted is an ``InvalidQueryError`` and the write changes nothing. C
 without a type, and columns first seen on write, are untyped: their values are stored as given.
 
 Storage is compact (:mod:`persistence.backends._memory_table`): a tuple per row in the table's
-column order, repeated short text shared, about 400 MiB per million twelve-column leads. Equality
-on ``id``, and ``eq``/``ieq`` on an indexed text column (every ``email`` column by default; see
-``indexes=``), is a hash lookup; every other filter scans.
+column order, repeated short text shared, about 380 MiB for a million twelve-column leads.
+Equality on ``id``, and ``eq``/``ieq`` on an indexed text column (every ``email`` column by
+default; see ``indexes=``), is a hash lookup; every other filter scans.
 
 Thread-safety: a store is safe to share between threads. Writes take the store's lock and
 replace row tuples rather than mutating them, so a reader filters a consistent snapshot without
