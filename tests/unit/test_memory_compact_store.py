@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from persistence import ConfigurationError, Filter, MemoryBackend, MemoryStore, Op
@@ -100,3 +102,35 @@ class TestIndexes:
             (1, "a@x.io", "won"),
             (2, "A@x.io", "lost"),
         ]
+
+
+class TestThreads:
+    def test_index_lookups_during_writes_see_whole_rows(self) -> None:
+        """While a writer moves a row between two emails, an indexed lookup finds it under the
+        email it holds at that moment, never under the old one nor half-updated."""
+        store = MemoryStore()
+        store.insert("leads", [{"id": 1, "email": "a@x.io", "status": "a"}])
+        backend = _backend(store)
+        stop = threading.Event()
+        wrong: list[object] = []
+
+        def writer() -> None:
+            for turn in range(2_000):
+                mark = "ab"[turn % 2]
+                store.upsert("leads", [{"id": 1, "email": f"{mark}@x.io", "status": mark}])
+            stop.set()
+
+        def reader() -> None:
+            while not stop.is_set():
+                for mark in "ab":
+                    flt = Filter("email", Op.IEQ, f"{mark.upper()}@X.IO")
+                    for row in backend.read(Query("leads", (flt,))).rows:
+                        if (row["email"], row["status"]) != (f"{mark}@x.io", mark):
+                            wrong.append(row)
+
+        threads = [threading.Thread(target=writer), threading.Thread(target=reader)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert wrong == []
