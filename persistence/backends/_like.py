@@ -22,8 +22,9 @@ differ in rare code points; against those the memory backend keeps the C.UTF-8 r
 from __future__ import annotations
 
 import functools
+import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from persistence.query import Filter, Op
@@ -114,17 +115,18 @@ def compile_like(pattern: str) -> LikePattern:
     return LikePattern(pattern)
 
 
-def text_predicate(flt: Filter) -> Callable[[Mapping[str, Any]], bool]:
+def text_predicate(flt: Filter, value: Callable[[Any], Any] | None = None) -> Callable[[Any], bool]:
     """The row test for an ``ICONTAINS``, ``ILIKE`` or ``IEQ`` filter; a non-text value never
-    matches."""
-    column = flt.column
+    matches. ``value`` reads the column from a row (default: ``row.get(column)`` on a mapping;
+    the memory store passes a getter of its row tuples)."""
+    get = operator.methodcaller("get", flt.column) if value is None else value
     if flt.op is Op.IEQ:
         folded = fold_case(flt.value)
-        return lambda row: isinstance(v := row.get(column), str) and fold_case(v) == folded
+        return lambda row: isinstance(v := get(row), str) and fold_case(v) == folded
     if flt.op is Op.ICONTAINS:
         needle = fold_case(flt.value)
-        return lambda row: isinstance(v := row.get(column), str) and needle in fold_case(v)
+        return lambda row: isinstance(v := get(row), str) and needle in fold_case(v)
     if flt.op is Op.ILIKE:
         pattern = compile_like(fold_case(flt.value))
-        return lambda row: isinstance(v := row.get(column), str) and pattern.matches(fold_case(v))
+        return lambda row: isinstance(v := get(row), str) and pattern.matches(fold_case(v))
     raise ValueError(f"{flt.op.value} is not a text operator")

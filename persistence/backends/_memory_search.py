@@ -44,7 +44,7 @@ from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, TrigramNeedle
 
 __all__ = ["MAX_CACHED_VECTORS", "VectorCache", "search_rows", "vector_cache"]
 
-Row = dict[str, Any]
+Row = Mapping[str, Any]
 #: A row vector as the cache holds it: packed doubles, a quarter of a tuple of floats' memory
 #: (256 dimensions: about 2 KB instead of 8 KB), the same values.
 RowVector: TypeAlias = "array.array[float]"
@@ -122,7 +122,7 @@ class VectorCache:
             stale = [key for key in self._entries if key[0] == table]
         if not stale:
             return
-        present = {row.get("id") for row in store.rows(table)}
+        present = store._ids(table)
         with self._lock:
             for key in stale:
                 if key[3] not in present:
@@ -221,7 +221,7 @@ def search_rows(
     text_columns: tuple[str, ...],
     embedder: Embedder | None,
     *,
-    project: Callable[[Row], Row],
+    project: Callable[[Row], dict[str, Any]],
     cache: VectorCache,
 ) -> SearchResult:
     """Rank ``rows`` (the rows matching the filters, in ``id`` order) by ``request``; each hit's

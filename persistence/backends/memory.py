@@ -14,8 +14,13 @@ default), and every value written is converted to its column's type as PostgreSQ
 cannot be converted is an ``InvalidQueryError`` and the write changes nothing. Columns named
 without a type, and columns first seen on write, are untyped: their values are stored as given.
 
+Storage is compact (:mod:`persistence.backends._memory_table`): a tuple per row in the table's
+column order, repeated short text shared, about 380 MiB for a million twelve-column leads.
+Equality on ``id``, and ``eq``/``ieq`` on an indexed text column (every ``email`` column by
+default; see ``indexes=``), is a hash lookup; every other filter scans.
+
 Thread-safety: a store is safe to share between threads. Writes take the store's lock and
-replace row dicts rather than mutating them, so a reader filters a consistent snapshot without
+replace row tuples rather than mutating them, so a reader filters a consistent snapshot without
 holding the lock. Rows are deep-copied in and out: a caller mutating a row it wrote or read
 changes nothing stored.
 
@@ -29,9 +34,8 @@ Example::
 
 from __future__ import annotations
 
-import copy
-import datetime as dt
 import decimal
+import operator
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -47,6 +51,7 @@ from persistence.backends._aggregate_rows import aggregate_rows
 from persistence.backends._inline_async import InlineAsyncReads
 from persistence.backends._like import text_predicate
 from persistence.backends._memory_search import search_rows, vector_cache
+from persistence.backends._memory_table import Layout, RowView, Table, Values, copy_value
 from persistence.capabilities import Capabilities
 from persistence.errors import BackendError, ConfigurationError
 from persistence.query import Filter, Op, Order, Page, Query
@@ -68,28 +73,13 @@ Row = dict[str, Any]
 Types = Mapping[str, ColumnType]
 #: The type of a column named without one, or first seen on write: values are kept as given.
 UNTYPED = ColumnType(ColumnKind.OTHER, "untyped")
-_IMMUTABLE = (
-    str,
-    int,
-    float,
-    bool,
-    type(None),
-    decimal.Decimal,
-    dt.date,
-    dt.datetime,
-    dt.time,
-    uuid.UUID,
-)
+#: The columns indexed when ``indexes=`` is not given: every table's ``email``.
+DEFAULT_INDEXED = ("email",)
 
 
 def _copy_row(row: Mapping[str, Any]) -> Row:
     # Rows are mostly scalars; deep-copying only what is mutable keeps reads of big pages cheap.
-    return {k: v if isinstance(v, _IMMUTABLE) else copy.deepcopy(v) for k, v in row.items()}
-
-
-def _id_key(row: Mapping[str, Any]) -> tuple[str, Any]:
-    value = row.get("id")
-    return (type(value).__name__, value)
+    return {k: copy_value(v) for k, v in row.items()}
 
 
 def _typed(table: str, columns: Iterable[str] | Mapping[str, str | ColumnType]) -> Types:
@@ -114,16 +104,6 @@ def _typed(table: str, columns: Iterable[str] | Mapping[str, str | ColumnType]) 
     return MappingProxyType(dict.fromkeys(columns, UNTYPED))
 
 
-class _Table:
-    __slots__ = ("by_id", "next_id", "snapshot", "types")
-
-    def __init__(self, types: Types) -> None:
-        self.by_id: dict[Any, Row] = {}
-        self.types = types  # replaced, never mutated: readers share it without the lock
-        self.next_id = 1
-        self.snapshot: list[Row] | None = None
-
-
 class MemoryStore:
     """Tables of rows in process memory. Thread-safe; see the module docstring.
 
@@ -136,18 +116,27 @@ class MemoryStore:
     ``persistence.schema.SUPABASE_STYLE.types`` is a uuid-keyed one. A column first seen on
     write is learned, untyped. A table whose ``id`` is a ``uuid`` gets a random one (as
     ``gen_random_uuid()``) for a row written without it; otherwise the next integer.
+
+    ``indexes`` maps a table to the text columns to index for equality (``eq`` and ``ieq``, both
+    O(1) instead of a scan; each costs about 40 bytes a row); a table it does not name gets its
+    ``email`` column indexed (:data:`DEFAULT_INDEXED`), and ``{"leads": ()}`` indexes nothing.
+    ``id`` is always a hash lookup.
     """
 
     def __init__(
-        self, schema: Mapping[str, Iterable[str] | Mapping[str, str | ColumnType]] = TABLE_TYPES
+        self,
+        schema: Mapping[str, Iterable[str] | Mapping[str, str | ColumnType]] = TABLE_TYPES,
+        *,
+        indexes: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         if not isinstance(schema, Mapping):
             raise ConfigurationError(
                 f"schema= must map table names to columns, not {type(schema).__name__}"
             )
         self._schema = {table: _typed(table, columns) for table, columns in schema.items()}
+        self._indexes = _indexed(indexes)
         self._lock = threading.RLock()
-        self._tables: dict[str, _Table] = {}
+        self._tables: dict[str, Table] = {}
         # Kept through clear(): a version never goes back.
         self._versions: dict[str, int] = {}
 
@@ -189,14 +178,39 @@ class MemoryStore:
         return self._schema.get(table, _NO_TYPES)
 
     def rows(self, table: str) -> list[Row]:
-        """Every row of ``table`` in ``id`` order, as a shared read-only snapshot."""
+        """Every row of ``table`` in ``id`` order, as new dicts of every known column (a copy
+        of the whole table: for tests and exports, not for queries)."""
+        layout, ordered = self._snapshot(table)
+        with self._lock:
+            state = self._tables.get(table)
+            columns = tuple(state.types) if state is not None else ()
+        return [layout.as_dict(values, columns) for values in ordered]
+
+    def _snapshot(self, table: str) -> tuple[Layout, list[Values]]:
+        """The layout and every row tuple in ``id`` order (shared: never mutate the list)."""
         with self._lock:
             state = self._tables.get(table)
             if state is None:
-                return []
-            if state.snapshot is None:
-                state.snapshot = sorted(state.by_id.values(), key=_id_key)
-            return state.snapshot
+                return _EMPTY_LAYOUT, []
+            return state.layout, state.ordered()
+
+    def _candidates(
+        self, table: str, column: str, value: Any
+    ) -> tuple[Layout, list[Values]] | None:
+        """The rows an index says may hold ``value`` in ``column`` (re-check them), or ``None``
+        when no index answers."""
+        with self._lock:
+            state = self._tables.get(table)
+            if state is None:
+                return _EMPTY_LAYOUT, []
+            found = state.candidates(column, value)
+            return None if found is None else (state.layout, found)
+
+    def _ids(self, table: str) -> set[Any]:
+        """The ids of ``table``'s rows."""
+        with self._lock:
+            state = self._tables.get(table)
+            return set() if state is None else set(state.by_id)
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> list[Row]:
         """Insert all ``rows`` or none; a row without ``id`` gets the next integer."""
@@ -220,7 +234,7 @@ class MemoryStore:
             staged: dict[Any, Row] = {}
             next_id = state.next_id
             for row in rows:
-                new = _coerced_row(table, state.types, copy.deepcopy(dict(row)))
+                new = _coerced_row(table, state.types, _copy_row(row))
                 if on_conflict is not None:
                     existing = self._find(state, staged, on_conflict, new.get(on_conflict))
                     if existing is not None:
@@ -240,29 +254,31 @@ class MemoryStore:
                 self._bump(table)
             return [self._full_row(state, row) for row in staged.values()]
 
-    def delete(self, table: str, predicate: Callable[[Row], bool]) -> int:
-        """Delete rows for which ``predicate`` is true; return how many."""
+    def delete(self, table: str, predicate: Callable[[Mapping[str, Any]], bool]) -> int:
+        """Delete rows for which ``predicate`` is true (given a read-only mapping of the row);
+        return how many."""
         with self._lock:
             state = self._tables.get(table)
             if state is None:
                 return 0
-            doomed = [key for key, row in state.by_id.items() if predicate(row)]
+            layout = state.layout
+            doomed = [k for k, values in state.by_id.items() if predicate(RowView(layout, values))]
             for key in doomed:
-                del state.by_id[key]
+                state.remove(key)
             if doomed:
-                state.snapshot = None
                 self._bump(table)
             return len(doomed)
 
-    def _state(self, table: str) -> _Table:
+    def _state(self, table: str) -> Table:
         state = self._tables.get(table)
         if state is None:
             types = self._schema.get(table, MappingProxyType({"id": UNTYPED}))
-            state = self._tables[table] = _Table(types)
+            indexed = self._indexes.get(table, DEFAULT_INDEXED)
+            state = self._tables[table] = Table(types, indexed)
         return state
 
     @staticmethod
-    def _assign_id(state: _Table, staged: dict[Any, Row], row: Row, next_id: int) -> int:
+    def _assign_id(state: Table, staged: dict[Any, Row], row: Row, next_id: int) -> int:
         """Give ``row`` an id when it has none: a random uuid for a ``uuid`` key, otherwise the
         next free integer; return the next integer candidate."""
         if row.get("id") is None:
@@ -276,35 +292,58 @@ class MemoryStore:
         return next_id
 
     @staticmethod
-    def _find(state: _Table, staged: dict[Any, Row], column: str, value: Any) -> Row | None:
+    def _find(state: Table, staged: dict[Any, Row], column: str, value: Any) -> Row | None:
         if value is None:
             return None
         if column == "id":
-            return staged.get(value) or state.by_id.get(value)
-        for row in (*staged.values(), *state.by_id.values()):
+            return staged.get(value) or state.row(value)
+        for row in staged.values():
             if row.get(column) == value:
                 return row
+        found = state.candidates(column, value)  # an index narrows the search, or None: scan
+        if found is not None and len(found) > 1:
+            found = None  # several candidates: the first in write order wins, as a scan finds
+        position = state.layout.positions.get(column)
+        if position is None:
+            return None
+        for values in state.by_id.values() if found is None else found:
+            if values[position] == value:
+                return state.row(values[0])
         return None
 
     @staticmethod
-    def _commit(state: _Table, staged: dict[Any, Row]) -> None:
+    def _commit(state: Table, staged: dict[Any, Row]) -> None:
         types = state.types
         learned = {c: UNTYPED for row in staged.values() for c in row if c not in types}
         if learned:
-            state.types = MappingProxyType({**types, **learned})
+            state.relayout(MappingProxyType({**types, **learned}))
         for key, row in staged.items():
-            state.by_id[key] = row
+            state.put(row)
             if type(key) is int and key >= state.next_id:
                 state.next_id = key + 1
-        if staged:
-            state.snapshot = None
 
     @staticmethod
-    def _full_row(state: _Table, row: Row) -> Row:
+    def _full_row(state: Table, row: Row) -> Row:
         return _copy_row({column: row.get(column) for column in state.types})
 
 
 _NO_TYPES: Types = MappingProxyType({})
+_EMPTY_LAYOUT = Layout(("id",))
+
+
+def _indexed(indexes: Mapping[str, Iterable[str]] | None) -> dict[str, tuple[str, ...]]:
+    if indexes is None:
+        return {}
+    if not isinstance(indexes, Mapping):
+        raise ConfigurationError(
+            f"indexes= must map table names to columns, not {type(indexes).__name__}"
+        )
+    checked = {}
+    for table, columns in indexes.items():
+        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+            raise ConfigurationError(f"indexes[{table!r}] must list column names")
+        checked[table] = tuple(c for c in columns if c != "id")  # id is always a hash lookup
+    return checked
 
 
 def _coerced_row(table: str, types: Types, row: Row) -> Row:
@@ -347,21 +386,25 @@ def _compare(op: Op, left: Any, right: Any) -> bool:
         return False
 
 
-def _predicate(flt: Filter) -> Callable[[Row], bool]:
-    column, op, value = flt.column, flt.op, flt.value
+def _predicate(flt: Filter, get: Callable[[Any], Any] | None = None) -> Callable[[Any], bool]:
+    """The row test for ``flt``; ``get`` reads its column from a row (a getter of the store's
+    row tuples; by default ``row.get(column)`` on a mapping)."""
+    op, value = flt.op, flt.value
+    if get is None:
+        get = operator.methodcaller("get", flt.column)
     if op is Op.IS_NULL:
         want_null = bool(value)
-        return lambda row: (row.get(column) is None) is want_null
+        return lambda row: (get(row) is None) is want_null
     if op in (Op.ICONTAINS, Op.ILIKE, Op.IEQ):
-        return text_predicate(flt)
+        return text_predicate(flt, get)
     if op is Op.IN:
         # A set lookup, not a scan of the list per row: `in` lists are bounded, but 1,000 values
         # times every row was seconds. Keys keep bools apart from ints, as _compare does; equal
         # numbers of other types (1, 1.0, Decimal 1) hash alike and match, as with ==.
         keys = frozenset((type(c) is bool, c) for c in value)
 
-        def member(row: Row) -> bool:
-            v = row.get(column)
+        def member(row: Any) -> bool:
+            v = get(row)
             if v is None:
                 return False
             try:
@@ -370,19 +413,25 @@ def _predicate(flt: Filter) -> Callable[[Row], bool]:
                 return False
 
         return member
-    return lambda row: (v := row.get(column)) is not None and _compare(op, v, value)
+    return lambda row: (v := get(row)) is not None and _compare(op, v, value)
 
 
-def _matching(rows: list[Row], filters: Sequence[Filter]) -> list[Row]:
+def _getter(layout: Layout, column: str) -> Callable[[Values], Any]:
+    """Reads ``column`` from a row tuple of ``layout`` (always ``None`` for an unknown one)."""
+    position = layout.positions.get(column)
+    return (lambda _: None) if position is None else operator.itemgetter(position)
+
+
+def _matching(layout: Layout, rows: list[Values], filters: Sequence[Filter]) -> list[Values]:
     for flt in filters:
-        keep = _predicate(flt)
+        keep = _predicate(flt, _getter(layout, flt.column))
         rows = [row for row in rows if keep(row)]
     return rows
 
 
-def _sort_key(column: str) -> Callable[[Row], tuple[bool, str, Any]]:
-    def key(row: Row) -> tuple[bool, str, Any]:
-        value = row.get(column)
+def _sort_key(get: Callable[[Values], Any]) -> Callable[[Values], tuple[bool, str, Any]]:
+    def key(row: Values) -> tuple[bool, str, Any]:
+        value = get(row)
         if value is None:
             return (True, "", 0)
         return (
@@ -394,12 +443,17 @@ def _sort_key(column: str) -> Callable[[Row], tuple[bool, str, Any]]:
     return key
 
 
-def _sorted(rows: list[Row], order: Sequence[Order]) -> list[Row]:
+def _sorted(layout: Layout, rows: list[Values], order: Sequence[Order]) -> list[Values]:
     # Stable sorts applied from the last key to the first give a multi-key sort; ``reverse`` keeps
     # stability, and puts NULLs (True sorts after False) first when descending, as PostgreSQL does.
     for item in reversed(order):
-        rows = sorted(rows, key=_sort_key(item.column), reverse=item.descending)
+        key = _sort_key(_getter(layout, item.column))
+        rows = sorted(rows, key=key, reverse=item.descending)
     return rows
+
+
+def _views(layout: Layout, rows: list[Values]) -> list[RowView]:
+    return [RowView(layout, values) for values in rows]
 
 
 class MemoryBackend(InlineAsyncReads):
@@ -446,8 +500,9 @@ class MemoryBackend(InlineAsyncReads):
         wanted = Filter(relation.child_column, Op.IN, tuple(keys)) if keys else None
         if wanted is None:
             return []
-        groups: dict[Any, list[Row]] = {}
-        for row in self._matching(relation.child_table, (*plan.filters, wanted)):
+        groups: dict[Any, list[RowView]] = {}
+        layout, matched = self._matching(relation.child_table, (*plan.filters, wanted))
+        for row in _views(layout, matched):
             group = groups.setdefault(row[relation.child_column], [])
             if len(group) <= plan.limit:  # one more than kept: it tells a cut list
                 group.append(row)
@@ -457,14 +512,14 @@ class MemoryBackend(InlineAsyncReads):
 
     def read(self, query: Query) -> Page:
         """One page of ``query`` and the number of matching rows (rows are copies)."""
-        matched = self._matching(query.table, query.filters)
+        layout, matched = self._matching(query.table, query.filters)
         if query.order:
             # The snapshot is in id order and the sort is stable: id is the tie-breaker.
-            matched = _sorted(matched, query.order)
+            matched = _sorted(layout, matched, query.order)
         end = None if query.limit is None else query.offset + query.limit
         window = matched[query.offset : end]
         columns = query.columns or self._store.columns(query.table)
-        rows = [_copy_row({c: row.get(c) for c in columns}) for row in window]
+        rows = [layout.as_dict(values, columns) for values in window]
         return Page(rows=rows, total_count=len(matched))
 
     def search(
@@ -477,9 +532,10 @@ class MemoryBackend(InlineAsyncReads):
         """The rows matching ``query.filters`` ranked by ``request``, exactly (every leg ranks
         every matching row; see :mod:`persistence.backends._memory_search`)."""
         columns = query.columns or self._store.columns(query.table)
+        layout, matched = self._matching(query.table, query.filters)
         return search_rows(
             query.table,
-            self._matching(query.table, query.filters),
+            _views(layout, matched),
             request,
             text_columns,
             embedder,
@@ -489,21 +545,29 @@ class MemoryBackend(InlineAsyncReads):
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         """How many rows of ``table`` match ``filters``."""
-        return len(self._matching(table, filters))
+        return len(self._matching(table, filters)[1])
 
     def aggregate(
         self, query: Query, group_by: tuple[str, ...], metrics: tuple[Metric, ...], limit: int
     ) -> AggregateResult:
         """``metrics`` per group of the matching rows (:mod:`persistence.aggregate`)."""
-        matched = self._matching(query.table, query.filters)
+        layout, matched = self._matching(query.table, query.filters)
         types = self._store.column_types(query.table)
-        return aggregate_rows(matched, group_by, metrics, types, limit)
+        return aggregate_rows(_views(layout, matched), group_by, metrics, types, limit)
 
-    def _matching(self, table: str, filters: Sequence[Filter]) -> list[Row]:
+    def _matching(self, table: str, filters: Sequence[Filter]) -> tuple[Layout, list[Values]]:
+        """The layout and the row tuples matching every filter, in ``id`` order."""
         # The facade has coerced the values already (then this returns the same filters); a
         # backend used on its own applies the same rule.
         typed = coerce_filters(table, filters, self._store.column_types(table))
-        return _matching(self._store.rows(table), typed)
+        for flt in typed:
+            # An index narrows the rows to a few candidates; every filter still checks them.
+            if flt.op is Op.EQ or (flt.op is Op.IEQ and flt.column != "id"):
+                found = self._store._candidates(table, flt.column, flt.value)
+                if found is not None:
+                    return found[0], _matching(found[0], found[1], typed)
+        layout, rows = self._store._snapshot(table)
+        return layout, _matching(layout, rows, typed)
 
     def data_version(self, table: str) -> int:
         """The store's write version of ``table`` (:meth:`MemoryStore.version`)."""

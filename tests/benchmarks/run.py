@@ -35,6 +35,7 @@ from rag_agent import parse_filters_from_text
 from tests.benchmarks import (
     growth,
     memory_icontains,
+    memory_scale,
     pg_aggregates,
     pg_concurrency,
     pg_lookups,
@@ -66,6 +67,7 @@ class Config:
 
     quick: bool
     sizes: tuple[int, ...]
+    scale_sizes: tuple[int, ...]  # memory at scale: one fresh process per size
     pg_rows: int
     lookup_rows: int
     rounds: int
@@ -238,11 +240,66 @@ def memory(config: Config, results: Results) -> None:
             f"Time per call grows linearly with the table: {fmt_time(per_row * 100_000)} per "
             f"100k leads between {low.rows:,} and {high.rows:,}; the memory backend scans every "
             "row for an `icontains` (so does PostgreSQL without an index). Peak memory per call "
-            "stays small, since only matches are collected; the store itself costs about "
-            f"{high.store_mib / high.rows * 1e6 / 1024:.1f} GiB per million leads. As the "
+            'stays small, since only matches are collected. "Store (RSS)" is the peak growth '
+            "while loading, the input list of dicts included; what the store keeps is measured "
+            'in "Memory backend at scale". As the '
             f"embedded default it is reasonable up to about {reasonable:,} leads here, where a "
             f"scan reaches {fmt_time(budget)}; beyond that use PostgreSQL with a `pg_trgm` index."
         )
+    results.sections.append(section)
+
+
+def memory_at_scale(config: Config, results: Results) -> None:
+    """The store's resident set per million leads and O(1) lookups (``memory_scale``)."""
+    section = Section(
+        "Memory backend at scale",
+        "Each size in a fresh process: leads inserted in batches of 10,000, then the growth of "
+        "the current RSS is what the store keeps. Lookups: `facade.read` of one lead by `id` "
+        "(`eq`) and by `email` (`ieq`, upper-cased), against a plain `dict` lookup plus a copy "
+        "of the row; per lookup. The `icontains` page + count is a full scan.",
+        (
+            "Leads",
+            "Store (RSS)",
+            "Per million leads",
+            "By id",
+            "Plain dict",
+            "By email (ieq)",
+            "Plain dict",
+            "icontains scan",
+            "Load",
+        ),
+    )
+    for rows in config.scale_sizes:
+        point = memory_scale.measure(rows, rounds=config.rounds)
+        section.rows.append(
+            (
+                f"{rows:,}",
+                f"{point.store_mib:,.0f} MiB",
+                f"{point.mib_per_million:,.0f} MiB",
+                fmt_stats(point.by_id),
+                fmt_stats(point.by_id_dict),
+                fmt_stats(point.by_email),
+                fmt_stats(point.by_email_dict),
+                fmt_stats(point.icontains),
+                fmt_time(point.load_seconds),
+            )
+        )
+        results.figures[f"memory_scale_{rows}"] = {
+            "store_mib": point.store_mib,
+            "by_id": point.by_id.as_dict(),
+            "by_id_dict": point.by_id_dict.as_dict(),
+            "by_email": point.by_email.as_dict(),
+            "by_email_dict": point.by_email_dict.as_dict(),
+            "icontains": point.icontains.as_dict(),
+        }
+    section.notes.append(
+        "Rows are tuples in the table's column order (the names live once per table), repeated "
+        "short text and integers are shared per column, and `id` plus every `email` column are "
+        "hash-indexed: lookups stay flat as the table grows; the gap to a plain dict is the "
+        "facade's own work (policy, coercion, the copy). Before this store (a dict per row, "
+        "every lookup a scan): about 760 MiB for a million leads, and a lookup by `id` or `email` "
+        "took as long as a full scan (about 0.5 s at a million)."
+    )
     results.sections.append(section)
 
 
@@ -544,8 +601,10 @@ def _postgres_targets(
 
 def _config(args: argparse.Namespace) -> Config:
     sizes: tuple[int, ...] = (10_000, 50_000) if args.quick else (10_000, 100_000, 1_000_000)
+    scale_sizes: tuple[int, ...] = (100_000,) if args.quick else (100_000, 1_000_000)
     if args.sizes:
         sizes = tuple(int(s) for s in args.sizes.split(","))
+        scale_sizes = (max(sizes),)
     pg_rows = args.pg_rows or (50_000 if args.quick else 1_000_000)
     lookup_rows = args.lookup_rows or (10_000 if args.quick else 100_000)
     peer = not args.no_peer and peer_installed()
@@ -557,6 +616,7 @@ def _config(args: argparse.Namespace) -> Config:
     return Config(
         quick=args.quick,
         sizes=sizes,
+        scale_sizes=scale_sizes,
         pg_rows=pg_rows,
         lookup_rows=lookup_rows,
         rounds=7 if args.quick else 31,
@@ -593,6 +653,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps: list[tuple[str, Callable[[], object]]] = [
         ("micro", lambda: micro(config, results)),
         ("memory", lambda: memory(config, results)),
+        ("memory at scale", lambda: memory_at_scale(config, results)),
         ("tokens", lambda: tokens(config, results)),
     ]
     pg_runs: list[pg_suite.Throughput] = []

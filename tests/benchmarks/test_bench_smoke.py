@@ -74,6 +74,7 @@ class TestBenchReport:
             "## Targets",
             "## Envelope and provenance vs plain JSON",
             "## Memory backend: growth curve",
+            "## Memory backend at scale",
             "## Tool output: tokens per answer, compact vs full envelope",
             "## PostgreSQL: library vs raw psycopg vs peer tool (2,000 leads)",
             "## run() cache hit vs miss (PostgreSQL)",
