@@ -564,7 +564,8 @@ def build_records(
         # The value types, once: they say whether related rows hang on the row and whether
         # orjson may write it (C-speed, where a generator per row cost a tenth of the loop).
         kinds: set[type] | None = set(map(type, row.values()))
-        note = getattr(row, "redaction", None)
+        # A plain dict carries no redaction note (a failed getattr costs an exception).
+        note = None if type(row) is dict else getattr(row, "redaction", None)
         if RelatedRows in kinds:  # type: ignore[operator]
             related, truncated = _related(row, retrieved_at, include_raw)
             row = {k: v for k, v in row.items() if type(v) is not RelatedRows}
