@@ -444,16 +444,15 @@ def _record_json(record: Record, stamps: dict[int, Any]) -> dict[str, Any] | Non
         written = stamps[id(stamp)] = _DATETIME_JSON.dump_python(stamp, mode="json")
     # row_id is the fields' own "id" (a scalar), source and row_hash text, as build_records
     # made them (a validated model cannot carry _ScalarFields).
-    data: dict[str, Any] = {
+    return {
         "provenance": {
             "source": facts["source"],
             "row_id": facts["row_id"],
             "row_hash": facts["row_hash"],
             "retrieved_at": written,
-        }
+        },
+        **extra,
     }
-    data.update(extra)
-    return data
 
 
 def _drop_unset_raw_rows(records: list[dict[str, Any]]) -> None:
@@ -480,7 +479,10 @@ def _orjson_writes_exactly(values: Iterable[Any], kinds: set[type]) -> bool:
     if dt.datetime not in kinds:
         return True
     for value in values:
-        if type(value) is dt.datetime and value.tzinfo is not None and value.tzinfo is not dt.UTC:
+        if type(value) is not dt.datetime:
+            continue
+        tz = value.tzinfo
+        if tz is not None and tz is not dt.UTC:
             # orjson writes a UTC offset to the minute; isoformat() keeps its seconds (zones with
             # local mean time have them for historic dates, e.g. +00:19:32).
             offset = value.utcoffset()
