@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from types import MappingProxyType
 from typing import Any, NamedTuple, NoReturn, cast
 
@@ -215,8 +215,9 @@ class _Reader(Closing):
             # The policy's columns the backend knows: allowed and known by construction.
             readable = self._policy_columns(table, known)
             if readable is not None:
-                query = replace(query, columns=readable)
-        plans = self._plans(table, include, query.columns, known)
+                query = _checked_replace(query, columns=readable)
+        # The default: no relation to resolve (nor the backend's relations to list).
+        plans = () if include == () else self._plans(table, include, query.columns, known)
         if not plans:
             return _BackendCall("read", (query,))
         if not callable(getattr(self.__backend, "read_related", None)):
@@ -564,7 +565,7 @@ class _Reader(Closing):
         filters = coerce_filters(table, query.filters, types)
         # By identity: Filter("x", EQ, 1) == Filter("x", EQ, True), yet only one is a boolean.
         if any(new is not old for new, old in zip(filters, query.filters, strict=True)):
-            query = replace(query, filters=filters)
+            query = _checked_replace(query, filters=filters)
         return query, known
 
     def _backend(self) -> Backend:
@@ -606,6 +607,23 @@ def _data_target(backend: Backend) -> Hashable:
     worst, never a stale hit)."""
     target = getattr(backend, "data_target", None)
     return target if isinstance(target, Hashable) and target is not None else (backend.name,)
+
+
+_QUERY_FIELDS = tuple(f.name for f in fields(Query))
+
+
+def _checked_replace(query: Query, **changes: Any) -> Query:
+    """``replace(query, **changes)`` for values checked already, without checking them again.
+
+    Only for what a ``Query`` would accept as given: coerced ``Filter`` objects (built, so
+    validated), or the policy's columns (identifiers, checked when the policy was made) as a
+    tuple. ``replace`` would run every check of the query anew, a dozen identifier matches for
+    a wide table, on every read.
+    """
+    new = object.__new__(Query)
+    for name in _QUERY_FIELDS:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(query, name))
+    return new
 
 
 def _filters(filters: Iterable[Filter]) -> tuple[Filter, ...]:

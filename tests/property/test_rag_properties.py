@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from persistence import MemoryStore, create_persistence_agent
 from rag_agent import RAGAgent, RAGSettings, create_rag_agent, envelope_json_schema, row_hash
-from rag_agent.envelope import build_records
+from rag_agent.envelope import Envelope, Metadata, build_records
 from rag_agent.filters import FILTER_KEYS, filters_to_query, parse_filters_from_text
 from tests.conftest import corpus_lines
 from tests.unit.test_rag_envelope import reference_hash
@@ -172,3 +172,64 @@ def test_results_are_stable(text: str) -> None:
     first = AGENT.run(text, return_json=True)
     second = AGENT.run(text, return_json=True)
     assert first["records"] == second["records"]
+
+
+def _pydantic_json(envelope: Envelope) -> dict[str, Any]:
+    """``to_json()`` as pydantic alone writes it: the reference the direct writer must equal."""
+    data = envelope.model_dump(mode="json")
+    data["metadata"] = {k: v for k, v in data["metadata"].items() if v is not None or k in _KEPT}
+    stack = list(data["records"])
+    while stack:
+        record = stack.pop()
+        if record["provenance"]["raw_row"] is None:
+            del record["provenance"]["raw_row"]
+        for children in (record.get("related") or {}).values():
+            stack.extend(children)
+    return data
+
+
+# Required metadata fields stay even when null.
+_KEPT = frozenset(n for n, f in Metadata.model_fields.items() if f.is_required())
+
+_stamps = st.datetimes(timezones=st.one_of(st.none(), st.timezones()))
+
+
+class TestToJsonProperty:
+    """to_json() writes the records build_records made directly; pydantic is the reference."""
+
+    @given(
+        st.lists(
+            st.dictionaries(
+                st.text(max_size=10),
+                st.one_of(_values, st.lists(st.integers(), max_size=3)),
+                max_size=8,
+            ),
+            max_size=5,
+        ),
+        _stamps,
+        st.booleans(),
+    )
+    def test_equals_pydantic(
+        self, rows: list[dict[str, Any]], stamp: dt.datetime, raw: bool
+    ) -> None:
+        """For any rows and retrieval time, the JSON form is exactly pydantic's, key order
+        included, and changing it leaves the records untouched."""
+        for row in rows:
+            row.pop("provenance", None)
+        records = build_records(
+            rows, source="persistence.leads", retrieved_at=stamp, include_raw=raw
+        )
+        metadata = Metadata(
+            source="persistence.leads",
+            query_filters=None,
+            retrieved_at=stamp,
+            total_count=len(rows),
+        )
+        envelope = Envelope(metadata=metadata, records=records)
+        data = envelope.to_json()
+        expected = _pydantic_json(envelope)
+        assert json.dumps(data) == json.dumps(expected)
+        for record in data["records"]:
+            record["provenance"]["row_hash"] = "changed"
+            record["extra"] = 1
+        assert envelope.to_json() == expected
