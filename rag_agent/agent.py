@@ -27,7 +27,9 @@ read. With ``llm=`` and no explicit hooks, the agent builds them with
 question) and :func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no
 explicit hook) a step is disabled.
 
-This module is the public class and its wiring; the steps are :class:`rag_agent.pipeline.Pipeline`.
+This module is the public class; its wiring is :func:`rag_agent.agent_wiring.wire_pipeline`, its
+async twins the mixin :class:`rag_agent.agent_async.AsyncTwins`, and the steps are
+:class:`rag_agent.pipeline.Pipeline`.
 
 :meth:`RAGAgent.arun`, :meth:`RAGAgent.aread` and :meth:`RAGAgent.aaggregate` are their async
 twins: the same pipeline (one implementation, see :mod:`rag_agent.effects`), its I/O awaited.
@@ -41,8 +43,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypedDict, Unpack, overload
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, Unpack, overload
 
 from persistence import (
     Closing,
@@ -53,23 +55,21 @@ from persistence import (
     ReadOnlyPersistenceFacade,
     get_logger,
 )
-from persistence._steps import adrive, drive
+from persistence._steps import drive
 from persistence.search import DEFAULT_K
+from rag_agent.agent_async import AsyncTwins
+from rag_agent.agent_options import _AggregateOptions, _ReadOptions, _RunOptions, _SearchOptions
+from rag_agent.agent_wiring import wire_pipeline
 from rag_agent.assemble import utc_now
 from rag_agent.cache import QueryCache
-from rag_agent.conditions import legacy_conditions
-from rag_agent.effects import perform, perform_async
+from rag_agent.effects import perform
 from rag_agent.envelope import Envelope
-from rag_agent.fallback import create_fallback_runner
 from rag_agent.fallback.scope import FallbackScope
-from rag_agent.filters import normalize_filters
 from rag_agent.hooks import FallbackRunner, FilterExtractor
-from rag_agent.llm_filters import SchemaFilterExtractor
-from rag_agent.pipeline import Pipeline
 from rag_agent.ranking import DEFAULT_MODE, search_steps
-from rag_agent.ratelimit import RateLimiter, create_limiter
+from rag_agent.ratelimit import RateLimiter
 from rag_agent.settings import RAGSettings
-from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
+from rag_agent.specs import Condition
 from rag_agent.understanding import ConditionExtractor
 
 __all__ = ["RAGAgent"]
@@ -77,40 +77,7 @@ __all__ = ["RAGAgent"]
 _log = get_logger("rag_agent")
 
 
-class _PageOptions(TypedDict, total=False):
-    limit: int | None
-    offset: int | None
-    include_raw: bool
-
-
-class _RunOptions(_PageOptions, total=False):
-    table: str | None
-    filters: Mapping[str, Any] | Sequence[Condition] | None
-    count_only: bool | None
-    include: Sequence[str | Include] | None
-
-
-class _ReadOptions(_PageOptions, total=False):
-    columns: Sequence[str] | None
-    order: Iterable[Order | str]
-    count_only: bool
-    include: Sequence[str | Include]
-
-
-class _SearchOptions(TypedDict, total=False):
-    k: int | None
-    offset: int | None
-    mode: str
-    include_raw: bool
-
-
-class _AggregateOptions(TypedDict, total=False):
-    group_by: Sequence[str]
-    metrics: Sequence[Metric | str]
-    limit: int | None
-
-
-class RAGAgent(Closing):
+class RAGAgent(AsyncTwins, Closing):
     """Adaptive retrieval over a :class:`~persistence.ReadOnlyPersistenceFacade`.
 
     Usually built by :func:`rag_agent.create_rag_agent`::
@@ -152,36 +119,19 @@ class RAGAgent(Closing):
             )
         settings = settings if settings is not None else RAGSettings.from_env()
         self.llm = llm
-        if llm is not None and fallback is None:
-            fallback = create_fallback_runner(facade, llm, settings=settings, scope=fallback_scope)
-        if limiter is None:
-            limiter = create_limiter(
-                settings.rate_limit_storage,
-                settings.max_fallbacks_per_min,
-                clock=None if clock is time.monotonic else clock,
-            )
-        if extractor is None and llm_filters is not None:
-            extractor = _hook_extractor(llm_filters, budget=None)  # the caller's own code
-        elif extractor is None and llm is not None:
-            # The agent's own model calls count against the LLM budget, the fallback's too, and
-            # a repeated question is answered from the extractor's cache at no cost.
-            extractor = SchemaFilterExtractor(
-                llm,
-                budget=limiter.try_acquire,
-                cache_maxsize=settings.cache_maxsize,
-                cache_ttl=settings.cache_ttl_seconds,
-                timer=clock,
-            )
-        # ``is None``, not ``or``: an empty QueryCache is falsy (it has ``__len__``).
-        if cache is None:
-            cache = QueryCache(
-                settings.cache_maxsize,
-                settings.cache_ttl_seconds,
-                max_bytes=settings.cache_max_bytes,
-                enabled=not settings.cache_disabled,
-                timer=clock,
-            )
-        self._pipeline = Pipeline(facade, settings, cache, limiter, extractor, fallback, now)
+        self._pipeline = wire_pipeline(
+            facade,
+            settings,
+            llm=llm,
+            llm_filters=llm_filters,
+            extractor=extractor,
+            fallback=fallback,
+            limiter=limiter,
+            cache=cache,
+            clock=clock,
+            now=now,
+            fallback_scope=fallback_scope,
+        )
 
     @property
     def settings(self) -> RAGSettings:
@@ -249,84 +199,6 @@ class RAGAgent(Closing):
             lambda log: self._pipeline.run(
                 log, text, table, filters, (limit, offset, include_raw), count_only, include
             ),
-        )
-
-    @overload
-    async def arun(
-        self, text: str, *, return_json: Literal[False] = ..., **options: Unpack[_RunOptions]
-    ) -> Envelope: ...
-
-    @overload
-    async def arun(
-        self, text: str, *, return_json: Literal[True], **options: Unpack[_RunOptions]
-    ) -> dict[str, Any]: ...
-
-    async def arun(
-        self,
-        text: str,
-        *,
-        table: str | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        include_raw: bool = False,
-        filters: Mapping[str, Any] | Sequence[Condition] | None = None,
-        count_only: bool | None = None,
-        include: Sequence[str | Include] | None = None,
-        return_json: bool = False,
-    ) -> Envelope | dict[str, Any]:
-        """The async twin of :meth:`run`: the same arguments, steps and envelope, its I/O
-        awaited on the running event loop (the facade's ``aread``/``acount``/``aaggregate``,
-        the model's ``ainvoke``) instead of blocking it. Never raises for bad input or a
-        failing backend::
-
-            envelope = await rag.arun("find leads at acme")
-        """
-        page = (limit, offset, include_raw)
-        return await self._aanswer(
-            table,
-            return_json,
-            lambda log: self._pipeline.arun(log, text, table, filters, page, count_only, include),
-        )
-
-    async def aread(
-        self,
-        table: str,
-        filters: Iterable[Filter] = (),
-        *,
-        columns: Sequence[str] | None = None,
-        order: Iterable[Order | str] = (),
-        limit: int | None = None,
-        offset: int | None = None,
-        include_raw: bool = False,
-        count_only: bool = False,
-        include: Sequence[str | Include] = (),
-        return_json: bool = False,
-    ) -> Envelope | dict[str, Any]:
-        """The async twin of :meth:`read`; never raises."""
-        page = (limit, offset, include_raw)
-        return await self._aanswer(
-            table,
-            return_json,
-            lambda log: self._pipeline.aread(
-                log, table, filters, columns, order, page, count_only, include
-            ),
-        )
-
-    async def aaggregate(
-        self,
-        table: str,
-        filters: Iterable[Filter] = (),
-        *,
-        group_by: Sequence[str] = (),
-        metrics: Sequence[Metric | str] = ("count",),
-        limit: int | None = None,
-        return_json: bool = False,
-    ) -> Envelope | dict[str, Any]:
-        """The async twin of :meth:`aggregate`; never raises."""
-        return await self._aanswer(
-            table,
-            return_json,
-            lambda log: self._pipeline.aaggregate(log, table, filters, group_by, metrics, limit),
         )
 
     @overload
@@ -497,30 +369,6 @@ class RAGAgent(Closing):
             ),
         )
 
-    async def asearch(
-        self,
-        table: str,
-        text: str,
-        filters: Iterable[Filter] = (),
-        *,
-        k: int | None = None,
-        offset: int | None = None,
-        mode: str = DEFAULT_MODE.value,
-        include_raw: bool = False,
-        return_json: bool = False,
-    ) -> Envelope | dict[str, Any]:
-        """The async twin of :meth:`search` (the facade's ``asearch``); never raises."""
-        page = (DEFAULT_K if k is None else k, offset, include_raw)
-        pipeline = self._pipeline
-        return await self._aanswer(
-            table,
-            return_json,
-            lambda log: adrive(
-                search_steps(pipeline, log, table, text, filters, page, mode),
-                functools.partial(perform_async, pipeline),
-            ),
-        )
-
     def error_envelope(self, table: object, error: BaseException | str) -> Envelope:
         """An envelope with no records reporting ``error`` for a request about ``table``.
 
@@ -537,18 +385,6 @@ class RAGAgent(Closing):
             envelope = body(log)
             return envelope.to_json() if return_json else envelope
         except Exception as exc:  # the contract: run() and read() report, they do not raise
-            self._pipeline.log_error(log, "rag.error", exc, step="envelope")
-            envelope = self.error_envelope(table, exc)
-            return envelope.to_json() if return_json else envelope
-
-    async def _aanswer(
-        self, table: object, return_json: object, body: Callable[[Any], Awaitable[Envelope]]
-    ) -> Envelope | dict[str, Any]:
-        log = _log.bind()
-        try:
-            envelope = await body(log)
-            return envelope.to_json() if return_json else envelope
-        except Exception as exc:  # the contract: arun() reports, it does not raise
             self._pipeline.log_error(log, "rag.error", exc, step="envelope")
             envelope = self.error_envelope(table, exc)
             return envelope.to_json() if return_json else envelope
@@ -573,18 +409,3 @@ class RAGAgent(Closing):
             f"RAGAgent(facade={self.facade!r}, llm={type(self.llm).__name__ if self.llm else None}"
             f", fallback={'on' if self._pipeline.fallback else 'disabled'})"
         )
-
-
-def _hook_extractor(
-    extract: FilterExtractor, budget: Callable[[], bool] | None
-) -> ConditionExtractor:
-    """An ``llm_filters`` hook (text → the four legacy keys) as an extractor; with a
-    ``budget``, no budget means no call."""
-
-    def extractor(request: ExtractionRequest) -> Understanding:
-        if budget is not None and not budget():
-            return Understanding(ignored=(Ignored(request.text, "LLM budget exhausted"),))
-        filters = normalize_filters(extract(request.text))
-        return Understanding(conditions=legacy_conditions(filters, "llm"))
-
-    return extractor

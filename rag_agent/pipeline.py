@@ -12,6 +12,11 @@ that yield a :class:`~rag_agent.effects.Call` for each read, count, aggregate an
 :meth:`Pipeline.run` performs them blocking, :meth:`Pipeline.arun` awaits them (see
 :mod:`rag_agent.effects`), so ``RAGAgent.run`` and ``RAGAgent.arun`` share every check and step.
 
+The run, read and aggregate steps are here; the steps they share are mixins over the agent's
+parts (:class:`~rag_agent.pipeline_parts.PipelineParts`): understanding and extraction
+(:mod:`rag_agent.understanding_steps`), the cached read, count, aggregate and reformulations
+(:mod:`rag_agent.retrieval_steps`), and the fallback (:mod:`rag_agent.fallback_step`).
+
 Thread-safety: a ``Pipeline`` holds no state of its own beyond the agent's parts (facade, cache,
 limiter, hooks), all thread-safe; each call keeps its state in its own ``Outcome``.
 """
@@ -20,108 +25,43 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from persistence import (
-    Filter,
-    Include,
-    InvalidQueryError,
-    Order,
-    Query,
-    ReadOnlyPersistenceFacade,
-)
+from persistence import Filter, InvalidQueryError, Order, Query, ReadOnlyPersistenceFacade
 from persistence._steps import adrive, drive
-from persistence.query import is_identifier
 from rag_agent.aggregating import DEFAULT_METRICS, aggregate_into
-from rag_agent.assemble import (
-    MAX_ERROR_MESSAGE,
-    Outcome,
-    PageResult,
-    applied_filters,
-    assemble,
-    error_info,
-    fallback_page,
-    ignored_parts,
-    page_result,
-    shown_filters,
-    source_of,
-)
+from rag_agent.assemble import Outcome, applied_filters, ignored_parts, shown_filters, source_of
 from rag_agent.cache import QueryCache
 from rag_agent.company_link import company_links
 from rag_agent.conditions import query_filters_view
-from rag_agent.deadline import LLMDeadline, deadline_scope
+from rag_agent.deadline import LLMDeadline
 from rag_agent.effects import Call, Steps, perform, perform_async
-from rag_agent.envelope import (
-    Envelope,
-    ReformulationAttempt,
-    canonical_value,
-)
+from rag_agent.envelope import Envelope
+from rag_agent.fallback_step import FallbackStep
 from rag_agent.filters import MAX_TEXT_LENGTH
-from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner
-from rag_agent.ranking import CannotRank, cached_ranked_page, rankable, text_conditions
-from rag_agent.ratelimit import RateLimiter, RateLimiterUnavailableError
-from rag_agent.reformulation import relaxations
-from rag_agent.related import (
-    checked_includes,
-    reachable_relations,
-    related_versions,
-    resolve_words,
-)
+from rag_agent.hooks import FallbackRunner
+from rag_agent.pipeline_parts import _Page, _sequence
+from rag_agent.ranking import text_conditions
+from rag_agent.ratelimit import RateLimiter
+from rag_agent.related import checked_includes, resolve_words
+from rag_agent.retrieval_steps import RetrievalSteps
 from rag_agent.settings import RAGSettings
-from rag_agent.similar import similar_company, swap_note, with_similar_company
-from rag_agent.specs import Condition, ExtractionRequest, Understanding
+from rag_agent.specs import Condition
 from rag_agent.understanding import (
     DEFAULT_TABLE,
     ConditionExtractor,
-    Request,
     apply_conditions,
-    column_infos,
     explicit_conditions,
-    understand_request,
 )
+from rag_agent.understanding_steps import UnderstandingSteps
 
 __all__ = ["Pipeline"]
 
-_Window = tuple[int, int]
-#: ``(limit, offset, include_raw)`` as the caller gave them, checked by ``Pipeline._page``.
-_Page = tuple[int | None, int | None, bool]
-
-
-def _planned(table: str, conditions: tuple[Condition, ...], window: _Window) -> Query:
-    # Built anew each time (microseconds): a memo keyed by the values would hold every value a
-    # caller ever sent, outside any bound.
-    filters = tuple(c.to_filter() for c in conditions)
-    return Query(table, filters, limit=window[0], offset=window[1])
-
-
-def _typed(value: Any) -> Any:
-    # 1, 1.0 and True are equal and hash alike, but a backend may tell them apart.
-    if isinstance(value, tuple):
-        return tuple(map(_typed, value))
-    return (type(value), value)
-
-
-def _cache_key(query: Query, include_raw: bool, version: int) -> tuple[Any, ...]:
-    # ``version`` is the table's data_version, read before the data: a write in this process
-    # (or to a shared memory store) moves it, so no later run reads a page cached before it.
-    filters = tuple((f.column, f.op, _typed(f.value)) for f in query.filters)
-    window = (query.limit, query.offset)
-    return (query.table, version, filters, query.columns, query.order, window, include_raw)
-
-
-def _sequence(value: object, what: str) -> tuple[Any, ...]:
-    # tuple("email") would split a name into letters: say what was expected instead.
-    if isinstance(value, str | bytes | Mapping | Filter | Order) or not isinstance(value, Iterable):
-        raise InvalidQueryError(
-            f"{what} must be a sequence, not {type(value).__name__}", field=what
-        )
-    return tuple(value)
-
 
 @dataclass(frozen=True, slots=True)
-class Pipeline:
+class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
     """The agent's parts, and the steps of a call over them."""
 
     facade: ReadOnlyPersistenceFacade
@@ -253,60 +193,6 @@ class Pipeline:
             outcome.fail(exc)
         return self._done(log, "rag.run", outcome, checked_table, window)
 
-    def _understand(
-        self,
-        log: Any,
-        deadline: LLMDeadline,
-        text: str,
-        table: str | None,
-        given: tuple[Condition, ...] | None,
-        count_only: bool | None,
-    ) -> Steps[Request]:
-        # understand_request is pure but for its extract callback, which it calls (or not) by
-        # rules alone: a first pass learns whether the model is asked and about which table,
-        # the answer is asked for as a step, and a second pass is handed it.
-        now = self.now()
-        asked: list[tuple[str, str]] = []
-
-        def note(text: str, table: str) -> Understanding:
-            asked.append((text, table))
-            return Understanding()
-
-        def understood(extract: Any) -> Request:
-            return understand_request(
-                text, table=table, explicit=given, count_only=count_only, now=now, extract=extract
-            )
-
-        request = understood(None if self.extractor is None else note)
-        if not asked:
-            return request
-        found = yield from self._extract(log, deadline, *asked[0])
-        return understood(lambda _text, _table: found)
-
-    def _extract(
-        self, log: Any, deadline: LLMDeadline, text: str, table: str
-    ) -> Steps[Understanding]:
-        # The extractor meters and caches its own model calls; it is told the table's allowed
-        # columns, their kinds and operators, so its answer is constrained by the schema.
-        assert self.extractor is not None
-        try:
-            request = ExtractionRequest(
-                text=text,
-                table=table,
-                columns=column_infos(self.facade, table),
-                tables=self.facade.tables(),
-                now=self.now(),
-                relations=reachable_relations(self.facade, table),
-            )
-            with deadline_scope(deadline):
-                found = yield Call("extract", (request,))
-            if not isinstance(found, Understanding):
-                raise TypeError(f"the extractor returned {type(found).__name__}")
-        except Exception as exc:  # an LLM failure only means "nothing understood"
-            self.log_error(log, "rag.filters.llm_error", exc, step="filters")
-            return Understanding()
-        return found
-
     def read(self, log: Any, *args: Any) -> Envelope:
         """Step 3 alone for ``RAGAgent.read`` (the arguments of :meth:`read_steps`), blocking."""
         return drive(self.read_steps(log, *args), functools.partial(perform, self))
@@ -406,323 +292,3 @@ class Pipeline:
             self.log_error(log, "rag.error", exc, step="aggregate", table=table)
             outcome.fail(exc)
         return self.finish(outcome)
-
-    def _aggregate(
-        self,
-        log: Any,
-        outcome: Outcome,
-        table: str,
-        conditions: tuple[Condition, ...],
-        group_by: tuple[str, ...],
-        metrics: tuple[str, ...],
-    ) -> Steps[None]:
-        filters = tuple(c.to_filter() for c in conditions)
-        yield from aggregate_into(
-            outcome, facade=self.facade, cache=self.cache, now=self.now, log=log, table=table,
-            filters=filters, group_by=group_by, metrics=metrics,
-        )  # fmt: skip
-
-    def _page(self, page: _Page) -> tuple[_Window, bool]:
-        # The checks run and read share: the page window (defaulted and clamped here alone) and
-        # include_raw.
-        limit, offset, include_raw = page
-        window = self._window(limit, offset)
-        if type(include_raw) is not bool:
-            raise InvalidQueryError("include_raw must be a bool", field="include_raw")
-        return window, include_raw
-
-    def _window(self, limit: object, offset: object) -> _Window:
-        settings = self.settings
-        if limit is None:
-            eff_limit = settings.default_limit
-        elif type(limit) is int and limit >= 1:
-            eff_limit = min(limit, settings.max_limit)
-        else:
-            raise InvalidQueryError(f"limit must be a positive int, not {limit!r}", field="limit")
-        if offset is None:
-            eff_offset = 0
-        elif type(offset) is int and offset >= 0:
-            eff_offset = offset
-        else:
-            raise InvalidQueryError(
-                f"offset must be a non-negative int, not {offset!r}", field="offset"
-            )
-        return eff_limit, eff_offset
-
-    def _topic(self, topic: str, table: str, related: tuple[Include, ...]) -> str:
-        # Rows are ranked by the topic when the table has text to rank by (related rows are
-        # read by the plain path alone).
-        return topic if topic and not related and rankable(self.facade, table) else ""
-
-    def _retrieve(
-        self,
-        log: Any,
-        outcome: Outcome,
-        table: str,
-        conditions: tuple[Condition, ...],
-        window: _Window,
-        include_raw: bool,
-        related: tuple[Include, ...] = (),
-        topic: str = "",
-        as_topic: tuple[Condition, ...] = (),
-    ) -> Steps[None]:
-        def query(conditions: tuple[Condition, ...]) -> Steps[tuple[PageResult, bool]]:
-            if topic:  # ranked by the topic, the conditions hard constraints (rag_agent.ranking)
-                return (
-                    yield from cached_ranked_page(
-                        self, log, table, topic, conditions, window, include_raw
-                    )
-                )
-            planned = _planned(table, conditions, window)
-            shown = query_filters_view(conditions)
-            return (yield from self._query(log, planned, include_raw, shown, related))
-
-        try:
-            result, all_hits = yield from query(conditions)
-        except CannotRank:
-            # The backend cannot search: answered as without a topic (the "about …" substrings
-            # filters again), never an unfiltered read.
-            log.debug("rag.search", table=table, status="unsupported")
-            conditions, topic = conditions + as_topic, ""
-            if not conditions:
-                return
-            result, all_hits = yield from query(conditions)
-        used = conditions
-        if result.total_count == 0:
-            tried, previous = 0, conditions
-            for reason, planned in with_similar_company(relaxations(conditions)):
-                if tried >= self.settings.reformulation_max_attempts:
-                    break
-                if planned is None:  # similar_company: looked up now, only if still needed
-                    planned = yield from similar_company(table, previous)
-                    if planned is None:
-                        continue
-                else:
-                    previous = planned
-                relaxed, tried = planned, tried + 1
-                attempt, hit = yield from query(relaxed)
-                all_hits = all_hits and hit
-                shown = query_filters_view(relaxed)
-                outcome.attempts.append(
-                    ReformulationAttempt(
-                        reason=reason,  # type: ignore[arg-type]
-                        filters=shown,
-                        result_count=attempt.total_count,
-                    )
-                )
-                log.debug(
-                    "rag.reformulation",
-                    reason=reason,
-                    filters=shown,
-                    result_count=attempt.total_count,
-                )
-                if attempt.total_count:
-                    result, used = attempt, relaxed
-                    outcome.fallback = "reformulation"
-                    note = swap_note(conditions, relaxed) if reason == "similar_company" else None
-                    if note is not None:
-                        outcome.ignored += ignored_parts([note])
-                    break
-        self._applied(outcome, used)
-        outcome.take(result, shared=self.cache.enabled)
-        outcome.cache = "hit" if all_hits else "miss"
-
-    def _count(
-        self, log: Any, outcome: Outcome, table: str, conditions: tuple[Condition, ...]
-    ) -> Steps[None]:
-        filters = tuple(c.to_filter() for c in conditions)
-        typed = tuple((f.column, f.op, _typed(f.value)) for f in filters)
-        key = ("count", table, self.facade.data_version(table), typed)
-        cached: tuple[int, dt.datetime] | None = self.cache.get(key)
-        outcome.cache = "miss" if cached is None else "hit"
-        if cached is None:
-            cached = ((yield Call("count", (table, filters))), self.now())
-            self.cache.put(key, cached)
-        outcome.total_count, outcome.retrieved_at = cached
-        log.debug("rag.count", table=table, filters=outcome.filters, total_count=cached[0])
-
-    @staticmethod
-    def _applied(outcome: Outcome, conditions: tuple[Condition, ...]) -> None:
-        outcome.filters = query_filters_view(conditions)
-        outcome.applied = applied_filters(conditions)
-
-    def _query(
-        self,
-        log: Any,
-        query: Query,
-        include_raw: bool,
-        shown: Mapping[str, Any],
-        related: tuple[Include, ...] = (),
-    ) -> Steps[tuple[PageResult, bool]]:
-        """The page of ``query`` as records, from the cache if it holds it (and whether it did).
-
-        ``shown`` is how the filters are logged; ``related`` the related rows each row carries.
-        """
-        key = _cache_key(query, include_raw, self.facade.data_version(query.table))
-        if related:  # the children's tables' versions too: a new message is a new page
-            key += (related, related_versions(self.facade, query.table, related))
-        cached: PageResult | None = self.cache.get(key)
-        if cached is not None:
-            log.debug("rag.query", table=query.table, filters=shown, cache="hit")
-            return cached, True
-        page = yield Call(
-            "read",
-            (query.table, query.filters),
-            {
-                "columns": query.columns,
-                "order": query.order,
-                "limit": query.limit,
-                "offset": query.offset,
-                "include": related,
-            },
-        )
-        result = page_result(
-            page.rows,
-            page.total_count,
-            table=query.table,
-            retrieved_at=self.now(),
-            include_raw=include_raw,
-            summary_threshold=self.settings.summary_threshold,
-            related_capped=page.related_capped,
-        )
-        self.cache.put(key, result)
-        log.debug(
-            "rag.query",
-            table=query.table,
-            filters=shown,
-            cache="miss",
-            total_count=page.total_count,
-            returned=len(result.records),
-        )
-        return result, False
-
-    def _fall_back(
-        self,
-        log: Any,
-        outcome: Outcome,
-        text: str,
-        table: str,
-        conditions: tuple[Condition, ...],
-        window: _Window,
-        include_raw: bool = False,
-        deadline: LLMDeadline | None = None,
-    ) -> Steps[None]:
-        # JSON-ready: the fallback shows the model what was tried (a date as its ISO text).
-        filters = canonical_value(query_filters_view(conditions))
-        if conditions and outcome.filters is None:
-            self._applied(outcome, conditions)
-        if self.fallback is None:
-            outcome.fallback = "disabled"
-            log.debug("rag.fallback", status="disabled", reason="no LLM fallback configured")
-            return
-        # Paging through a fallback's answer (``chat``'s ``next``) asks the model once.
-        cache_key = ("fallback", table, text, self.facade.data_version(table))
-        cached = self.cache.get(cache_key)
-        if isinstance(cached, FallbackResult):
-            log.debug("rag.fallback", status="cached")
-            self._take_fallback(log, outcome, cached, window, include_raw)
-            outcome.cache = "hit"
-            return
-        if deadline is not None and deadline.expired:
-            outcome.fallback = "suppressed"
-            log.info("rag.fallback", status="suppressed", reason="the run's LLM deadline passed")
-            return
-        try:
-            allowed = self.limiter.try_acquire()
-        except RateLimiterUnavailableError as exc:
-            outcome.fallback = "suppressed"
-            outcome.error = error_info(exc)
-            self.log_error(log, "rag.fallback", exc, step="fallback", status="suppressed")
-            return
-        if not allowed:
-            outcome.fallback = "suppressed"
-            log.debug("rag.fallback", status="suppressed", reason="rate limit reached")
-            return
-        limit, offset = window
-        request = FallbackRequest(
-            text=text,
-            table=table,
-            filters=filters,
-            limit=limit,
-            offset=offset,
-            max_steps=self.settings.fallback_max_steps,
-            seconds_left=None if deadline is None else deadline.remaining(),
-        )
-        try:
-            result = yield Call("fallback", (request,))
-        except Exception as exc:  # a broken hook must not break run()
-            result = FallbackResult(error=exc)
-        if result.error is None:
-            self.cache.put(cache_key, result)
-        self._take_fallback(log, outcome, result, window, include_raw)
-
-    def _take_fallback(
-        self,
-        log: Any,
-        outcome: Outcome,
-        result: FallbackResult,
-        window: _Window,
-        include_raw: bool,
-    ) -> None:
-        limit, offset = window
-        page = fallback_page(
-            result,
-            limit=limit,
-            offset=offset,
-            now=self.now,
-            summary_threshold=self.settings.summary_threshold,
-            include_raw=include_raw,
-        )
-        outcome.take_fallback(result, page)
-        if isinstance(result.error, BaseException):
-            self.log_error(log, "rag.fallback", result.error, step="fallback", status="error")
-        log.debug("rag.fallback", status="agent", records=page.total_count)
-
-    # -- helpers -----------------------------------------------------------------------------
-
-    def error_envelope(self, table: object, error: BaseException | str) -> Envelope:
-        """An envelope with no records reporting ``error`` for a request about ``table``."""
-        return self.finish(Outcome(source_of(table), error=error_info(error)))
-
-    def finish(self, outcome: Outcome, window: _Window | None = None) -> Envelope:
-        """The envelope of ``outcome``: the one place an agent's envelopes are built."""
-        limit, offset = window if window is not None else (None, None)
-        return assemble(outcome, limit=limit, offset=offset, now=self.now)
-
-    def _refuse(self, log: Any, outcome: Outcome, exc: Exception) -> Envelope:
-        self.log_error(log, "rag.error", exc, step="input")
-        outcome.fail(exc)
-        return self.finish(outcome)
-
-    def _done(
-        self, log: Any, event: str, outcome: Outcome, table: str, window: _Window
-    ) -> Envelope:
-        envelope = self.finish(outcome, window)
-        log.debug(
-            event,
-            table=_shown(table),
-            total_count=outcome.total_count,
-            records=len(outcome.records),
-            cache=outcome.cache,
-            fallback=outcome.fallback,
-            error=None if outcome.error is None else outcome.error.type,
-        )
-        return envelope
-
-    def log_error(self, log: Any, event: str, exc: BaseException, **context: Any) -> None:
-        """Log ``exc`` at warning level; with ``RAG_DEBUG`` its traceback too."""
-        if "table" in context:
-            context["table"] = _shown(context["table"])
-        log.warning(
-            event,
-            error_type=type(exc).__name__,
-            error=str(exc)[:MAX_ERROR_MESSAGE],
-            exc_info=exc if self.settings.debug else None,
-            **context,
-        )
-
-
-def _shown(table: object) -> object:
-    """``table`` as logged: a name that is no identifier (a caller's 100 KB string) is ``"?"``,
-    so a hostile name is never logged whole on every call."""
-    return table if table is None or is_identifier(table) else "?"

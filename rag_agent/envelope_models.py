@@ -1,0 +1,248 @@
+"""The envelope's pydantic models: metadata, records and the provenance each record carries."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Fallback = Literal["agent", "reformulation", "suppressed", "disabled"]
+
+
+def _unset(value: object) -> bool:
+    return value is None
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ErrorInfo(_Frozen):
+    """Why a run produced no (or only partial) data: the error's type name and a message."""
+
+    type: str = Field(description="The exception class name, e.g. 'TableNotAllowedError'.")
+    message: str = Field(description="A human-readable explanation.")
+
+
+class ReformulationAttempt(_Frozen):
+    """One reformulated query: why it was tried, its filters and how many rows it matched."""
+
+    reason: Literal["drop_email", "shorten_company_suffix", "similar_company", "drop_company"]
+    filters: dict[str, Any]
+    result_count: int = Field(ge=0)
+
+
+class AppliedFilter(_Frozen):
+    """One condition the query applied, with the value as the column's type read it."""
+
+    column: str
+    op: Literal["eq", "ieq", "neq", "gt", "gte", "lt", "lte", "in", "is_null", "icontains", "ilike"]
+    value: Any = Field(description="The value after coercion to the column's type.")
+    source: Literal["rules", "llm", "tool"] = Field(
+        description="Who understood it: the rule parser, the LLM extraction, or a tool's arguments."
+    )
+
+
+class IgnoredPart(_Frozen):
+    """A part of the request that was understood but not applied, and why."""
+
+    text: str = Field(description="The words (or condition) not applied.")
+    reason: str = Field(description="Why it was not applied.")
+
+
+class AggregateGroup(_Frozen):
+    """One group of an aggregate: its key values and its metric values, in canonical JSON form
+    (``Decimal``/UUID as ``str``, dates and times ISO 8601)."""
+
+    keys: dict[str, Any] = Field(description="The group-by columns' values ({} when ungrouped).")
+    values: dict[str, Any] = Field(
+        description="Each metric's value by its name ('count', 'sum:score', ...); exact numbers "
+        "(numeric/bigint sums, averages) as decimal strings."
+    )
+
+
+class Aggregates(_Frozen):
+    """What an aggregate run computed: the grouping, the metrics, the groups in key order."""
+
+    group_by: list[str] = Field(description="The columns grouped by (empty: one group).")
+    metrics: list[str] = Field(description="The metrics: 'count' or '<function>:<column>'.")
+    groups: list[AggregateGroup]
+    capped: bool = Field(description="True when more groups existed than were returned.")
+    total_groups: int | None = Field(
+        default=None, ge=0, description="How many groups there were in all, when known."
+    )
+
+
+class FallbackReadInfo(_Frozen):
+    """One read the agent fallback made: the table, its filters and how many rows came back."""
+
+    table: str
+    filters: dict[str, Any] = Field(description="The read's filters as {column: {op: value}}.")
+    rows: int = Field(ge=0, description="Rows that read returned.")
+
+
+class RedactedField(_Frozen):
+    """How one field of a record was redacted before it left the facade."""
+
+    method: Literal["mask", "hash", "drop"] = Field(
+        description="mask: shown partly or as '***'; hash: a keyed pseudonym; drop: left out."
+    )
+    style: str | None = Field(
+        default=None, description="The mask's style: full, email, phone or initials."
+    )
+    commitment: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description='HMAC-SHA256 under the redaction key of ["field", table, original id, '
+        "column, original value] in canonical JSON: checkable only with the original and the key.",
+    )
+
+
+class Relevance(_Frozen):
+    """Where a ranked record stands: its fused score, its place and its rank in each leg.
+
+    It sits in the record's ``provenance`` (how the record was found), outside the hashed
+    fields, so every record verifies as before; not beside the row's fields, where a column
+    called ``score`` (leads have one) would collide with it.
+    """
+
+    score: float = Field(description="The fused relevance score; higher is better.")
+    rank: int = Field(ge=1, description="The record's 1-based place in the whole ranking.")
+    ranks: dict[str, int | None] = Field(
+        description="Its 1-based rank in each leg ('keyword', 'semantic'); null where that leg "
+        "did not rank it."
+    )
+
+
+class Provenance(_Frozen):
+    """Where a record came from, when, and the hash that lets anyone verify it."""
+
+    source: str = Field(description="'persistence.<table>': the table the row was read from.")
+    row_id: Any = Field(description="The row's primary key (its 'id' field), or null.")
+    row_hash: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the canonical row.")
+    retrieved_at: dt.datetime = Field(description="When the row was read (UTC).")
+    raw_row: dict[str, Any] | None = Field(
+        default=None,
+        description="The row exactly as read (after redaction); only with include_raw=True.",
+    )
+    # Left out when unset: records of unredacted rows serialise exactly as before.
+    redacted: dict[str, RedactedField] | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="The fields redacted before the row left the facade, by column; row_hash is "
+        "over the fields as shown.",
+    )
+    source_hash: str | None = Field(
+        default=None,
+        exclude_if=_unset,
+        pattern=r"^[0-9a-f]{64}$",
+        description='With redaction: HMAC-SHA256 under the redaction key of ["row", table, '
+        "original row] in canonical JSON, which a holder of the original row and the key can "
+        "check (RedactionPolicy.verify).",
+    )
+    relevance: Relevance | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="For a ranked record: its score, place and per-leg ranks.",
+    )
+
+
+#: The keys of a record that are not fields of its row (and so not hashed).
+OUTSIDE_ROW = frozenset({"provenance", "related", "related_truncated"})
+
+
+class RankingInfo(_Frozen):
+    """How ranked records were ranked: the mode that ran, the words, the legs."""
+
+    mode: Literal["hybrid", "keyword", "semantic"] = Field(description="The mode that ran.")
+    query: str = Field(description="The text the legs ranked by (request framing removed).")
+    legs: list[str] = Field(description="The legs that ranked, in fusion order.")
+    degraded: str | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="What could not run and what ran instead, when not all did.",
+    )
+
+
+class Record(BaseModel):
+    """One row's fields (as read) plus its ``provenance``; with related rows, ``related``
+    (relation name -> child records) and ``related_truncated``."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    provenance: Provenance
+    # Left out when unset: records without related rows serialise exactly as before.
+    related: dict[str, list[Record]] | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="Related rows by relation name, each a record with its own provenance; "
+        "outside the hashed fields.",
+    )
+    related_truncated: list[str] | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="The relations whose lists hold fewer rows than match (a per-parent or "
+        "total bound cut them).",
+    )
+
+
+class Metadata(_Frozen):
+    """What was asked, what was found, and how the answer was produced."""
+
+    source: str = Field(description="'persistence.<table>', or 'agent' for fallback records.")
+    query_filters: dict[str, Any] | None = Field(
+        description=(
+            "The filters of the query that produced the records (null when none): the keys id, "
+            "email, company, client_id as before, and {column: {op: value}} for other conditions."
+        )
+    )
+    retrieved_at: dt.datetime = Field(description="When the records were read (UTC).")
+    total_count: int = Field(ge=0, description="Rows matching the filters, not the page length.")
+    error: ErrorInfo | None = None
+    fallback: Fallback | None = None
+    truncated: bool | None = Field(
+        default=None, description="True when more rows match than the records hold."
+    )
+    has_more: bool | None = Field(
+        default=None, description="Whether rows after this page match (false on the last page)."
+    )
+    next_offset: int | None = Field(
+        default=None, ge=0, description="The offset of the next page, when has_more is true."
+    )
+    count_only: bool | None = Field(
+        default=None, description="True when only the number of matches was asked for."
+    )
+    related_capped: bool | None = Field(
+        default=None,
+        description="True when the bound on related rows in all cut at least one related list.",
+    )
+    summary: dict[str, Any] | None = Field(
+        default=None,
+        description="Per-column statistics of the returned page, when many rows match.",
+    )
+    cache: Literal["hit", "miss"] | None = None
+    limit: int | None = Field(default=None, ge=1, description="Effective limit after clamping.")
+    offset: int | None = Field(default=None, ge=0)
+    filters: list[AppliedFilter] | None = Field(
+        default=None, description="Each condition the query applied, and who understood it."
+    )
+    ignored: list[IgnoredPart] | None = Field(
+        default=None, description="Parts of the request that were not applied, and why."
+    )
+    reformulation_attempts: list[ReformulationAttempt] | None = None
+    fallback_dropped_ids: int | None = Field(
+        default=None,
+        ge=0,
+        description="Row ids the agent fallback cited without having read them (dropped).",
+    )
+    fallback_reads: list[FallbackReadInfo] | None = Field(
+        default=None, description="The reads the agent fallback made, in order."
+    )
+    aggregates: Aggregates | None = Field(
+        default=None,
+        description="Counts and metrics per group, for an aggregate run (records are then empty).",
+    )
+    ranking: RankingInfo | None = Field(
+        default=None,
+        description="Set when the records come back ranked by relevance to the request's topic.",
+    )
