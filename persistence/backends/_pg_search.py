@@ -1,6 +1,7 @@
 """Hybrid search on PostgreSQL: the legs, their fusion and the page, in one read-only transaction.
 
-Legs, each ranking at least ``offset + k`` rows where that many match the filters (filters are
+Legs, each ranking :data:`~persistence.search.model.LEG_DEPTH` rows where that many match the
+filters, on every page, so the pages of one search are windows of one fused order (filters are
 hard constraints inside every leg):
 
 * ``keyword``: full text over the allowed text columns, ``ts_rank(document, query, 1)`` over a
@@ -58,6 +59,7 @@ from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResul
 from persistence.search.embedder import Embedder, Vector
 from persistence.search.feedback import FEEDBACK_ROWS, refine
 from persistence.search.fusion import weights_for
+from persistence.search.model import LEG_DEPTH
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 
 __all__ = ["PostgresSearch", "SearchSettings"]
@@ -138,9 +140,9 @@ class PostgresSearch:
             # One snapshot for the count, every leg and the page.
             cursor.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             cursor.execute(self._connections.set_timeout)
-            run = _Run(
-                cursor, sql.Identifier(self._schema, table), filters, request.depth, 0, notes
-            )
+            # Every leg is cut at the same depth on every page (not at offset + k): the fused
+            # order, and so each page, must not depend on which page is asked.
+            run = _Run(cursor, sql.Identifier(self._schema, table), filters, LEG_DEPTH, 0, notes)
             count = build_count(table, self._schema, filters).as_bytes(None)
             run.total = int(cursor.execute(count, filter_params(filters)).fetchall()[0][0])
             facts = self._probe(cursor, table)

@@ -24,6 +24,7 @@ from persistence.errors import InvalidQueryError
 
 __all__ = [
     "DEFAULT_K",
+    "LEG_DEPTH",
     "MAX_K",
     "MAX_OFFSET",
     "MAX_SEARCH_TEXT_LENGTH",
@@ -40,6 +41,11 @@ MAX_K = 100
 #: The deepest page a search may reach: each leg ranks ``offset + k`` rows at least, so depth is
 #: work; an agent paging past this wants a filter, not rank 2,000.
 MAX_OFFSET = 1_000
+#: Rows each leg of a backend that truncates its legs ranks, on every page: the deepest page's
+#: end. Fusion of legs cut at ``offset + k`` would differ from page to page (a row 15th in one
+#: leg and 3rd in another is fused without its first rank on page 1, with it on page 2, and moves
+#: between pages), so the cut must not depend on the page.
+LEG_DEPTH = MAX_OFFSET + MAX_K
 #: Search text longer than this is refused before any backend sees it: no question is that long,
 #: and every extra word is another term to rank.
 MAX_SEARCH_TEXT_LENGTH = 1_000
@@ -85,7 +91,12 @@ class SearchRequest:
 
     @property
     def depth(self) -> int:
-        """How many rows each leg must rank so the page ``offset .. offset + k`` is exact."""
+        """Where the page ``offset .. offset + k`` ends in the fused order.
+
+        A backend whose legs rank every matching row is exact at any depth. One that truncates
+        its legs cuts each at :data:`LEG_DEPTH` on every page (never at this depth): the pages
+        of one search are then windows of one fused order, none overlapping, none skipping a
+        row."""
         return self.offset + self.k
 
 

@@ -166,16 +166,24 @@ class TestFusion:
     def test_hybrid_equals_fuse_of_the_legs(self, world: World, text: str) -> None:
         """The hybrid page is fuse() of the keyword and semantic legs with the text's weights,
         order and scores exact (messages have no short text column, so those are the only
-        legs)."""
+        legs; each leg ranks all 400 rows, LEG_DEPTH being deeper, and is read page by page)."""
         depth = 60
         with _facade(world.db.reader_dsn) as facade:
-            keyword = facade.search("messages", text, k=depth, mode="keyword")
-            semantic = facade.search("messages", text, k=depth, mode="semantic")
+            keyword = [
+                h
+                for offset in range(0, 400, 100)
+                for h in facade.search("messages", text, k=100, offset=offset, mode="keyword").hits
+            ]
+            semantic = [
+                h
+                for offset in range(0, 400, 100)
+                for h in facade.search("messages", text, k=100, offset=offset, mode="semantic").hits
+            ]
             hybrid = facade.search("messages", text, k=depth, mode="hybrid")
-        assert keyword.legs == ("keyword",) and hybrid.legs == ("keyword", "semantic")
+        assert hybrid.legs == ("keyword", "semantic")
         legs = {
-            "keyword": [h.row["id"] for h in keyword.hits if h.ranks["keyword"] is not None],
-            "semantic": [h.row["id"] for h in semantic.hits],
+            "keyword": [h.row["id"] for h in keyword if h.ranks["keyword"] is not None],
+            "semantic": [h.row["id"] for h in semantic],
         }
         expected = fuse(legs, weights_for(text, "messages"))[:depth]
         assert [(h.row["id"], h.score, dict(h.ranks)) for h in hybrid.hits] == expected
