@@ -2,10 +2,10 @@
 
 ``--dsn`` (or ``RELEVANCE_DSN``) names a server and a role that may create databases; the harness
 creates ``relevance_<pid>`` and a login role of that name that may only SELECT, creates the
-reference tables, copies the corpus in, and drops both when the process exits. Row vectors
-come from wherever the PostgreSQL backend finds them (a side table built by
-``rag-agent index``, or its in-process re-rank when the server has no pgvector); the harness
-does not build them.
+reference tables, copies the corpus in, and drops both when the process exits. On a server with
+pgvector it builds the row vectors the way ``rag-agent index`` does (the side tables of
+``inquiries`` and ``messages``, with the harness's embeddings), so the semantic leg is pgvector's;
+without it the PostgreSQL backend re-ranks in process, and says so.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from persistence.schema import REFERENCE
 from tests.data.search_corpus import Corpus
 
 _TABLES = ("clients", "leads", "conversations", "messages", "inquiries")
+#: The searched tables and the text columns their vectors embed (what the facade ranks by).
+_SEARCHED = {"inquiries": ("subject", "body"), "messages": ("direction", "body")}
 
 
 def postgres_facade(corpus: Corpus, embeddings: Any, dsn: str) -> Any:
@@ -70,6 +72,11 @@ def postgres_facade(corpus: Corpus, embeddings: Any, dsn: str) -> Any:
                 sql.Identifier(name)
             )
         )
+    if "vector" in available and embeddings is not None:
+        from persistence.backends.pg_index import index_table
+
+        for table, columns in _SEARCHED.items():
+            index_table(scratch, table, columns, embeddings, grant_to=[name])
     reader = psycopg.conninfo.make_conninfo(scratch, user=name)
     return create_read_only_facade("postgres", dsn=reader, embeddings=embeddings)
 
