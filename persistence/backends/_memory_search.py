@@ -227,11 +227,8 @@ def search_rows(
     """Rank ``rows`` (the rows matching the filters, in ``id`` order) by ``request``; each hit's
     row is ``project(row)`` (the columns the caller may see, copied)."""
     query = topical_text(request.text, table)
-    mode = request.mode
-    notes: list[str] = []
-    if mode is SearchMode.HYBRID and embedder is None:
-        mode = SearchMode.KEYWORD
-        notes.append("no embeddings are configured, so the semantic leg did not run")
+    mode, why = request.runnable_mode(embedder is not None)
+    notes = [] if why is None else [why]
     texts = [_text(row, text_columns) for row in rows]
     legs: dict[str, list[int]] = {}
     if mode is not SearchMode.SEMANTIC:

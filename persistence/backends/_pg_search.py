@@ -123,13 +123,8 @@ class PostgresSearch:
         entry.require(table, text_columns, "search")
         columns = entry.names if query.columns is None else query.columns
         topical = topical_text(request.text, table)
-        notes: list[str] = []
-        mode = request.mode
-        if mode is SearchMode.HYBRID and embedder is None:
-            mode = SearchMode.KEYWORD
-            notes.append("no embeddings are configured, so the semantic leg did not run")
-        if mode is SearchMode.SEMANTIC and embedder is None:
-            raise InvalidQueryError("semantic search needs embeddings")
+        mode, why = request.runnable_mode(embedder is not None)
+        notes = [] if why is None else [why]
         # Embedded before the transaction opens: a model call holds no connection.
         vector = (
             embedder.embed_query(topical) if embedder and mode is not SearchMode.KEYWORD else None

@@ -220,11 +220,8 @@ def _function_steps(
 ) -> Steps[SearchStep, SearchResult]:
     table = query.table
     text = topical_text(request.text, table)
-    mode = request.mode
-    notes: list[str] = []
-    if mode is SearchMode.HYBRID and embedder is None:
-        mode = SearchMode.KEYWORD
-        notes.append("no embeddings are configured, so the semantic leg did not run")
+    mode, why = request.runnable_mode(embedder is not None)
+    notes = [] if why is None else [why]
     params: Params = [
         ("query_text", text),
         ("query_terms", _json(list(keyword_terms(request.text, table)))),
@@ -319,10 +316,8 @@ def _fallback_steps(
 ) -> Steps[SearchStep, SearchResult]:
     table = query.table
     text = topical_text(request.text, table)
-    mode = request.mode
+    mode, missing = request.runnable_mode(embedder is not None)
     notes: list[str] = []
-    if mode is SearchMode.HYBRID and embedder is None:
-        mode = SearchMode.KEYWORD
     checks = [text_predicate(f) for f in query.filters if needs_client_check(f)]
     wanted = None if query.columns is None else ("id", *query.columns, *text_columns)
     select = select_param(None if wanted is None else tuple(dict.fromkeys(wanted)))
@@ -379,8 +374,8 @@ def _fallback_steps(
     if matched is not None and matched <= bound:
         scope = "every filtered row"
     notes.insert(0, f"{ran}: {why}; ranked here: {scope}")
-    if request.mode is SearchMode.HYBRID and embedder is None:
-        notes.append("no embeddings are configured, so the semantic leg did not run")
+    if missing is not None:
+        notes.append(missing)
     return SearchResult(
         hits=tuple(hits),
         mode=mode,

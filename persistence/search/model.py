@@ -51,6 +51,10 @@ LEG_DEPTH = MAX_OFFSET + MAX_K
 MAX_SEARCH_TEXT_LENGTH = 1_000
 
 
+#: What ``degraded`` says when a hybrid search ran without its semantic leg.
+NO_EMBEDDINGS = "no embeddings are configured, so the semantic leg did not run"
+
+
 class SearchMode(enum.StrEnum):
     """Which legs rank the rows."""
 
@@ -98,6 +102,16 @@ class SearchRequest:
         of one search are then windows of one fused order, none overlapping, none skipping a
         row."""
         return self.offset + self.k
+
+    def runnable_mode(self, has_embeddings: bool) -> tuple[SearchMode, str | None]:
+        """The mode that can run and, when it is not the one asked for, why: a hybrid search
+        without embeddings runs its keyword legs (every backend says so in the same words); a
+        semantic one cannot run at all (the facade refuses it before any backend)."""
+        if self.mode is SearchMode.HYBRID and not has_embeddings:
+            return SearchMode.KEYWORD, NO_EMBEDDINGS
+        if self.mode is SearchMode.SEMANTIC and not has_embeddings:
+            raise InvalidQueryError("semantic search needs embeddings")
+        return self.mode, None
 
 
 def _check_count(value: object, name: str, low: int, high: int) -> None:
