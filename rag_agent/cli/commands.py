@@ -10,18 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from persistence import (
-    GOVERNANCE_TABLES,
-    AccessPolicy,
-    PersistenceAgent,
-)
 from rag_agent.cli import connect as connection  # backend_options, looked up at each call
 from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, Envelope, UsageError, isatty
 from rag_agent.cli.connect import (
     connect,
     create_postgres_tables,
+    load_sample_into,
     run_query,
-    writable_backend,
 )
 from rag_agent.cli.progress import show_progress
 from rag_agent.cli.render import emit, error_of, exit_code_of, format_grid, wants_json
@@ -179,7 +174,7 @@ def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: 
 
 def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Load the sample dataset into PostgreSQL or Supabase."""
-    from rag_agent.sample import SAMPLE_TABLES, load_sample
+    from rag_agent.sample import SAMPLE_TABLES
 
     if args.backend == "memory":
         raise UsageError(
@@ -191,13 +186,7 @@ def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RA
         if args.backend != "postgres":
             raise UsageError("--create-tables works with --backend postgres only")
         create_postgres_tables(options["dsn"])
-    backend = writable_backend(args.backend, options)
-    try:
-        governance = [t for t in SAMPLE_TABLES if t in GOVERNANCE_TABLES]
-        counts = load_sample(backend, tables=governance)
-        counts.update(load_sample(PersistenceAgent(backend, AccessPolicy.writer())))
-    finally:
-        backend.close()
+    counts = load_sample_into(args.backend, options)
     if wants_json(args, out):
         out.write(json.dumps({"backend": args.backend, "loaded": counts}) + "\n")
     else:

@@ -195,6 +195,21 @@ def writable_backend(kind: str, options: Mapping[str, Any]) -> Backend:
     return backend
 
 
+def load_sample_into(kind: str, options: Mapping[str, Any]) -> dict[str, int]:
+    """Write the bundled sample into a ``kind`` backend; rows written per table."""
+    from persistence import GOVERNANCE_TABLES, AccessPolicy, PersistenceAgent
+    from rag_agent.sample import SAMPLE_TABLES, load_sample
+
+    backend = writable_backend(kind, options)
+    try:
+        governance = [t for t in SAMPLE_TABLES if t in GOVERNANCE_TABLES]
+        counts = load_sample(backend, tables=governance)
+        counts.update(load_sample(PersistenceAgent(backend, AccessPolicy.writer())))
+    finally:
+        backend.close()
+    return counts
+
+
 def create_postgres_tables(dsn: str) -> None:
     try:
         import psycopg

@@ -126,6 +126,7 @@ def _create(args: argparse.Namespace, dsn: str) -> SetupResult:
     from psycopg import sql
 
     from persistence.schema import REFERENCE
+    from rag_agent.cli.connect import load_sample_into
 
     role = args.role
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
@@ -135,7 +136,7 @@ def _create(args: argparse.Namespace, dsn: str) -> SetupResult:
             conn.execute(statement.encode())
         result = SetupResult(database=database, tables=sorted(REFERENCE.ddl), role=role)
         if not args.no_sample:
-            result.loaded = _load_sample(dsn)
+            result.loaded = load_sample_into("postgres", {"dsn": dsn})
         exists = conn.execute(
             b"SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (role,)
         ).fetchone()
@@ -170,21 +171,6 @@ def _create(args: argparse.Namespace, dsn: str) -> SetupResult:
     shown = reader_dsn(dsn, role, password)
     result.reader_dsn = shown
     return result
-
-
-def _load_sample(dsn: str) -> dict[str, int]:
-    from persistence import GOVERNANCE_TABLES, AccessPolicy, PersistenceAgent
-    from rag_agent.cli.connect import writable_backend
-    from rag_agent.sample import SAMPLE_TABLES, load_sample
-
-    backend = writable_backend("postgres", {"dsn": dsn})
-    try:
-        governance = [t for t in SAMPLE_TABLES if t in GOVERNANCE_TABLES]
-        counts = load_sample(backend, tables=governance)
-        counts.update(load_sample(PersistenceAgent(backend, AccessPolicy.writer())))
-    finally:
-        backend.close()
-    return counts
 
 
 def _shown(result: SetupResult, show_password: bool) -> SetupResult:
