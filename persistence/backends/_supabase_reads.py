@@ -71,18 +71,7 @@ class _SupabaseReads:
             *base,
             ("order", order_param(query.order)),
         ]
-        rows, total, ended = yield from self._fetch(
-            query, params, query.offset, query.limit, "read"
-        )
-        if total is None:
-            # No count in Content-Range (``*``): what was read is the total when the rows ran
-            # out on this page; otherwise ask for the count on its own.
-            known = ended and (rows or not query.offset)
-            total = (
-                query.offset + len(rows)
-                if known
-                else (yield from self._total(query.table, base, "read"))
-            )
+        rows, total = yield from self._page_steps(query, params, base)
         return Page(rows=rows, total_count=total)
 
     def relations(self) -> tuple[Relation, ...]:
@@ -109,16 +98,7 @@ class _SupabaseReads:
         terms, embedded_params = embedding(plans, self.relations())
         select = f"{select_param(query.columns)},{terms}"
         params = [("select", select), *base, *embedded_params, ("order", order_param(query.order))]
-        rows, total, ended = yield from self._fetch(
-            query, params, query.offset, query.limit, "read"
-        )
-        if total is None:
-            known = ended and (rows or not query.offset)
-            total = (
-                query.offset + len(rows)
-                if known
-                else (yield from self._total(query.table, base, "read"))
-            )
+        rows, total = yield from self._page_steps(query, params, base)
         capped = attach(rows, plans, embedded)
         return Page(rows=rows, total_count=total, related_capped=capped)
 
@@ -193,6 +173,24 @@ class _SupabaseReads:
         probe = query if query is not None else Query(table)
         rows, _, _ = yield from self._fetch(probe, params, 0, None, operation)
         return [row for row in rows if all(p(row) for p in predicates)]
+
+    def _page_steps(
+        self, query: Query, params: Params, base: Params
+    ) -> Steps[Exchange, tuple[list[Row], int]]:
+        """The page ``params`` ask for and the number of rows matching ``base``."""
+        rows, total, ended = yield from self._fetch(
+            query, params, query.offset, query.limit, "read"
+        )
+        if total is None:
+            # No count in Content-Range (``*``): what was read is the total when the rows ran
+            # out on this page; otherwise ask for the count on its own.
+            known = ended and (rows or not query.offset)
+            total = (
+                query.offset + len(rows)
+                if known
+                else (yield from self._total(query.table, base, "read"))
+            )
+        return rows, total
 
     def _fetch(
         self, query: Query, params: Params, offset: int, limit: int | None, operation: str
