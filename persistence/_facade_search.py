@@ -90,11 +90,7 @@ class _Search(_ReaderCore):
         )
         if not text_columns:
             raise InvalidQueryError(f"table {table!r} has no text column this search may rank by")
-        if request.mode is SearchMode.SEMANTIC and self.embedder is None:
-            raise InvalidQueryError(
-                "semantic search needs embeddings: pass embeddings= to the factory "
-                "or set RAG_EMBEDDINGS"
-            )
+        request.runnable_mode(self.embedder is not None)  # refuses semantic without embeddings
         if not callable(getattr(self._backend(), "search", None)):
             raise UnsupportedOperatorError(
                 f"backend {self._backend().name!r} cannot search",

@@ -110,7 +110,10 @@ class SearchRequest:
         if self.mode is SearchMode.HYBRID and not has_embeddings:
             return SearchMode.KEYWORD, NO_EMBEDDINGS
         if self.mode is SearchMode.SEMANTIC and not has_embeddings:
-            raise InvalidQueryError("semantic search needs embeddings")
+            raise InvalidQueryError(
+                "semantic search needs embeddings: pass embeddings= to the factory "
+                "or set RAG_EMBEDDINGS"
+            )
         return self.mode, None
 
 
