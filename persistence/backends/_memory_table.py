@@ -200,6 +200,27 @@ class Table:
         return value
 
     def _index(self, values: Values) -> None:
+        for index, key in self._keys(values):
+            held = index.get(key)
+            if held is None:
+                index[key] = values[0]
+            elif isinstance(held, list):
+                held.append(values[0])
+            else:
+                index[key] = [held, values[0]]
+
+    def _unindex(self, values: Values) -> None:
+        for index, key in self._keys(values):
+            held = index.get(key)
+            if isinstance(held, list):
+                held.remove(values[0])
+                if len(held) == 1:
+                    index[key] = held[0]
+            elif held is not None:
+                del index[key]
+
+    def _keys(self, values: Values) -> Iterator[tuple[dict[str, Any], str]]:
+        """Each index, with the key ``values`` has in it: its column's text, case-folded."""
         positions = self.layout.positions
         for column, index in self.indexes.items():
             i = positions.get(column)
@@ -207,29 +228,7 @@ class Table:
             if isinstance(text, str):
                 folded = fold_case(text)
                 # Keep one string where folding changes nothing (an email usually).
-                key = text if folded == text else folded
-                held = index.get(key)
-                if held is None:
-                    index[key] = values[0]
-                elif isinstance(held, list):
-                    held.append(values[0])
-                else:
-                    index[key] = [held, values[0]]
-
-    def _unindex(self, values: Values) -> None:
-        positions = self.layout.positions
-        for column, index in self.indexes.items():
-            i = positions.get(column)
-            text = None if i is None else values[i]
-            if isinstance(text, str):
-                key = fold_case(text)
-                held = index.get(key)
-                if isinstance(held, list):
-                    held.remove(values[0])
-                    if len(held) == 1:
-                        index[key] = held[0]
-                elif held is not None:
-                    del index[key]
+                yield index, text if folded == text else folded
 
 
 def _id_first(types: Mapping[str, ColumnType]) -> tuple[str, ...]:
