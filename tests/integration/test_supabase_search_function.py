@@ -59,6 +59,10 @@ def template() -> str:
     return found.group(1).replace("extensions.vector", "public.vector")
 
 
+#: The btree the filter on ``client_id`` should use inside the function.
+CLIENT_INDEX = "inquiries_client_id_idx"
+
+
 @pytest.fixture(scope="module")
 def world(pgvector_server: str) -> Iterator[World]:
     rng = random.Random(20)
@@ -79,6 +83,8 @@ def world(pgvector_server: str) -> Iterator[World]:
             cursor.executemany(
                 "INSERT INTO inquiries (id, client_id, subject, body) VALUES (%s, %s, %s, %s)", rows
             )
+            conn.execute(f"CREATE INDEX {CLIENT_INDEX} ON inquiries (client_id)".encode())
+            conn.execute(b"ANALYZE inquiries")
             for role in ("anon", "authenticated"):
                 if not conn.execute(
                     b"SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)
@@ -121,7 +127,7 @@ def call(
     with psycopg.connect(world.db.reader_dsn) as conn:
         conn.execute(b"SET TRANSACTION READ ONLY")
         return conn.execute(
-            b"SELECT * FROM public.search_inquiries(%s, %s::jsonb, %s::public.vector, %s, "
+            b"SELECT * FROM public.search_inquiries(%s, %s::jsonb, %s, %s, "
             b"%s::jsonb, %s, %s, %s, %s::jsonb)",
             (
                 query,
@@ -185,7 +191,7 @@ def test_keyword_legs_rank_as_the_postgres_backend(world: World) -> None:
     """The keyword and trigram legs give the PostgreSQL backend's ranks."""
     with create_read_only_facade(
         kind="postgres", dsn=world.db.reader_dsn, search=SearchSettings(exact_rows=200)
-    ) as facade:
+    ) as facade:  # no embeddings: the keyword legs alone
         for text in TEXTS:
             client = world.clients[1]
             want = facade.search(
@@ -218,7 +224,8 @@ def test_payloads_are_values(world: World) -> None:
     """Every corpus line as the text and as a filter value: rows or a clean refusal."""
     for line in corpus_lines()[::7]:
         call(world, line, k=3)
-        assert call(world, "refund", filters={"subject": line}, k=3) == []
+        with pytest.raises(psycopg.errors.DataError):  # not a uuid: refused by the cast
+            call(world, "refund", filters={"client_id": line}, k=3)
 
 
 def test_the_comment_names_the_ranked_columns(world: World) -> None:
@@ -228,3 +235,112 @@ def test_the_comment_names_the_ranked_columns(world: World) -> None:
     )[0]
     assert isinstance(comment, str)
     assert ranked_columns(comment) == ("subject", "body")
+
+
+def _backend_hits(world: World, text: str, *, mode: str, client: uuid.UUID | None, k: int) -> Any:
+    with create_read_only_facade(
+        kind="postgres", dsn=world.db.reader_dsn, embeddings=HashEmbeddings()
+    ) as facade:
+        filters = [] if client is None else [Filter("client_id", Op.EQ, client)]
+        return facade.search("inquiries", text, filters=filters, k=k, mode=mode).hits
+
+
+def _without_feedback(world: World, text: str, client: uuid.UUID | None) -> list[Any]:
+    """The semantic order by the query's own vector, no feedback step."""
+    vector = "[" + ",".join(map(repr, Embedder(HashEmbeddings()).embed_query(topical_text(text))))
+    where = "" if client is None else " AND t.client_id = %s"
+    rows = world.db.execute(
+        "SELECT e.row_id FROM inquiries_embeddings e JOIN inquiries t ON t.id = e.row_id "
+        f"WHERE true{where} ORDER BY e.embedding <=> (%s || ']')::vector, e.row_id",
+        ((client,) if client is not None else ()) + (vector,),
+    )
+    return [r[0] for r in rows]
+
+
+def test_the_semantic_leg_has_the_feedback_step_of_the_postgres_backend(world: World) -> None:
+    """With one round of pseudo-relevance feedback, the function's semantic ranks are the
+    PostgreSQL backend's, filtered or not; without it they would differ for some text."""
+    moved = 0
+    for client in (None, world.clients[0], world.clients[1]):
+        for text in TEXTS:
+            want = _backend_hits(world, text, mode="semantic", client=client, k=50)
+            filters = None if client is None else {"client_id": str(client)}
+            got = call(world, text, filters=filters, mode="semantic", k=50)
+            assert [r[0] for r in got] == [h.row["id"] for h in want]
+            assert [r[4] for r in got] == [h.ranks["semantic"] for h in want]
+            moved += [r[0] for r in got] != _without_feedback(world, text, client)[:50]
+    assert moved  # the step changes some order: the equality above is not vacuous
+
+
+def test_hybrid_pages_are_the_postgres_backend_pages(world: World) -> None:
+    """Ids, scores and ranks of every hybrid page equal the PostgreSQL backend's, which fuses
+    with ``fuse()`` over the same rows."""
+    for client in (None, world.clients[1]):
+        for text in (*TEXTS, IDENTIFIER_TEXT):
+            want = _backend_hits(world, text, mode="hybrid", client=client, k=30)
+            filters = None if client is None else {"client_id": str(client)}
+            got = call(world, text, filters=filters, k=30)
+            assert [(r[0], r[1]) for r in got] == [(h.row["id"], h.score) for h in want]
+            assert [r[2:5] for r in got] == [
+                (h.ranks["keyword"], h.ranks["trigram"], h.ranks["semantic"]) for h in want
+            ]
+
+
+def _plans(world: World, text: str, filters: dict[str, Any]) -> list[str]:
+    """The plans of the statements the function runs, as the reader (auto_explain's notices)."""
+    plans: list[str] = []
+    with psycopg.connect(world.db.admin_dsn) as conn:
+        conn.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
+        for statement in (
+            b"LOAD 'auto_explain'",
+            b"SET auto_explain.log_min_duration = 0",
+            b"SET auto_explain.log_nested_statements = on",
+            b"SET auto_explain.log_level = notice",
+            b"SET auto_explain.log_format = json",
+        ):
+            conn.execute(statement)
+        conn.execute(f"SET ROLE {world.db.reader_role}".encode())
+        conn.execute(b"SET TRANSACTION READ ONLY")
+        embedder = Embedder(HashEmbeddings())
+        vector = "[" + ",".join(map(repr, embedder.embed_query(topical_text(text)))) + "]"
+        conn.execute(
+            b"SELECT * FROM public.search_inquiries(%s, %s::jsonb, %s, %s, %s::jsonb)",
+            (
+                topical_text(text),
+                json.dumps(list(keyword_terms(text))),
+                vector,
+                embedder.model_id,
+                json.dumps(filters),
+            ),
+        ).fetchall()
+    return plans
+
+
+def test_a_selective_filter_uses_its_index_in_every_leg(world: World) -> None:
+    """Planned with the call's values, the function reads a small client's rows through the
+    btree on ``client_id`` wherever it reads the table (the feedback step, every leg, the filler,
+    the count), never by a sequential scan; with ``to_jsonb(row) @> filters`` it could not."""
+    tiny = world.clients[2]
+    plans = _plans(world, "refund invoice", {"client_id": str(tiny)})
+    statements = [json.loads(p[p.index("{") :]) for p in plans if "{" in p]
+    reads = '"Relation Name": "inquiries"'
+    ranked = [s for s in statements if reads in json.dumps(s["Plan"])]
+    assert len(ranked) == 2  # the feedback step and the ranking statement
+    for statement in ranked:
+        nodes = json.dumps(statement["Plan"])
+        # Each read of the table is an index scan of the btree, or a heap scan over one.
+        assert nodes.count(f'"Index Name": "{CLIENT_INDEX}"') == nodes.count(reads)
+        assert not re.search(r'"Node Type": "Seq Scan", [^{}]*' + reads, nodes)
+    assert json.dumps(ranked[1]["Plan"]).count(reads) >= 5  # keyword, trigram, nearest, ...
+
+
+def test_without_a_filter_the_index_is_not_needed_and_rows_match(world: World) -> None:
+    """The same function with no filter ranks every row: the folded predicate filters nothing."""
+    rows = call(world, "refund invoice", k=100)
+    assert len(rows) == 100 and rows[0][5] == sum(SHARES)
+
+
+def test_a_column_it_does_not_filter_by_is_refused(world: World) -> None:
+    """A key outside the function's filterable columns is an error, not a silent no-op."""
+    with pytest.raises(psycopg.errors.RaiseException, match="filters may name only"):
+        call(world, "refund", filters={"subject": "refund"}, k=3)
