@@ -58,6 +58,7 @@ __all__ = [
     "EmbedRows",
     "SearchStep",
     "function_name",
+    "filtered_columns",
     "ranked_columns",
     "search_steps",
 ]
@@ -121,19 +122,32 @@ class RowVectors:
         return found
 
 
-def ranked_columns(comment: str) -> tuple[str, ...] | None:
-    """The columns a ranking function's comment says it ranks by: a line holding a JSON object
-    ``{"columns": ["subject", "body"]}``. ``None`` when no line says so: a function that does
-    not say what it reads could rank by a column the access policy hides."""
+def _declared(comment: str, key: str) -> tuple[str, ...] | None:
+    """The list of names under ``key`` in the first line of ``comment`` holding a JSON object
+    that has it, or ``None``."""
     for line in comment.splitlines():
         try:
             said = json.loads(line)
         except ValueError:
             continue
-        columns = said.get("columns") if isinstance(said, dict) else None
-        if isinstance(columns, list) and columns and all(isinstance(c, str) for c in columns):
-            return tuple(columns)
+        names = said.get(key) if isinstance(said, dict) else None
+        if isinstance(names, list) and all(isinstance(c, str) for c in names):
+            return tuple(names)
     return None
+
+
+def ranked_columns(comment: str) -> tuple[str, ...] | None:
+    """The columns a ranking function's comment says it ranks by: a line holding a JSON object
+    ``{"columns": ["subject", "body"]}``. ``None`` when no line says so: a function that does
+    not say what it reads could rank by a column the access policy hides."""
+    return _declared(comment, "columns") or None
+
+
+def filtered_columns(comment: str) -> tuple[str, ...] | None:
+    """The columns a ranking function's comment says it filters by (``"filters": [...]`` beside
+    ``"columns"``, as the generated function says); ``None`` when it does not say, as a function
+    written from the first template (``to_jsonb(row) @> filters``, any column) does not."""
+    return _declared(comment, "filters")
 
 
 def _function_filters(filters: Sequence[Filter]) -> dict[str, Any] | None:
@@ -179,8 +193,15 @@ def search_steps(
     functions = description.functions()
     installed = name in functions
     ranked_by = ranked_columns(functions.get(name, ""))
+    filtered_by = filtered_columns(functions.get(name, ""))
     taken = _function_filters(query.filters) if installed else None
-    if taken is not None and ranked_by is not None and set(ranked_by) <= set(text_columns):
+    unfiltered = sorted(set(taken or ()) - set(filtered_by)) if filtered_by is not None else []
+    if (
+        taken is not None
+        and not unfiltered
+        and ranked_by is not None
+        and set(ranked_by) <= set(text_columns)
+    ):
         return (
             yield from _function_steps(
                 client, name, query, taken, request, embedder, (base, count_mode)
@@ -190,6 +211,8 @@ def search_steps(
         why = f"the ranking function {name} does not name the columns it ranks by (its comment)"
     elif installed and not set(ranked_by or ()) <= set(text_columns):
         why = f"the ranking function {name} ranks by a column this search may not read"
+    elif installed and unfiltered:
+        why = f"the ranking function {name} does not filter by {', '.join(unfiltered)}"
     elif installed:
         why = f"the ranking function {name} takes equality filters only"
     else:

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from persistence import Filter, Op, create_read_only_facade
-from persistence.backends._postgrest_search import ranked_columns
+from persistence.backends._postgrest_search import filtered_columns, ranked_columns
 from persistence.backends.pg_index import index_table
 from persistence.backends.postgres import SearchSettings
 from persistence.search import fuse, weights_for
@@ -235,6 +235,7 @@ def test_the_comment_names_the_ranked_columns(world: World) -> None:
     )[0]
     assert isinstance(comment, str)
     assert ranked_columns(comment) == ("subject", "body")
+    assert filtered_columns(comment) == ("client_id",)
 
 
 def _backend_hits(world: World, text: str, *, mode: str, client: uuid.UUID | None, k: int) -> Any:

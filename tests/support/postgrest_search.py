@@ -32,16 +32,25 @@ ARGUMENTS = frozenset(
 
 
 def ranking_function(
-    store: MemoryStore, table: str, text_columns: tuple[str, ...], embeddings: Any
+    store: MemoryStore,
+    table: str,
+    text_columns: tuple[str, ...],
+    embeddings: Any,
+    *,
+    filterable: tuple[str, ...] | None = None,
 ) -> RpcFunction:
     """``search_<table>`` over ``store``; the query is embedded by ``embeddings`` when the call
-    carries ``query_embedding``."""
+    carries ``query_embedding``. With ``filterable`` it filters by those columns alone, says so
+    in its comment and refuses others, as the generated function does; without, by any column,
+    as the first template did."""
     embedder = Embedder(embeddings)
 
     def body(params: dict[str, str]) -> list[dict[str, Any]]:
         filters = json.loads(params.get("filters", "{}"))
         if not isinstance(filters, dict):
             raise ValueError("filters must be a JSON object")
+        if filterable is not None and not set(filters) <= set(filterable):
+            raise ValueError("filters may name only the columns this function filters by")
         json.loads(params.get("query_terms", "[]"))
         mode = SearchMode(params.get("match_mode", "hybrid"))
         with_vector = "query_embedding" in params
@@ -80,5 +89,8 @@ def ranking_function(
             for hit in result.hits
         ]
 
-    comment = "Ranked search for the read-only facade\n" + json.dumps({"columns": text_columns})
+    said: dict[str, Any] = {"columns": text_columns}
+    if filterable is not None:
+        said["filters"] = filterable
+    comment = "Ranked search for the read-only facade\n" + json.dumps(said)
     return RpcFunction(ARGUMENTS, body, comment)

@@ -185,6 +185,33 @@ class TestRankingFunction:
         assert "takes equality filters only" in result.degraded
         assert all(hit.row["lead_id"] < 50 for hit in result.hits)
 
+    def test_a_function_declaring_its_filters_is_called_for_them(self, store: MemoryStore) -> None:
+        """A comment with ``"filters": [...]`` (the generated function): a filter on one of
+        them is sent as before, and the function's answer is used."""
+        declared = ranking_function(
+            store, "inquiries", TEXT_COLUMNS, HashEmbeddings(), filterable=("client_id",)
+        )
+        facade, recorder = supabase(store, function=declared, embeddings=HashEmbeddings())
+        result = facade.search("inquiries", "card", filters=[Filter("client_id", Op.EQ, 1)], k=5)
+        assert len(rpc_requests(recorder)) == 1
+        assert result.degraded is None and len(result.hits) == 5
+
+    def test_a_filter_the_function_does_not_take_takes_the_fallback(
+        self, store: MemoryStore
+    ) -> None:
+        """An equality on a column the comment does not list is not sent (the function would
+        refuse it): the fallback ranks, filters hold, and ``degraded`` names the column."""
+        declared = ranking_function(
+            store, "inquiries", TEXT_COLUMNS, HashEmbeddings(), filterable=("client_id",)
+        )
+        facade, recorder = supabase(store, function=declared)
+        flt = [Filter("client_id", Op.EQ, 1), Filter("lead_id", Op.EQ, 7)]
+        result = facade.search("inquiries", "card", filters=flt, k=5)
+        assert rpc_requests(recorder) == []
+        assert result.degraded is not None
+        assert "search_inquiries does not filter by lead_id" in result.degraded
+        assert all(hit.row["lead_id"] == 7 for hit in result.hits)
+
     def test_awaited_search_equals_blocking(self, store: MemoryStore) -> None:
         facade, _ = supabase(store, function=True, embeddings=HashEmbeddings())
         flt = [Filter("client_id", Op.EQ, 0)]
