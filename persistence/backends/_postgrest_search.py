@@ -57,8 +57,8 @@ __all__ = [
     "EmbedQuery",
     "EmbedRows",
     "SearchStep",
-    "function_name",
     "filtered_columns",
+    "function_name",
     "ranked_columns",
     "search_steps",
 ]

@@ -1,4 +1,5 @@
-"""The ``rag-agent`` command line: ask, chat, tables, load, demo, tools, doctor, mcp, index.
+"""The ``rag-agent`` command line: ask, chat, tables, load, demo, tools, doctor, mcp, index,
+search-function.
 
 Run it as ``rag-agent`` or ``python -m rag_agent.cli``; ``main(argv)`` runs it in-process.
 

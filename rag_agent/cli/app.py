@@ -186,8 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_backend_options(mcp)
 
     from rag_agent.cli.index import add_index_parser  # standard library only
+    from rag_agent.cli.search_function import add_search_function_parser
 
     add_index_parser(commands)
+    add_search_function_parser(commands)
     return parser
 
 
@@ -263,6 +265,10 @@ def _run(
         from rag_agent.cli.index import cmd_index
 
         return cmd_index(args, out, err)
+    if args.command == "search-function":
+        from rag_agent.cli.search_function import cmd_search_function
+
+        return cmd_search_function(args, out)
     from rag_agent.cli import commands
 
     handlers: dict[str, Callable[[], int]] = {

@@ -5,6 +5,7 @@ names checked."""
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from persistence.errors import ConfigurationError
 from persistence.search.feedback import FEEDBACK_ROWS, FEEDBACK_WEIGHT
 from persistence.search.fusion import RRF_K
 from persistence.search.model import LEG_DEPTH
+from rag_agent.cli.app import main
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "search-supabase.md"
 
@@ -53,7 +55,9 @@ class TestSearchFunctionSql:
             "tickets", ["title", "body"], filters={"client_id": "bigint", "status": "text"}
         )
         for column, kind in (("client_id", "bigint"), ("status", "text")):
-            predicate = f"(filters->'{column}' is null or t.{column} = (filters->>'{column}')::{kind})"
+            predicate = (
+                f"(filters->'{column}' is null or t.{column} = (filters->>'{column}')::{kind})"
+            )
             assert sql.count(predicate) == 6
         assert "to_jsonb" not in sql
         assert "array['client_id', 'status']::text[]" in sql
@@ -102,3 +106,26 @@ class TestSearchFunctionSql:
             return
         assert re.fullmatch(r"[a-z_][a-z0-9_]*", name)
         assert f"search_{name}(" in sql
+
+
+class TestSearchFunctionCommand:
+    def test_prints_the_generated_sql(self) -> None:
+        """``rag-agent search-function`` prints what :func:`search_function_sql` writes."""
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["search-function", "inquiries", "--columns", "subject, body"]
+        code = main([*argv, "--filter", "client_id:uuid"], stdout=out, stderr=err)
+        assert code == 0, err.getvalue()
+        assert out.getvalue() == search_function_sql(
+            "inquiries", ["subject", "body"], filters={"client_id": "uuid"}
+        )
+
+    @pytest.mark.parametrize(
+        "extra", [["--filter", "client_id"], ["--filter", "client_id:uuid;"], ["--schema", "A"]]
+    )
+    def test_bad_options_are_usage_errors(self, extra: list[str]) -> None:
+        """A malformed ``--filter`` or name is exit 2 and prints no SQL."""
+        out, err = io.StringIO(), io.StringIO()
+        code = main(
+            ["search-function", "inquiries", "--columns", "subject", *extra], stdout=out, stderr=err
+        )
+        assert code == 2 and out.getvalue() == ""
