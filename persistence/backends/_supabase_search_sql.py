@@ -183,14 +183,15 @@ begin
     -- One round of pseudo-relevance feedback, as persistence.search.feedback.refine: the query
     -- moved toward the mean of the {feedback_rows} nearest filtered rows (their vectors read as the
     -- library reads them, from their text), normalised, summed in the library's order.
+    -- As deep as the legs, then cut: a tie at the last place breaks by id, as in the library.
     with nearest as materialized (
-      select e.row_id as id, e.embedding <=> probe as distance, e.embedding::text as v
+      select e.row_id as id, e.embedding <=> probe as distance, e.embedding as v
       from {side} e join {relation} t on t.id = e.row_id
       where e.model_id = query_model{where}
       order by distance limit depth
     ),
     top as (
-      select x.v, row_number() over (order by x.distance, x.id) as n
+      select x.v::text as v, row_number() over (order by x.distance, x.id) as n
       from nearest x order by x.distance, x.id limit {feedback_rows}
     ),
     mean as (
