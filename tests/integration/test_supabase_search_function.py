@@ -335,7 +335,7 @@ def test_a_selective_filter_uses_its_index_in_every_leg(world: World) -> None:
     assert json.dumps(ranked[1]["Plan"]).count(reads) >= 5  # keyword, trigram, nearest, ...
 
 
-def test_without_a_filter_the_index_is_not_needed_and_rows_match(world: World) -> None:
+def test_without_a_filter_every_row_is_ranked(world: World) -> None:
     """The same function with no filter ranks every row: the folded predicate filters nothing."""
     rows = call(world, "refund invoice", k=100)
     assert len(rows) == 100 and rows[0][5] == sum(SHARES)
