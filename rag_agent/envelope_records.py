@@ -104,7 +104,6 @@ class _ScalarFields(_ReadOnlyFields):
 # What a record's JSON form may hold as it is: the values ``model_dump(mode="json")`` passes
 # through unchanged (a finite float too: pydantic writes a non-finite one as null).
 _JSON_AS_IS = frozenset({str, int, bool, type(None), float})
-_set_attr = object.__setattr__
 # The setters of a model's four slots, called directly (cheaper than ``object.__setattr__`` by
 # name, which looks each one up again).
 _SLOTS = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
@@ -155,7 +154,7 @@ def _canonical_and_hash(
         kinds = set(map(type, row.values()))
     if _orjson_writes_exactly(row.values(), kinds):
         try:
-            data = orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
+            data = orjson.dumps(row, option=_SORTED)
         except TypeError:  # an int beyond 64 bits, a str with a lone surrogate, a non-str key
             pass
         else:
@@ -228,17 +227,14 @@ def _page_is_exact(rows: list[Mapping[str, Any]]) -> bool:
 
 def _encode_row(row: Mapping[str, Any]) -> bytes | None:
     """One row as :func:`_encode_plain` writes it, its types and offsets checked on their own."""
-    kinds = set(map(type, row.values()))
-    if (
-        kinds <= _ORJSON_EXACT_OR_DATETIME
-        and (dt.datetime not in kinds or _offsets_to_the_minute(row.values()))
-        and "provenance" not in row
+    if "provenance" in row or not _orjson_writes_exactly(
+        row.values(), set(map(type, row.values()))
     ):
-        try:
-            return orjson.dumps(row, option=_SORTED)
-        except TypeError:  # an int beyond 64 bits, a str with a lone surrogate, a non-str key
-            pass
-    return None
+        return None
+    try:
+        return orjson.dumps(row, option=_SORTED)
+    except TypeError:  # an int beyond 64 bits, a str with a lone surrogate, a non-str key
+        return None
 
 
 def _decode_plain(encoded: list[bytes | None]) -> Iterator[dict[str, Any]]:
