@@ -277,6 +277,17 @@ def build_records(
     provenance_fields = set(_PROVENANCE_FIELDS)
     redacted_provenance_fields = set(_REDACTED_PROVENANCE_FIELDS)
     record_fields = {"provenance"}
+    # A provenance's facts before its row's: every record's start as a copy of these.
+    unset: dict[str, Any] = {
+        "source": source,
+        "row_id": None,
+        "row_hash": None,
+        "retrieved_at": retrieved_at,
+        "raw_row": None,
+        "relevance": None,
+        "redacted": None,
+        "source_hash": None,
+    }
     # What ``model_construct`` does for models without aliases, private attributes or
     # validators, minus its per-field loop (a fifth of the time; a test checks the result equals
     # a validated model): this loop is the envelope's hot path.
@@ -295,16 +306,11 @@ def build_records(
             fields, digest = _canonical_and_hash(row, kinds)
         # A plain dict carries no redaction note (a failed getattr costs an exception).
         note = None if type(row) is dict else getattr(row, "redaction", None)
-        facts = {
-            "source": source,
-            "row_id": fields.get("id"),
-            "row_hash": digest,
-            "retrieved_at": retrieved_at,
-            "raw_row": _raw_row(row) if include_raw else None,
-            "relevance": None,
-            "redacted": None,
-            "source_hash": None,
-        }
+        facts = unset.copy()  # a copy and two stores: half the cost of a dict display
+        facts["row_id"] = fields.get("id")
+        facts["row_hash"] = digest
+        if include_raw:
+            facts["raw_row"] = _raw_row(row)
         if note is not None:
             facts.update(_redaction_fields(note))
         provenance = new_provenance(Provenance)
