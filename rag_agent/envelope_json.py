@@ -24,53 +24,55 @@ def _records_json(records: Iterable[Record]) -> list[dict[str, Any]]:
     """
     stamps: dict[int, Any] = {}  # one retrieved_at per page: written once (by object, see below)
     out: list[dict[str, Any]] = []
+    append = out.append
     for record in records:
-        data = _record_json(record, stamps)
-        if data is None:
-            data = record.model_dump(mode="json")
-            _drop_unset_raw_rows([data])
-        out.append(data)
+        # A record of build_records' own (a validated model cannot carry _ScalarFields, and a
+        # model_copy turns them into a plain dict): row_id is the fields' own "id" (a scalar),
+        # source and row_hash text, as build_records made them. Checked inline: this loop runs
+        # once per record of the page.
+        extra = record.__pydantic_extra__
+        if type(extra) is _ScalarFields and type(record) is Record:
+            state = record.__dict__
+            provenance = state["provenance"]
+            if (
+                state["related"] is None
+                and state["related_truncated"] is None
+                and type(provenance) is Provenance
+            ):
+                facts = provenance.__dict__
+                stamp = facts["retrieved_at"]
+                if (
+                    facts["raw_row"] is None
+                    and facts["redacted"] is None
+                    and facts["source_hash"] is None
+                    and facts.get("relevance") is None
+                    and type(stamp) is dt.datetime
+                ):
+                    # By identity, not equality: 12:00+00:00 equals 13:00+01:00 yet is written
+                    # differently.
+                    written = stamps.get(id(stamp))
+                    if written is None:
+                        written = stamps[id(stamp)] = _stamp_json(stamp)
+                    append(
+                        {
+                            "provenance": {
+                                "source": facts["source"],
+                                "row_id": facts["row_id"],
+                                "row_hash": facts["row_hash"],
+                                "retrieved_at": written,
+                            },
+                            **extra,
+                        }
+                    )
+                    continue
+        data = record.model_dump(mode="json")
+        _drop_unset_raw_rows([data])
+        append(data)
     return out
 
 
-def _record_json(record: Record, stamps: dict[int, Any]) -> dict[str, Any] | None:
-    """``record``'s JSON form written directly, or ``None`` when it needs pydantic's path."""
-    extra = record.__pydantic_extra__
-    if type(extra) is not _ScalarFields or type(record) is not Record:
-        return None
-    state = record.__dict__
-    provenance = state["provenance"]
-    if (
-        state["related"] is not None
-        or state["related_truncated"] is not None
-        or type(provenance) is not Provenance
-    ):
-        return None
-    facts = provenance.__dict__
-    stamp = facts["retrieved_at"]
-    if (
-        facts["raw_row"] is not None
-        or facts.get("relevance") is not None
-        or facts["redacted"] is not None
-        or facts["source_hash"] is not None
-        or type(stamp) is not dt.datetime
-    ):
-        return None
-    # By identity, not equality: 12:00+00:00 equals 13:00+01:00 yet is written differently.
-    written = stamps.get(id(stamp))
-    if written is None:
-        written = stamps[id(stamp)] = _DATETIME_JSON.dump_python(stamp, mode="json")
-    # row_id is the fields' own "id" (a scalar), source and row_hash text, as build_records
-    # made them (a validated model cannot carry _ScalarFields).
-    return {
-        "provenance": {
-            "source": facts["source"],
-            "row_id": facts["row_id"],
-            "row_hash": facts["row_hash"],
-            "retrieved_at": written,
-        },
-        **extra,
-    }
+def _stamp_json(stamp: dt.datetime) -> Any:
+    return _DATETIME_JSON.dump_python(stamp, mode="json")
 
 
 def _drop_unset_raw_rows(records: list[dict[str, Any]]) -> None:
