@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -189,12 +190,31 @@ def growth_curves(config: Config, results: Results) -> None:
 
 
 def search(config: Config, results: Results) -> None:
-    """Hybrid search on PostgreSQL 18 + pgvector (``pg_search``), when it can be started."""
+    """Hybrid search on PostgreSQL 18 + pgvector (``pg_search``), when it can be started; the
+    peer (LangChain's ``PGVectorStore``) at the first size only."""
     from tests.benchmarks import pg_search
 
-    report = pg_search.measure(config.search_rows, 15 if config.quick else 60)
-    results.sections.append(report.section)
-    results.figures["search"] = report.figures
+    for index, rows in enumerate((config.search_rows, *config.more_search_rows)):
+        report = pg_search.measure(rows, 15 if config.quick else 60, peer=config.peer and not index)
+        peer = results.figures.get("search", {}).get("peer")
+        if index and peer:
+            report.section.notes.append(
+                f"PGVectorStore is measured at {config.search_rows:,} rows only: its table needs "
+                "a second HNSW index over every vector, built from scratch (at "
+                f"{config.search_rows:,} rows it took {fmt_time(peer['hnsw_s'])}; the build "
+                f"grows faster than the rows), on top of this size's own index."
+            )
+        results.sections += [report.section, *report.more]
+        results.figures["search" if index == 0 else f"search_{rows}"] = report.figures
+
+
+def vector_memory(config: Config, results: Results) -> None:
+    """The memory backend's row vectors per million rows (``memory_vectors``)."""
+    from tests.benchmarks import memory_vectors
+
+    point = memory_vectors.measure(config.vector_rows)
+    results.sections.append(memory_vectors.section(point))
+    results.figures["vector_memory"] = dataclasses.asdict(point)
 
 
 def _library_calls(
