@@ -11,9 +11,10 @@ plotted to ``docs/benchmarks-growth.png``) and hybrid search on PostgreSQL 18 + 
 and LangChain's ``PGVectorStore``, then 1M against the raw replay) and the memory backend's
 vector memory per million rows (``memory_vectors``, measured at 100k). ``--quick``: smaller
 sizes and fewer rounds (about a minute), for development. ``--sizes``, ``--pg-rows``,
-``--lookup-rows``, ``--growth-sizes`` and ``--search-rows`` override the sizes. Needs the local PostgreSQL (admin DSN
-``RAG_TEST_POSTGRES_DSN``, a superuser, for ``CREATE EXTENSION pg_trgm``) and, for the limiter,
-Redis (``RAG_TEST_REDIS_URL``); the peer tool and the plot need the ``bench`` extra.
+``--lookup-rows``, ``--growth-sizes`` and ``--search-rows`` override the sizes. Needs the local
+PostgreSQL (admin DSN ``RAG_TEST_POSTGRES_DSN``, a superuser, for ``CREATE EXTENSION pg_trgm``)
+and, for the limiter, Redis (``RAG_TEST_REDIS_URL``); the peer tools and the plot need the
+``bench`` extra.
 
 This module is the command (``main``); the configuration is :mod:`tests.benchmarks.run_config`,
 the sections :mod:`tests.benchmarks.run_memory` and :mod:`tests.benchmarks.run_postgres`.

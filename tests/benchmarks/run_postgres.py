@@ -206,6 +206,36 @@ def search(config: Config, results: Results) -> None:
             )
         results.sections += [report.section, *report.more]
         results.figures["search" if index == 0 else f"search_{rows}"] = report.figures
+        results.targets += _search_targets(report.figures)
+
+
+def _search_targets(figures: dict[str, Any]) -> list[Target]:
+    """The issue's aims for hybrid search without a filter: within 1.2x of the raw replay of
+    its statements, and faster than ``PGVectorStore`` (both medians of this run)."""
+    rows = f"{figures['rows']:,} inquiries"
+    point = next(p for p in figures["points"] if p["filter"] == "none" and p["mode"] == "hybrid")
+    ratio_raw = point["p50_s"] / point["raw_p50_s"]
+    targets = [
+        Target(
+            f"facade.search hybrid vs raw replay — {rows}",
+            "≤ 1.2×",
+            f"{ratio_raw:.2f}× ({fmt_time(point['p50_s'])} vs {fmt_time(point['raw_p50_s'])})",
+            ratio_raw <= 1.2,
+        )
+    ]
+    for peer in figures.get("peer", {}).get("points", []):
+        if peer["filter"] == "none":
+            ratio_peer = peer["p50_s"] / peer["peer_p50_s"]
+            targets.append(
+                Target(
+                    f"facade.search hybrid faster than PGVectorStore — {rows}",
+                    "< 1.0×",
+                    f"{ratio_peer:.2f}× ({fmt_time(peer['p50_s'])} vs "
+                    f"{fmt_time(peer['peer_p50_s'])})",
+                    ratio_peer < 1.0,
+                )
+            )
+    return targets
 
 
 def vector_memory(config: Config, results: Results) -> None:
