@@ -36,7 +36,7 @@ from structlog.testing import capture_logs
 from persistence import Filter, Op, create_read_only_facade
 from persistence.backends.pg_index import index_table
 from tests.benchmarks import pg_search_peer
-from tests.benchmarks.common import Section
+from tests.benchmarks.common import Section, quiet_logging
 from tests.benchmarks.report import fmt_time, markdown_table
 from tests.support.pgvector import HashEmbeddings, pgvector_database
 
@@ -301,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, help="inquiries (default 100,000; quick 10,000)")
     parser.add_argument("--no-peer", action="store_true", help="skip PGVectorStore")
     args = parser.parse_args(argv)
+    quiet_logging()
     rows, queries = (10_000, 20) if args.quick else (100_000, 60)
     report = measure(args.rows or rows, queries, peer=not args.no_peer)
     for section in (report.section, *report.more):

@@ -35,6 +35,8 @@ class Config:
     more_search_rows: tuple[int, ...] = ()
     #: Inquiries for the memory backend's vector memory; 0 skips it.
     vector_rows: int = 0
+    #: P@10 of hybrid search against the peer on the labelled set (with the peer only).
+    search_relevance: bool = True
     plot: Path | None = None
 
 
@@ -92,5 +94,6 @@ def _config(args: argparse.Namespace) -> Config:
         search_rows=search_rows if _search_available() else 0,
         more_search_rows=more_search if _search_available() else (),
         vector_rows=vector_rows if _embeddings_available() else 0,
+        search_relevance=_embeddings_available(),
         plot=args.output.parent / "benchmarks-growth.png",
     )

@@ -207,6 +207,21 @@ def search(config: Config, results: Results) -> None:
         results.sections += [report.section, *report.more]
         results.figures["search" if index == 0 else f"search_{rows}"] = report.figures
         results.targets += _search_targets(report.figures)
+    if config.peer and "peer" in results.figures["search"] and config.search_relevance:
+        from tests.benchmarks import search_relevance
+
+        section, figures = search_relevance.measure(quick=config.quick)
+        results.sections.append(section)
+        results.figures["search_relevance"] = figures
+        p_ours, p_peer = figures["p_at_10"]["facade"]["all"], figures["p_at_10"]["peer"]["all"]
+        results.targets.append(
+            Target(
+                "facade.search hybrid more relevant than PGVectorStore (P@10)",
+                "> peer",
+                f"{p_ours:.3f} vs {p_peer:.3f} ({figures['queries']} queries)",
+                p_ours > p_peer,
+            )
+        )
 
 
 def _search_targets(figures: dict[str, Any]) -> list[Target]:

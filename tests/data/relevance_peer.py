@@ -42,29 +42,44 @@ def peer_ranker(
     corpus: Corpus, embeddings: Any, dsn: str, queries: Sequence[Mapping[str, Any]], depth: int
 ) -> Ranker:
     """Rankings by ``PGVectorStore`` over a scratch copy of ``corpus``."""
+    facade, rank, _ = with_peer(corpus, embeddings, dsn, queries, depth)
+    facade.close()
+    return rank
+
+
+def with_peer(
+    corpus: Corpus, embeddings: Any, dsn: str, queries: Sequence[Mapping[str, Any]], depth: int
+) -> tuple[Any, Ranker, Callable[[], None]]:
+    """The facade ``--backend postgres`` ranks with, the peer's rankings on the same scratch
+    database (dropped when the process exits), and what closes the peer's connections."""
     from psycopg.conninfo import make_conninfo
 
     from tests.benchmarks.pg_search_peer import build_table, open_peer
     from tests.data.relevance_postgres import _SEARCHED, postgres_facade
 
     facade = postgres_facade(corpus, embeddings, dsn)  # the database, its vectors and its role
-    facade.close()
     name = f"relevance_{os.getpid()}"  # as postgres_facade names them
     scratch = make_conninfo(dsn, dbname=name)
     peers: dict[str, Any] = {}
     for table, columns in _SEARCHED.items():
         metadata = sorted({f[0] for q in queries if q["table"] == table for f in q["filters"]})
         build_table(scratch, table, columns, metadata, name)
-        peers[table] = open_peer(make_conninfo(scratch, user=name), table, metadata, embeddings,
-                                 k=depth)  # fmt: skip
+        peers[table] = open_peer(
+            make_conninfo(scratch, user=name), table, metadata, embeddings, k=depth
+        )
     ids = {table: {str(row["id"]): row["id"] for row in corpus.rows[table]} for table in peers}
 
     def rank(query: Mapping[str, Any], mode: str) -> list[Any]:
         if mode not in ("hybrid", "semantic"):
             raise SystemExit(f"PGVectorStore has no {mode} search: use --modes hybrid,semantic")
         peer = peers[query["table"]]
-        found = peer.search(query["search_text"], depth, where(query["filters"]),
-                            hybrid=mode == "hybrid")  # fmt: skip
+        found = peer.search(
+            query["search_text"], depth, where(query["filters"]), hybrid=mode == "hybrid"
+        )
         return [ids[query["table"]][key] for key in found]
 
-    return rank
+    def close() -> None:
+        for peer in peers.values():
+            peer.close()
+
+    return facade, rank, close
