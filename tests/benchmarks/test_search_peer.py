@@ -123,3 +123,29 @@ class TestPeerFilter:
         found = where(filters)
         assert found is not None
         assert found == {"$and": [{c: {f"${op}": v}} for c, op, v in filters]}
+
+
+class TestRelevanceSection:
+    """The P@10 table of the library against the peer (from scores, without a server)."""
+
+    def test_rows_per_type_and_overall(self) -> None:
+        """One row per query type present, then "all"; the note names the winner."""
+        from tests.benchmarks.search_relevance import _section
+        from tests.data.relevance import Score
+
+        queries = [{"type": "typo"}, {"type": "typo"}, {"type": "keyword"}]
+        found = {
+            "facade": {k: Score(0.5, 0.5, 0.5) for k in ("typo", "keyword", "all")},
+            "peer": {k: Score(0.75, 0.5, 0.5) for k in ("typo", "keyword", "all")},
+        }
+        section, figures = _section(found, queries, quick=True)
+        assert [row[:2] for row in section.rows] == [("typo", 2), ("keyword", 1), ("**all**", 3)]
+        assert section.rows[-1][2:] == ("0.500", "0.750", "-0.250")
+        assert "the peer is more relevant" in section.notes[0]
+        assert figures == {
+            "queries": 3,
+            "p_at_10": {
+                "facade": {"typo": 0.5, "keyword": 0.5, "all": 0.5},
+                "peer": {"typo": 0.75, "keyword": 0.75, "all": 0.75},
+            },
+        }
