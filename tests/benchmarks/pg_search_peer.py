@@ -306,6 +306,13 @@ def measure_peer(
         f"The peer's table: filled in {fmt_time(load_seconds)}, of which its HNSW index "
         f"{fmt_time(hnsw_seconds)}."
     )
+    latency.notes.append(
+        "Where the time goes: each of the library's legs ranks up to `LEG_DEPTH` (1,100) rows "
+        "on every page, so that the pages of one search are windows of one fused order "
+        "(`hnsw.ef_search` 1,000 with an iterative scan), and a third leg (trigram) and the "
+        f"total count run too; the peer's two legs rank {leg_depth(k)} rows each, for one page "
+        "only, and its vector leg may return fewer than k under a filter (next table)."
+    )
     figures = {
         "points": [point.as_dict() for point in points],
         "vector_only_rows": vector_rows,
