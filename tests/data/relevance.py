@@ -1,13 +1,16 @@
 """Relevance of search on the labelled set: precision@10, nDCG@10 and recall@100 per mode and
 query type, as a Markdown table.
 
-    python -m tests.data.relevance [--backend memory|postgres|reference] [--modes hybrid,keyword]
+    python -m tests.data.relevance [--backend memory|postgres|reference|pgvectorstore]
+                                   [--modes hybrid,keyword]
                                    [--types paraphrase,framed] [--limit N | --quick] [--rag]
 
 Every query of ``search_queries.jsonl`` asks ``facade.search(table, search_text, filters=...,
 k=100, mode=...)`` over the seeded corpus of :mod:`tests.data.search_corpus`, embedded with the
-default offline model. Relevance comes from the corpus's topic labels (see
-:mod:`tests.data.search_queries`), never from what a search returned.
+default offline model (``--backend pgvectorstore``: LangChain's ``PGVectorStore`` instead of
+the facade, on the same PostgreSQL and vectors, :mod:`tests.data.relevance_peer`). Relevance
+comes from the corpus's topic labels (see :mod:`tests.data.search_queries`), never from what a
+search returned.
 
 Precision@10 counts the relevant rows among the first ten out of ``min(10, |relevant|)`` (an
 identifier matches one row, so one right row first is a perfect answer); nDCG@10 uses binary
@@ -228,7 +231,9 @@ def markdown(results: Mapping[str, Mapping[str, Score]], counts: Mapping[str, in
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=("memory", "postgres", "reference"), default="memory")
+    parser.add_argument(
+        "--backend", choices=("memory", "postgres", "reference", "pgvectorstore"), default="memory"
+    )
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--types", default="", help="query types to run (default: all)")
     parser.add_argument("--tables", default="inquiries,messages")
@@ -257,6 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     modes = [m for m in args.modes.split(",") if m]
     if args.backend == "reference":
         rank = reference_ranker(corpus, embeddings)
+    elif args.backend == "pgvectorstore":
+        from tests.data.relevance_peer import peer_ranker
+
+        rank = peer_ranker(corpus, embeddings, args.dsn, queries, DEPTH)
     elif args.backend == "memory":
         rank = facade_ranker(memory_facade(corpus, embeddings))
     else:
