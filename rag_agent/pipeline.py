@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from persistence import Filter, InvalidQueryError, Order, Query, ReadOnlyPersistenceFacade
@@ -43,6 +43,7 @@ from rag_agent.fallback_step import FallbackStep
 from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.hooks import FallbackRunner
 from rag_agent.pipeline_parts import _Page, _sequence
+from rag_agent.plan_memo import Plan, PlanMemo, plan_key
 from rag_agent.ranking import text_conditions
 from rag_agent.ratelimit import RateLimiter
 from rag_agent.related import checked_includes, resolve_words
@@ -71,6 +72,8 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
     extractor: ConditionExtractor | None
     fallback: FallbackRunner | None
     now: Callable[[], dt.datetime]
+    #: Plans of questions asked before (rag_agent.plan_memo): never a row, never a result.
+    plans: PlanMemo = field(default_factory=PlanMemo)
 
     def run(self, log: Any, *args: Any) -> Envelope:
         """Steps 1 to 6 for ``RAGAgent.run`` (the arguments of :meth:`run_steps`), blocking."""
@@ -120,10 +123,9 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         deadline = LLMDeadline(self.settings.llm_deadline_s)
         try:
             yield Call("prepare")
-            request = yield from self._understand(log, deadline, text, table, given, count_only)
-            outcome.source = source_of(request.table)
-            checked_table = self.facade.policy.check_read(request.table, "run")
-            applied, refused = apply_conditions(self.facade, checked_table, request.conditions)
+            request, checked_table, applied, refused = yield from self._plan(
+                log, outcome, deadline, text, table, given, count_only
+            )
             # "inquiries from Globex": a company read through the table the rows refer to.
             linked, request_ignored = yield from company_links(
                 self.facade, checked_table, request.ignored, applied
@@ -192,6 +194,39 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             self.log_error(log, "rag.error", exc, step="query", table=checked_table)
             outcome.fail(exc)
         return self._done(log, "rag.run", outcome, checked_table, window)
+
+    def _plan(
+        self,
+        log: Any,
+        outcome: Outcome,
+        deadline: LLMDeadline,
+        text: str,
+        table: str | None,
+        given: tuple[Condition, ...] | None,
+        count_only: bool | None,
+    ) -> Steps[Plan]:
+        # The request and the conditions the facade applies: from the plan memo when the same
+        # question was planned by the rules alone and the table's columns are unchanged
+        # (rag_agent.plan_memo), else understood and checked now (and memoised if it may be).
+        now = self.now()
+        key = None if given is not None else plan_key(text, table, count_only, now)
+        plan = None if key is None else self.plans.get(key, self.facade)
+        if plan is not None:
+            outcome.source = source_of(plan.request.table)
+            self.facade.policy.check_read(plan.request.table, "run")
+            return plan
+        request, by_rules = yield from self._understood(
+            log, deadline, text, table, given, count_only, now
+        )
+        outcome.source = source_of(request.table)
+        checked_table = self.facade.policy.check_read(request.table, "run")
+        memoised = key is not None and by_rules and self.plans.maxsize > 0
+        types = self.facade.column_types(checked_table) if memoised else None
+        applied, refused = apply_conditions(self.facade, checked_table, request.conditions)
+        plan = Plan(request, checked_table, applied, refused)
+        if key is not None and types is not None:
+            self.plans.put(key, plan, types)
+        return plan
 
     def read(self, log: Any, *args: Any) -> Envelope:
         """Step 3 alone for ``RAGAgent.read`` (the arguments of :meth:`read_steps`), blocking."""
