@@ -37,7 +37,7 @@ from rag_agent.cache import QueryCache
 from rag_agent.company_link import company_links
 from rag_agent.conditions import query_filters_view
 from rag_agent.deadline import LLMDeadline
-from rag_agent.effects import Call, Steps, perform, perform_async
+from rag_agent.effects import PREPARE, Steps, perform, perform_async
 from rag_agent.envelope import Envelope
 from rag_agent.fallback_step import FallbackStep
 from rag_agent.filters import MAX_TEXT_LENGTH
@@ -122,7 +122,7 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         # One deadline for every model call of this run: extraction and the fallback share it.
         deadline = LLMDeadline(self.settings.llm_deadline_s)
         try:
-            yield Call("prepare")
+            yield PREPARE
             request, checked_table, applied, refused = yield from self._plan(
                 log, outcome, deadline, text, table, given, count_only
             )
@@ -250,7 +250,7 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         """Step 3 alone, for ``RAGAgent.read``; arguments are checked here, not trusted."""
         outcome = Outcome(source_of(table))
         try:
-            yield Call("prepare")
+            yield PREPARE
             window, include_raw = self._page(page)
             related = checked_includes(include)
             checked_table = self.facade.policy.check_read(table, "read")
@@ -308,7 +308,7 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         here and by the facade."""
         outcome = Outcome(source_of(table))
         try:
-            yield Call("prepare")
+            yield PREPARE
             checked_table = self.facade.policy.check_read(table, "aggregate")
             given = Query(checked_table, filters=_sequence(filters, "filters")).filters
             shown_filters(given)
