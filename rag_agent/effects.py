@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from persistence import ReadOnlyPersistenceFacade
 
-__all__ = ["Call", "Steps", "perform", "perform_async"]
+__all__ = ["PREPARE", "Call", "Steps", "perform", "perform_async"]
 
 T = TypeVar("T")
 
@@ -40,6 +40,11 @@ class Call:
     port: Port
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+#: The first call of every step: the facade's catalog loaded (a no-op when blocking). Frozen, so
+#: one instance serves every run.
+PREPARE = Call("prepare")
 
 
 class Parts(Protocol):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from persistence import Filter, InvalidQueryError, Order, Query, ReadOnlyPersistenceFacade
@@ -37,12 +37,13 @@ from rag_agent.cache import QueryCache
 from rag_agent.company_link import company_links
 from rag_agent.conditions import query_filters_view
 from rag_agent.deadline import LLMDeadline
-from rag_agent.effects import Call, Steps, perform, perform_async
+from rag_agent.effects import PREPARE, Steps, perform, perform_async
 from rag_agent.envelope import Envelope
 from rag_agent.fallback_step import FallbackStep
 from rag_agent.filters import MAX_TEXT_LENGTH
 from rag_agent.hooks import FallbackRunner
 from rag_agent.pipeline_parts import _Page, _sequence
+from rag_agent.plan_memo import Plan, PlanMemo, plan_key
 from rag_agent.ranking import text_conditions
 from rag_agent.ratelimit import RateLimiter
 from rag_agent.related import checked_includes, resolve_words
@@ -71,6 +72,8 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
     extractor: ConditionExtractor | None
     fallback: FallbackRunner | None
     now: Callable[[], dt.datetime]
+    #: Plans of questions asked before (rag_agent.plan_memo): never a row, never a result.
+    plans: PlanMemo = field(default_factory=PlanMemo)
 
     def run(self, log: Any, *args: Any) -> Envelope:
         """Steps 1 to 6 for ``RAGAgent.run`` (the arguments of :meth:`run_steps`), blocking."""
@@ -119,11 +122,10 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         # One deadline for every model call of this run: extraction and the fallback share it.
         deadline = LLMDeadline(self.settings.llm_deadline_s)
         try:
-            yield Call("prepare")
-            request = yield from self._understand(log, deadline, text, table, given, count_only)
-            outcome.source = source_of(request.table)
-            checked_table = self.facade.policy.check_read(request.table, "run")
-            applied, refused = apply_conditions(self.facade, checked_table, request.conditions)
+            yield PREPARE
+            request, checked_table, applied, refused = yield from self._plan(
+                log, outcome, deadline, text, table, given, count_only
+            )
             # "inquiries from Globex": a company read through the table the rows refer to.
             linked, request_ignored = yield from company_links(
                 self.facade, checked_table, request.ignored, applied
@@ -193,6 +195,39 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             outcome.fail(exc)
         return self._done(log, "rag.run", outcome, checked_table, window)
 
+    def _plan(
+        self,
+        log: Any,
+        outcome: Outcome,
+        deadline: LLMDeadline,
+        text: str,
+        table: str | None,
+        given: tuple[Condition, ...] | None,
+        count_only: bool | None,
+    ) -> Steps[Plan]:
+        # The request and the conditions the facade applies: from the plan memo when the same
+        # question was planned by the rules alone and the table's columns are unchanged
+        # (rag_agent.plan_memo), else understood and checked now (and memoised if it may be).
+        now = self.now()
+        key = None if given is not None else plan_key(text, table, count_only, now)
+        plan = None if key is None else self.plans.get(key, self.facade)
+        if plan is not None:
+            outcome.source = source_of(plan.request.table)
+            self.facade.policy.check_read(plan.request.table, "run")
+            return plan
+        request, by_rules = yield from self._understood(
+            log, deadline, text, table, given, count_only, now
+        )
+        outcome.source = source_of(request.table)
+        checked_table = self.facade.policy.check_read(request.table, "run")
+        memoised = key is not None and by_rules and self.plans.maxsize > 0
+        types = self.facade.column_types(checked_table) if memoised else None
+        applied, refused = apply_conditions(self.facade, checked_table, request.conditions)
+        plan = Plan(request, checked_table, applied, refused)
+        if key is not None and types is not None:
+            self.plans.put(key, plan, types)
+        return plan
+
     def read(self, log: Any, *args: Any) -> Envelope:
         """Step 3 alone for ``RAGAgent.read`` (the arguments of :meth:`read_steps`), blocking."""
         return drive(self.read_steps(log, *args), functools.partial(perform, self))
@@ -215,7 +250,7 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         """Step 3 alone, for ``RAGAgent.read``; arguments are checked here, not trusted."""
         outcome = Outcome(source_of(table))
         try:
-            yield Call("prepare")
+            yield PREPARE
             window, include_raw = self._page(page)
             related = checked_includes(include)
             checked_table = self.facade.policy.check_read(table, "read")
@@ -273,7 +308,7 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         here and by the facade."""
         outcome = Outcome(source_of(table))
         try:
-            yield Call("prepare")
+            yield PREPARE
             checked_table = self.facade.policy.check_read(table, "aggregate")
             given = Query(checked_table, filters=_sequence(filters, "filters")).filters
             shown_filters(given)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from rag_agent.deadline import LLMDeadline, deadline_scope
@@ -25,11 +26,26 @@ class UnderstandingSteps(PipelineParts):
         table: str | None,
         given: tuple[Condition, ...] | None,
         count_only: bool | None,
+        now: dt.datetime | None = None,
     ) -> Steps[Request]:
         # understand_request is pure but for its extract callback, which it calls (or not) by
         # rules alone: a first pass learns whether the model is asked and about which table,
         # the answer is asked for as a step, and a second pass is handed it.
-        now = self.now()
+        request, _ = yield from self._understood(log, deadline, text, table, given, count_only, now)
+        return request
+
+    def _understood(
+        self,
+        log: Any,
+        deadline: LLMDeadline,
+        text: str,
+        table: str | None,
+        given: tuple[Condition, ...] | None,
+        count_only: bool | None,
+        now: dt.datetime | None = None,
+    ) -> Steps[tuple[Request, bool]]:
+        """The request, and whether the rules alone made it (no model was asked)."""
+        now = self.now() if now is None else now
         asked: list[tuple[str, str]] = []
 
         def note(text: str, table: str) -> Understanding:
@@ -43,9 +59,9 @@ class UnderstandingSteps(PipelineParts):
 
         request = understood(None if self.extractor is None else note)
         if not asked:
-            return request
+            return request, True
         found = yield from self._extract(log, deadline, *asked[0])
-        return understood(lambda _text, _table: found)
+        return understood(lambda _text, _table: found), False
 
     def _extract(
         self, log: Any, deadline: LLMDeadline, text: str, table: str
