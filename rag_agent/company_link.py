@@ -63,7 +63,7 @@ COMPANY_TABLES: tuple[tuple[str, str], ...] = (("clients", "name"), ("leads", "c
 #: A name matching more different names than this is too vague to be one company.
 MAX_LINKED_KEYS = 20
 #: Keys one hop may read (and one condition may list); more are reported, never cut.
-MAX_HOP_KEYS = 200
+MAX_HOP_KEYS = 500
 #: Relations one route may follow (``clients → leads → conversations → messages``).
 MAX_HOPS = 3
 _SHOWN_KEYS = 10
