@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jsonschema
 import pytest
 from hypothesis import given
@@ -22,6 +23,7 @@ from persistence import (
     MemoryStore,
     Op,
     ReadOnlyPersistenceFacade,
+    create_read_only_facade,
 )
 from persistence._steps import drive
 from persistence.policy import AccessPolicy
@@ -30,6 +32,7 @@ from rag_agent.company_link import MAX_HOP_KEYS, LinkedCondition, company_links
 from rag_agent.effects import Call
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Ignored
+from tests.support.postgrest import BASE_URL, PostgrestEmulator, fake_key
 
 SCHEMA = json.loads(
     (Path(__file__).parents[2] / "docs" / "envelope.schema.json").read_text(encoding="utf-8")
@@ -338,3 +341,21 @@ class TestMisspelledOnMessages:
         """A backend that cannot search: the distinct names are the candidates, same choice."""
         data = _run(no_search, "messages from Initek")
         assert _ids(data) == [5]
+
+
+class TestOnTheSupabaseAdapter:
+    def test_same_routes_through_postgrest(self, store: MemoryStore) -> None:
+        """The relations from the PostgREST description are the route: the same messages, the
+        same condition, the same misspelled name read (the PostgREST emulator over the store)."""
+        emulator = PostgrestEmulator(store)
+        memory = _agent(store)
+        with httpx.Client(transport=emulator.transport()) as http:
+            facade = create_read_only_facade(
+                kind="supabase", url=BASE_URL, key=fake_key(), http_client=http
+            )
+            agent = RAGAgent(facade, settings=RAGSettings(), now=lambda: NOW)
+            for text in ("messages from Globex", "messages from Initek"):
+                over_http, in_memory = _run(agent, text), _run(memory, text)
+                assert _ids(over_http) == _ids(in_memory)
+                assert over_http["metadata"]["filters"] == in_memory["metadata"]["filters"]
+                assert over_http["metadata"]["ignored"] == in_memory["metadata"]["ignored"]
