@@ -34,7 +34,7 @@ from persistence._steps import adrive, drive
 from rag_agent.aggregating import DEFAULT_METRICS, aggregate_into
 from rag_agent.assemble import Outcome, applied_filters, ignored_parts, shown_filters, source_of
 from rag_agent.cache import QueryCache
-from rag_agent.company_link import company_links
+from rag_agent.company_link import company_links, similar_link_attempt
 from rag_agent.conditions import query_filters_view
 from rag_agent.deadline import LLMDeadline
 from rag_agent.effects import PREPARE, Steps, perform, perform_async
@@ -184,6 +184,7 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
                 yield from self._retrieve(
                     log, outcome, checked_table, rest, window, include_raw, related, topic, as_topic
                 )
+            similar_link_attempt(outcome, linked)  # "inquiries from Globx": a reformulation
             # zero is a count's answer
             counted = (bool(applied) and request.count_only) or aggregated
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
