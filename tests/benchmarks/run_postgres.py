@@ -300,12 +300,12 @@ def _postgres_targets(
             results.targets.append(
                 profiled(
                     Target(
-                        f"RAGAgent.run cheaper than the peer — {label}",
-                        "< 1.0×",
+                        f"RAGAgent.run < 0.8× the peer — {label}",
+                        "< 0.8×",
                         f"{ratio(run_stats, peer)} ({fmt_time(run_stats.median)} vs "
                         f"{fmt_time(peer.median)})",
-                        run_stats.median < peer.median,
-                        tie=run_stats.median - peer.median <= noise,
+                        run_stats.median < 0.8 * peer.median,
+                        tie=run_stats.median - 0.8 * peer.median <= noise,
                     ),
                     run,
                     calls,
