@@ -76,6 +76,9 @@ class _Matrix:
         self.free: list[int] = []
         self.blank: set[int] = set()  # slots whose text has no direction (no vector)
         self.version: int | None = None
+        # Moves whenever a slot may hold another vector than before (freed, moved, rewritten):
+        # a search's slots are then looked up again.
+        self.generation = 0
         self.values: Any = np.zeros((0, dim), np.float32) if np is not None else array.array("f")
         self.capacity = 0
 
@@ -88,7 +91,10 @@ class _Matrix:
 
     def forget(self, present: set[Any]) -> None:
         """Free the slots of rows no longer in the table; compact once half are free."""
-        for key in [k for k in self.slots if k not in present]:
+        gone = [k for k in self.slots if k not in present]
+        if gone:
+            self.generation += 1
+        for key in gone:
             slot = self.slots.pop(key)
             self.ids[slot] = self.digests[slot] = None
             self.blank.discard(slot)
@@ -147,17 +153,38 @@ class _Matrix:
         self.slots[key] = slot
         return slot
 
-    def store(self, slot: int, digest: bytes, vector: Vector | None) -> None:
-        """Record ``vector`` (``None``: a text without direction, ranked nowhere) in ``slot``."""
+    def store(self, slot: int, digest: bytes, vector: Vector | None) -> bool:
+        """Record ``vector`` (``None``: a text without direction, ranked nowhere) in ``slot``;
+        whether the slot now holds a vector."""
+        if self.digests[slot] not in (None, digest):
+            self.generation += 1
         self.digests[slot] = digest
         if vector is None:
             self.blank.add(slot)
-            return
+            return False
         self.blank.discard(slot)
         if self.np is not None:
             self.values[slot] = vector
         else:
             self.values[slot * self.dim : (slot + 1) * self.dim] = array.array("f", vector)
+        return True
+
+    def resolve(
+        self, ids: Sequence[Any], digests: Sequence[bytes], texts: Sequence[str]
+    ) -> tuple[dict[int, int], list[int]]:
+        """The slot of each position whose text is stored (position → slot), and the positions
+        with a text but no stored vector for it (rows without text have none)."""
+        stored: dict[int, int] = {}
+        missing: list[int] = []
+        get, held, blank = self.slots.get, self.digests, self.blank
+        for position, (key, digest) in enumerate(zip(ids, digests, strict=True)):
+            slot = get(key)
+            if slot is not None and held[slot] == digest:
+                if slot not in blank:
+                    stored[position] = slot
+            elif texts[position].strip():
+                missing.append(position)
+        return stored, missing
 
     def vector(self, slot: int) -> Vector:
         if self.np is not None:
@@ -208,16 +235,26 @@ class Cosines:
     def __init__(
         self,
         matrix: _Matrix,
-        stored: dict[int, int],
-        transient: list[int],
-        texts: Sequence[str],
+        found: tuple[dict[int, int], list[int], int],
+        keys: tuple[list[Any], list[bytes], Sequence[str]],
         embedder: Embedder,
     ) -> None:
         self._matrix = matrix
-        self._stored = stored  # position -> slot
-        self._transient = transient  # positions embedded per use, beyond the bound
-        self._texts = texts
+        # position -> slot; positions embedded per use (beyond the bound); the matrix's
+        # generation these slots are valid in.
+        self._stored, self._transient, self._generation = found
+        self._keys = keys  # row ids, text hashes, texts
+        self._texts = keys[2]
         self._embedder = embedder
+
+    def _current(self) -> dict[int, int]:
+        """The slots, looked up again if another search freed, moved or rewrote any (called
+        with the matrix's lock held)."""
+        if self._generation != self._matrix.generation:
+            self._stored, lost = self._matrix.resolve(*self._keys)
+            self._transient = sorted({*self._transient, *lost})
+            self._generation = self._matrix.generation
+        return self._stored
 
     def _embedded(self) -> Iterator[list[tuple[int, Vector | None]]]:
         for start in range(0, len(self._transient), EMBED_BATCH):
@@ -228,8 +265,9 @@ class Cosines:
     def __call__(self, query: Vector) -> list[tuple[float, int]]:
         """(cosine, position) for every row with a vector (all unit length: dot products)."""
         with self._matrix.lock:
-            dots = self._matrix.dots(list(self._stored.values()), query)
-        scored = list(zip(dots, self._stored, strict=True))
+            stored = self._current()
+            dots = self._matrix.dots(list(stored.values()), query)
+        scored = list(zip(dots, stored, strict=True))
         for batch in self._embedded():
             present = [(p, v) for p, v in batch if v is not None]
             found = self._matrix.dots_of([v for _, v in present], query) if present else []
@@ -238,9 +276,9 @@ class Cosines:
 
     def vector(self, position: int) -> Vector:
         """The vector of the row at ``position`` (one that has one)."""
-        slot = self._stored.get(position)
-        if slot is not None:
-            with self._matrix.lock:
+        with self._matrix.lock:
+            slot = self._current().get(position)
+            if slot is not None:
                 return self._matrix.vector(slot)
         (vector,) = self._embedder.embed_rows([self._texts[position]])
         assert vector is not None
@@ -295,13 +333,11 @@ class VectorCache:
         key = (table, embedder.model_id, dim)
         matrix = self._matrix(key)
         self._forget_deleted(table, matrix)
+        ids = [row.get("id") for row in rows]
         digests = [_digest(text) for text in texts]
-        missing: list[int] = []
         with matrix.lock:
-            for position, (row, digest) in enumerate(zip(rows, digests, strict=True)):
-                slot = matrix.slots.get(row.get("id"))
-                if (slot is None or matrix.digests[slot] != digest) and texts[position].strip():
-                    missing.append(position)
+            stored, missing = matrix.resolve(ids, digests, texts)
+            generation = matrix.generation
         transient: list[int] = []
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
@@ -310,24 +346,16 @@ class VectorCache:
             with matrix.lock:
                 for offset, (position, vector) in enumerate(zip(batch, fresh, strict=True)):
                     wanted = len(missing) - start - offset
-                    slot = matrix.slot_for(rows[position].get("id"), wanted, room)
+                    slot = matrix.slot_for(ids[position], wanted, room)
                     if slot is None:
                         transient.append(position)
-                    else:
-                        matrix.store(slot, digests[position], vector)
-        skip = set(transient)
-        stored: dict[int, int] = {}
-        with matrix.lock:
-            for position, (row, digest) in enumerate(zip(rows, digests, strict=True)):
-                slot = matrix.slots.get(row.get("id"))
-                if (
-                    slot is not None
-                    and matrix.digests[slot] == digest
-                    and slot not in matrix.blank
-                    and position not in skip
-                ):
-                    stored[position] = slot
-        return Cosines(matrix, stored, transient, texts, embedder)
+                        continue
+                    if matrix.store(slot, digests[position], vector):
+                        stored[position] = slot
+        # A slot rewritten, freed or moved meanwhile (here or by another search) is looked up
+        # again before use (Cosines._current).
+        found = (stored, transient, generation)
+        return Cosines(matrix, found, (ids, digests, texts), embedder)
 
     def _matrix(self, key: tuple[str, str, int]) -> _Matrix:
         with self._lock:
@@ -337,9 +365,7 @@ class VectorCache:
             self._matrices[key] = matrix  # most recently searched last
             return matrix
 
-    def _room_for(
-        self, key: tuple[str, str, int], matrix: _Matrix
-    ) -> Callable[[int], int]:
+    def _room_for(self, key: tuple[str, str, int], matrix: _Matrix) -> Callable[[int], int]:
         def room(wanted: int) -> int:
             """Bytes ``matrix`` may grow by (up to ``wanted``), evicting the least recently
             searched other matrices first."""
