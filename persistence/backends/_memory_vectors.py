@@ -62,7 +62,7 @@ def _digest(text: str) -> bytes:
 
 
 class _Matrix:
-    """One table's vectors for one model and text: slots, their row ids and text hashes.
+    """One table's vectors for one model: slots, their row ids and the hashes of their texts.
 
     Every method is called with :attr:`lock` held."""
 
