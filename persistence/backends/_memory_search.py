@@ -18,137 +18,32 @@ Every leg ranks every row it can (memory is exact), so any page is exact. The le
 words few rows hold), the page is filled with the remaining matching rows in ``id`` order, with
 score 0 and no rank in any leg: when ``offset + k`` rows match, exactly ``k`` come back.
 
-Row vectors are kept in a :class:`VectorCache` per store (see there).
+Row vectors are kept in a :class:`~persistence.backends._memory_vectors.VectorCache` per store
+(see :mod:`persistence.backends._memory_vectors`).
 """
 
 from __future__ import annotations
 
-import array
-import hashlib
 import itertools
-import operator
-import threading
-import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
-from cachetools import LRUCache
-
+from persistence.backends._memory_vectors import VectorCache, vector_cache
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult
 from persistence.search.bm25 import bm25_scores, tokens
-from persistence.search.embedder import Embedder, Vector
+from persistence.search.embedder import Embedder
 from persistence.search.feedback import FEEDBACK_ROWS, refine
 from persistence.search.fusion import fuse, weights_for
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, TrigramNeedle
 
-__all__ = ["MAX_CACHED_VECTORS", "VectorCache", "search_rows", "vector_cache"]
+__all__ = ["VectorCache", "search_rows", "vector_cache"]
 
 Row = Mapping[str, Any]
-#: A row vector as the cache holds it: packed doubles, a quarter of a tuple of floats' memory
-#: (256 dimensions: about 2 KB instead of 8 KB), the same values.
-RowVector: TypeAlias = "array.array[float]"
-#: The most row vectors one store keeps (least recently used go first): at 256 dimensions a
-#: vector takes about 2 KB, so this bounds the cache near 400 MB at worst.
-MAX_CACHED_VECTORS = 200_000
-
-
-class VectorCache:
-    """Row vectors of one store, keyed by table, row id, the embedding model (its id and
-    dimension) and a hash of the text embedded.
-
-    Computed on the first search that needs them; a row whose text changed (an update through
-    :class:`~persistence.PersistenceAgent` or any other write to the store) no longer matches its
-    hash and is embedded again by the next search, which embeds only such rows; a write moves
-    the table's version, and the next search then forgets the vectors of deleted rows. Another
-    model (or dimension) has its own entries, so a model change re-embeds instead of ranking
-    with foreign vectors. Bounded (:data:`MAX_CACHED_VECTORS`, least recently used first).
-
-    Thread-safe: lookups and stores take a lock; embedding runs outside it (two searches may
-    embed the same new row twice, and both store the same vector).
-    """
-
-    def __init__(self, store: Any, maxsize: int = MAX_CACHED_VECTORS) -> None:
-        self._store = weakref.ref(store)
-        self._lock = threading.Lock()
-        self._entries: LRUCache[tuple[str, str, int, Any], tuple[bytes, RowVector | None]] = (
-            LRUCache(maxsize)
-        )
-        self._versions: dict[str, int] = {}
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
-
-    def vectors(
-        self, table: str, rows: Sequence[Row], texts: Sequence[str], embedder: Embedder, dim: int
-    ) -> list[RowVector | None]:
-        """Each row's vector (``None`` for a row with no text or a text without direction),
-        embedding only rows not cached for this text and model."""
-        self._forget_deleted(table)
-        model = embedder.model_id
-        digests = [
-            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-            for text in texts
-        ]
-        found: list[RowVector | None] = [None] * len(rows)
-        missing: list[int] = []
-        with self._lock:
-            for position, (row, digest) in enumerate(zip(rows, digests, strict=True)):
-                entry = self._entries.get((table, model, dim, row.get("id")))
-                if entry is not None and entry[0] == digest:
-                    found[position] = entry[1]
-                elif texts[position].strip():
-                    missing.append(position)
-        if missing:
-            fresh = embedder.embed_rows([texts[p] for p in missing])
-            with self._lock:
-                for position, fresh_vector in zip(missing, fresh, strict=True):
-                    vector = None if fresh_vector is None else array.array("d", fresh_vector)
-                    found[position] = vector
-                    key = (table, model, dim, rows[position].get("id"))
-                    self._entries[key] = (digests[position], vector)
-        return found
-
-    def _forget_deleted(self, table: str) -> None:
-        store = self._store()
-        if store is None:
-            return
-        version = store.version(table)
-        with self._lock:
-            if self._versions.get(table) == version:
-                return
-            self._versions[table] = version
-            stale = [key for key in self._entries if key[0] == table]
-        if not stale:
-            return
-        present = store._ids(table)
-        with self._lock:
-            for key in stale:
-                if key[3] not in present:
-                    self._entries.pop(key, None)
-
-
-_caches: weakref.WeakKeyDictionary[Any, VectorCache] = weakref.WeakKeyDictionary()
-_caches_lock = threading.Lock()
-
-
-def vector_cache(store: Any) -> VectorCache:
-    """The row-vector cache of ``store`` (a ``MemoryStore``), made on first use; shared by every
-    backend over that store, so a writer's and a reader's facade see the same vectors."""
-    with _caches_lock:
-        cache = _caches.get(store)
-        if cache is None:
-            cache = _caches[store] = VectorCache(store)
-        return cache
 
 
 def _text(row: Mapping[str, Any], columns: Sequence[str]) -> str:
     return "\n".join(str(v) for c in columns if (v := row.get(c)) is not None and v != "")
-
-
-def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    return float(sum(map(operator.mul, a, b)))
 
 
 # The legs rank row *positions* in ``rows`` (which the store gives in id order): a position is
@@ -187,31 +82,12 @@ def _semantic_leg(
     if not rows:
         return []
     query_vector = embedder.embed_query(query)
-    vectors = cache.vectors(table, rows, texts, embedder, len(query_vector))
-    present = {position: v for position, v in enumerate(vectors) if v is not None}
-    if not present:
+    cosines = cache.cosines(table, rows, texts, embedder, len(query_vector))
+    first = _by_score(cosines(query_vector))
+    if not first:
         return []
-    cosines = _cosines(list(present.values()))
-    first = _by_score(list(zip(cosines(query_vector), present, strict=True)))
-    refined = refine(query_vector, [tuple(present[p]) for p in first[:FEEDBACK_ROWS]])
-    return _by_score(list(zip(cosines(refined), present, strict=True)))
-
-
-def _cosines(vectors: list[RowVector]) -> Callable[[Vector], list[float]]:
-    """Dot products of a query with every vector (all unit length: cosines). With numpy
-    installed (it is wherever the default embeddings are), one matrix product instead of a
-    Python loop: ten times faster on thousands of rows, equal up to summation order."""
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover - numpy comes with the semantic extra
-        return lambda query: [_dot(query, v) for v in vectors]
-    matrix = np.vstack([np.frombuffer(v, dtype=np.float64) for v in vectors])
-
-    def products(query: Vector) -> list[float]:
-        result: list[float] = (matrix @ np.asarray(query, dtype=np.float64)).tolist()
-        return result
-
-    return products
+    refined = refine(query_vector, [cosines.vector(p) for p in first[:FEEDBACK_ROWS]])
+    return _by_score(cosines(refined))
 
 
 def search_rows(

@@ -316,15 +316,19 @@ class TestRowVectors:
         assert len(embeddings.documents) == 5
 
     def test_the_cache_is_bounded(self) -> None:
-        """A cache smaller than the table evicts; searches stay correct (they embed again)."""
+        """A cache smaller than the table keeps what fits; searches stay correct (the rest are
+        embedded again)."""
         store = small_store([{"subject": "a", "body": f"refund {i}"} for i in range(10)])
-        cache = VectorCache(store, maxsize=4)
+        cache = VectorCache(store, max_bytes=4 * 16 * 4)  # four 16-dimension vectors
         embedder = Embedder(HashEmbeddings())
         rows = store.rows("inquiries")
         texts = [row["body"] for row in rows]
-        first = cache.vectors("inquiries", rows, texts, embedder, 16)
-        assert len(cache) == 4
-        assert cache.vectors("inquiries", rows, texts, embedder, 16) == first
+        query = embedder.embed_query("refund 3")
+        first = sorted(cache.cosines("inquiries", rows, texts, embedder, 16)(query))
+        assert len(cache) == 4 and cache.nbytes <= 4 * 16 * 4
+        unbounded = VectorCache(store).cosines("inquiries", rows, texts, embedder, 16)
+        assert sorted(unbounded(query)) == first
+        assert sorted(cache.cosines("inquiries", rows, texts, embedder, 16)(query)) == first
 
     def test_concurrent_searches_and_writes(self) -> None:
         """Searches in eight threads while a writer updates rows: no error, and once writes
