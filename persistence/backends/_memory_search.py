@@ -39,6 +39,7 @@ from persistence.search.bm25 import bm25_scores, tokens
 from persistence.search.embedder import Embedder, Vector
 from persistence.search.feedback import FEEDBACK_ROWS, refine
 from persistence.search.fusion import fuse, weights_for
+from persistence.search.spelling import Correction, CountedVocabulary, correct, is_vocabulary_word
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, TrigramNeedle
 
@@ -75,6 +76,29 @@ class VectorCache:
             LRUCache(maxsize)
         )
         self._versions: dict[str, int] = {}
+        self._vocabularies: dict[tuple[str, tuple[str, ...]], tuple[int, CountedVocabulary]] = {}
+
+    def vocabulary(
+        self, table: str, columns: tuple[str, ...], rows: Callable[[], Sequence[Row]]
+    ) -> CountedVocabulary:
+        """The words of ``table``'s rows (their ``columns`` joined) and how many rows hold each,
+        counted once per version of the table (``rows()`` gives every row)."""
+        store = self._store()
+        version = store.version(table) if store is not None else -1
+        key = (table, columns)
+        with self._lock:
+            known = self._vocabularies.get(key)
+        if known is not None and known[0] == version:
+            return known[1]
+        counts: dict[str, int] = {}
+        for row in rows():
+            for word in set(tokens(_text(row, columns))):
+                if is_vocabulary_word(word):
+                    counts[word] = counts.get(word, 0) + 1
+        vocabulary = CountedVocabulary(counts)
+        with self._lock:
+            self._vocabularies[key] = (version, vocabulary)
+        return vocabulary
 
     def __len__(self) -> int:
         with self._lock:
@@ -223,16 +247,25 @@ def search_rows(
     *,
     project: Callable[[Row], dict[str, Any]],
     cache: VectorCache,
+    every_row: Callable[[], Sequence[Row]] | None = None,
 ) -> SearchResult:
     """Rank ``rows`` (the rows matching the filters, in ``id`` order) by ``request``; each hit's
-    row is ``project(row)`` (the columns the caller may see, copied)."""
-    query = topical_text(request.text, table)
+    row is ``project(row)`` (the columns the caller may see, copied). ``every_row()`` gives
+    the whole table, whose words correct the text's misspellings
+    (:mod:`persistence.search.spelling`); without it nothing is corrected."""
+    corrected = (
+        Correction(request.text)
+        if every_row is None
+        else correct(request.text, cache.vocabulary(table, text_columns, every_row))
+    )
+    text = corrected.text
+    query = topical_text(text, table)
     mode, why = request.runnable_mode(embedder is not None)
     notes = [] if why is None else [why]
     texts = [_text(row, text_columns) for row in rows]
     legs: dict[str, list[int]] = {}
     if mode is not SearchMode.SEMANTIC:
-        terms = keyword_terms(request.text, table)
+        terms = keyword_terms(text, table)
         if terms:
             legs["keyword"] = _keyword_leg(texts, terms)
         else:
@@ -242,7 +275,7 @@ def search_rows(
             legs["trigram"] = _trigram_leg(rows, short, query)
     if mode is not SearchMode.KEYWORD and embedder is not None:
         legs["semantic"] = _semantic_leg(table, rows, texts, query, embedder, cache)
-    fused = fuse(legs, weights_for(request.text, table))
+    fused = fuse(legs, weights_for(text, table))
     hits = [
         SearchHit(project(rows[position]), score, ranks)
         for position, score, ranks in fused[request.offset : request.depth]
@@ -261,4 +294,5 @@ def search_rows(
         query=query,
         total_count=len(rows),
         degraded="; ".join(notes) or None,
+        corrections=corrected.changes,
     )
