@@ -1,4 +1,4 @@
-""""Did you mean": a search text's misspelled words replaced by words of the table itself,
+""" "Did you mean": a search text's misspelled words replaced by words of the table itself,
 before every leg ranks — shared by every backend, so every backend corrects alike.
 
 A word is corrected only when all of these hold (anything else is left as typed):
@@ -43,6 +43,7 @@ __all__ = [
     "correct",
     "correctable",
     "edit_distance",
+    "has_correctable",
     "is_vocabulary_word",
 ]
 
@@ -58,7 +59,7 @@ MIN_DOCUMENT_FREQUENCY = 2
 MAX_CORRECTIONS = MAX_KEYWORD_TERMS
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_VOCABULARY_WORD = re.compile(r"[a-z]{%d,}" % MIN_WORD_LENGTH)
+_VOCABULARY_WORD = re.compile(rf"[a-z]{{{MIN_WORD_LENGTH},}}")
 
 
 class Vocabulary(Protocol):
@@ -83,6 +84,11 @@ def correctable(word: str) -> bool:
     """Whether a typed word may be corrected at all (before asking the vocabulary)."""
     lowered = word.lower()
     return is_vocabulary_word(lowered) and lowered not in FRAMING_WORDS
+
+
+def has_correctable(text: str) -> bool:
+    """Whether ``text`` has a word :func:`correct` might replace (no vocabulary needed)."""
+    return any(correctable(word) for word in _WORD.findall(text))
 
 
 @dataclass(frozen=True, slots=True)
