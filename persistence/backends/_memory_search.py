@@ -34,6 +34,7 @@ from persistence.search.bm25 import bm25_scores, tokens
 from persistence.search.embedder import Embedder
 from persistence.search.feedback import FEEDBACK_ROWS, refine
 from persistence.search.fusion import fuse, weights_for
+from persistence.search.spelling import Correction, correct
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, TrigramNeedle
 
@@ -99,16 +100,30 @@ def search_rows(
     *,
     project: Callable[[Row], dict[str, Any]],
     cache: VectorCache,
+    every_row: Callable[[], Sequence[Row]] | None = None,
 ) -> SearchResult:
     """Rank ``rows`` (the rows matching the filters, in ``id`` order) by ``request``; each hit's
-    row is ``project(row)`` (the columns the caller may see, copied)."""
-    query = topical_text(request.text, table)
+    row is ``project(row)`` (the columns the caller may see, copied). ``every_row()`` gives
+    the whole table, whose words correct the text's misspellings
+    (:mod:`persistence.search.spelling`); without it nothing is corrected."""
+    corrected = (
+        Correction(request.text)
+        if every_row is None
+        else correct(
+            request.text,
+            cache.vocabulary(
+                table, text_columns, lambda: (_text(row, text_columns) for row in every_row())
+            ),
+        )
+    )
+    text = corrected.text
+    query = topical_text(text, table)
     mode, why = request.runnable_mode(embedder is not None)
     notes = [] if why is None else [why]
     texts = [_text(row, text_columns) for row in rows]
     legs: dict[str, list[int]] = {}
     if mode is not SearchMode.SEMANTIC:
-        terms = keyword_terms(request.text, table)
+        terms = keyword_terms(text, table)
         if terms:
             legs["keyword"] = _keyword_leg(texts, terms)
         else:
@@ -118,7 +133,7 @@ def search_rows(
             legs["trigram"] = _trigram_leg(rows, short, query)
     if mode is not SearchMode.KEYWORD and embedder is not None:
         legs["semantic"] = _semantic_leg(table, rows, texts, query, embedder, cache)
-    fused = fuse(legs, weights_for(request.text, table))
+    fused = fuse(legs, weights_for(text, table))
     hits = [
         SearchHit(project(rows[position]), score, ranks)
         for position, score, ranks in fused[request.offset : request.depth]
@@ -137,4 +152,5 @@ def search_rows(
         query=query,
         total_count=len(rows),
         degraded="; ".join(notes) or None,
+        corrections=corrected.changes,
     )

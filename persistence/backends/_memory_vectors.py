@@ -23,11 +23,13 @@ import itertools
 import operator
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
+from persistence.search.bm25 import tokens
 from persistence.search.embedder import Embedder, Vector
+from persistence.search.spelling import CountedVocabulary, is_vocabulary_word
 
 __all__ = [
     "EMBED_BATCH",
@@ -307,6 +309,29 @@ class VectorCache:
         self._np = numpy_or_none()
         # Least recently searched first.
         self._matrices: dict[tuple[str, str, int], _Matrix] = {}
+        self._vocabularies: dict[tuple[str, tuple[str, ...]], tuple[int, CountedVocabulary]] = {}
+
+    def vocabulary(
+        self, table: str, columns: tuple[str, ...], texts: Callable[[], Iterable[str]]
+    ) -> CountedVocabulary:
+        """The words of ``table``'s rows (``texts()``: each row's ``columns`` joined) and how
+        many rows hold each, counted once per version of the table."""
+        store = self._store()
+        version = store.version(table) if store is not None else -1
+        key = (table, columns)
+        with self._lock:
+            known = self._vocabularies.get(key)
+        if known is not None and known[0] == version:
+            return known[1]
+        counts: dict[str, int] = {}
+        for text in texts():
+            for word in set(tokens(text)):
+                if is_vocabulary_word(word):
+                    counts[word] = counts.get(word, 0) + 1
+        vocabulary = CountedVocabulary(counts)
+        with self._lock:
+            self._vocabularies[key] = (version, vocabulary)
+        return vocabulary
 
     def __len__(self) -> int:
         """How many rows have a slot, over every matrix."""

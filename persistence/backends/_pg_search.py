@@ -53,6 +53,7 @@ from persistence.backends._pg_vectors import (
     row_text,
     vector_literal,
 )
+from persistence.backends._pg_words import correct_text
 from persistence.errors import ConfigurationError, InvalidQueryError
 from persistence.query import Filter, Query
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult, fuse
@@ -122,9 +123,13 @@ class PostgresSearch:
             raise InvalidQueryError(f"table {table!r} has no id column to rank rows by")
         entry.require(table, text_columns, "search")
         columns = entry.names if query.columns is None else query.columns
-        topical = topical_text(request.text, table)
         mode, why = request.runnable_mode(embedder is not None)
         notes = [] if why is None else [why]
+        corrected = correct_text(
+            self._connections, self._schema, table, request.text, text_columns, notes
+        )
+        text = corrected.text
+        topical = topical_text(text, table)
         # Embedded before the transaction opens: a model call holds no connection.
         vector = (
             embedder.embed_query(topical) if embedder and mode is not SearchMode.KEYWORD else None
@@ -143,7 +148,7 @@ class PostgresSearch:
             facts = self._probe(cursor, table)
             legs: dict[str, list[Any]] = {}
             if mode in (SearchMode.HYBRID, SearchMode.KEYWORD):
-                terms = keyword_terms(request.text, table)
+                terms = keyword_terms(text, table)
                 if terms:
                     legs["keyword"] = _timed(
                         run, "keyword", self._keyword, run, text_columns, terms
@@ -173,7 +178,7 @@ class PostgresSearch:
                     embedder,
                     legs,
                 )
-            hits = self._page(run, legs, columns, request, weights_for(request.text, table))
+            hits = self._page(run, legs, columns, request, weights_for(text, table))
             cursor.execute(b"COMMIT")
             log.debug("postgres.search", table=table, legs=list(legs), **run.path)
             return SearchResult(
@@ -183,6 +188,7 @@ class PostgresSearch:
                 query=topical,
                 total_count=run.total,
                 degraded="; ".join(notes) if notes else None,
+                corrections=corrected.changes,
             )
 
         result: SearchResult = self._connections.run(work, "search", read=True)

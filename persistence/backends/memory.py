@@ -164,6 +164,7 @@ class MemoryBackend(InlineAsyncReads):
             embedder,
             project=lambda row: _copy_row({c: row.get(c) for c in columns}),
             cache=vector_cache(self._store),
+            every_row=lambda: _views(*self._matching(query.table, ())),
         )
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:

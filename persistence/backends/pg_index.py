@@ -43,11 +43,14 @@ try:
 
     from persistence.backends._pg_errors import translate
     from persistence.backends._pg_vectors import embeddings_table, row_text, text_hash
+    from persistence.backends._pg_words import words_table, write_words
 except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
     raise ConfigurationError(
         'indexing needs psycopg 3: pip install "readonly-rag[postgres]"'
     ) from exc
+from persistence.search.bm25 import tokens
 from persistence.search.embedder import Embedder
+from persistence.search.spelling import is_vocabulary_word
 
 __all__ = ["IndexReport", "embeddings_table", "index_table"]
 
@@ -72,7 +75,9 @@ WHERE a.attrelid = pg_catalog.to_regclass(%s) AND a.attname = 'embedding' AND NO
 @dataclass(frozen=True, slots=True)
 class IndexReport:
     """What a run did: rows read, rows embedded (new or changed), rows unchanged, side rows
-    removed, the side table, the model, the dimension and the seconds it took."""
+    removed, the side table, the model, the dimension and the seconds it took; ``words``: the
+    words written to the words table (spelling correction's vocabulary), ``None`` when pg_trgm
+    is not installed and no words table was written."""
 
     table: str
     side_table: str
@@ -83,6 +88,7 @@ class IndexReport:
     model_id: str
     dimension: int
     seconds: float
+    words: int | None = None
 
 
 def index_table(
@@ -107,8 +113,9 @@ def index_table(
     if type(batch_size) is not int or batch_size <= 0:
         raise ConfigurationError(f"batch_size must be a positive int, not {batch_size!r}")
     side = embeddings_table(table)
-    if len(side.encode()) > 63:
-        raise ConfigurationError(f"index: table name {table!r} is too long for {side!r}")
+    for extra in (side, words_table(table)):
+        if len(extra.encode()) > 63:
+            raise ConfigurationError(f"index: table name {table!r} is too long for {extra!r}")
     embedder = (
         embeddings if isinstance(embeddings, Embedder) else Embedder(embeddings, model_id=model_id)
     )
@@ -141,6 +148,8 @@ class _Indexer:
         self.side = sql.Identifier(schema, side)
         self.columns = columns
         self.embedder = embedder
+        #: How many rows hold each word (every row is read on every run).
+        self.counts: dict[str, int] = {}
 
     def run(
         self, batch_size: int, grant_to: Sequence[str], progress: Progress | None, started: float
@@ -193,6 +202,7 @@ class _Indexer:
                 sql.SQL("GRANT SELECT ON {} TO {}").format(self.side, sql.Identifier(role))
             )
         conn.execute(sql.SQL("ANALYZE {}").format(self.side))
+        words = write_words(conn, self.schema, self.table_name, self.columns, self.counts, grant_to)
         return IndexReport(
             table=self.table_name,
             side_table=self.side_name,
@@ -203,6 +213,7 @@ class _Indexer:
             model_id=self.embedder.model_id,
             dimension=dimension,
             seconds=time.monotonic() - started,
+            words=words,
         )
 
     def _check_table(self) -> str:
@@ -281,6 +292,10 @@ class _Indexer:
     def _store(self, batch: Sequence[tuple[Any, ...]], vs: sql.Identifier) -> tuple[int, int, int]:
         """Embed and upsert the batch's new or changed rows; remove those left without text."""
         texts = {row[0]: row_text(row[1:]) for row in batch}
+        for text in texts.values():
+            for word in set(tokens(text)):
+                if is_vocabulary_word(word):
+                    self.counts[word] = self.counts.get(word, 0) + 1
         stored = {
             key: (bytes(digest), model)
             for key, digest, model in self.conn.execute(

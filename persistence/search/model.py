@@ -142,7 +142,9 @@ class SearchResult:
     and says so in ``degraded``); ``legs`` the legs that ranked, in fusion order; ``query`` the
     text the legs ranked by (the request's text with request framing removed); ``total_count``
     the number of rows matching the filters (the ranking's universe); ``degraded`` a sentence
-    saying what could not run and what ran instead, or ``None``.
+    saying what could not run and what ran instead, or ``None``; ``corrections`` the
+    ``(typed, corrected)`` words the search read as the table's own words before ranking
+    (:mod:`persistence.search.spelling`), empty when none was.
     """
 
     hits: tuple[SearchHit, ...]
@@ -151,6 +153,7 @@ class SearchResult:
     query: str
     total_count: int
     degraded: str | None = None
+    corrections: tuple[tuple[str, str], ...] = ()
 
     @property
     def rows(self) -> list[dict[str, Any]]:

@@ -28,7 +28,13 @@ from __future__ import annotations
 import re
 import struct
 
-__all__ = ["WORD_SIMILARITY_THRESHOLD", "TrigramNeedle", "trigrams", "word_similarity"]
+__all__ = [
+    "WORD_SIMILARITY_THRESHOLD",
+    "TrigramNeedle",
+    "similarity",
+    "trigrams",
+    "word_similarity",
+]
 
 #: pg_trgm's default ``pg_trgm.word_similarity_threshold`` (a ``float4`` 0.6): a value matches
 #: when its word similarity is at least this.
@@ -55,6 +61,16 @@ def trigrams(text: str) -> list[str]:
         padded = f"  {word.lower()} "
         found.extend(padded[i : i + 3] for i in range(len(padded) - 2))
     return found
+
+
+def similarity(a: str, b: str) -> float:
+    """pg_trgm's ``similarity(a, b)``: shared distinct trigrams over all distinct trigrams, a
+    ``float4`` value from 0 to 1 (0 when neither has a trigram)."""
+    first, second = set(trigrams(a)), set(trigrams(b))
+    if not first or not second:
+        return 0.0
+    shared = len(first & second)
+    return _similarity(shared, len(first), len(second))
 
 
 def word_similarity(needle: str, haystack: str) -> float:

@@ -112,6 +112,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         "unchanged": report.unchanged,
         "removed": report.removed,
         "model_id": report.model_id,
+        "words": report.words,
         "dimension": report.dimension,
         "seconds": round(report.seconds, 3),
     }

@@ -7,7 +7,9 @@ word similarity of the topical text to the short text columns (the subject), as 
 Semantic leg: cosine of the :func:`~persistence.search.text.topical_text` embedding against the
 rows' embeddings, refined once by :func:`~persistence.search.feedback.refine`.
 Hybrid: :func:`~persistence.search.fusion.fuse` with
-:data:`~persistence.search.fusion.DEFAULT_WEIGHTS`. Filters restrict the rows before every leg.
+:func:`~persistence.search.fusion.weights_for`'s weights. Filters restrict the rows before every
+leg. Before any leg, misspelled words are corrected against the table's words
+(:func:`~persistence.search.spelling.correct`).
 The memory backend ranks the same way, in pure Python; this one uses numpy, ten times faster.
 """
 
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from persistence.search import bm25, feedback, fusion, text, trigram
+from persistence.search import bm25, feedback, fusion, spelling, text, trigram
 from tests.data.search_corpus import Corpus
 
 K1, B = bm25.K1, bm25.B
@@ -41,6 +43,9 @@ class ReferenceSearch:
             lengths.append(len(words))
             for word, count in Counter(words).items():
                 self.postings.setdefault(word, {})[index] = count
+        self.vocabulary = spelling.CountedVocabulary(
+            {word: len(posting) for word, posting in self.postings.items()}
+        )
         self.lengths = np.array(lengths, dtype=float)
         self.average = float(self.lengths.mean())
         self.embeddings = embeddings
@@ -50,6 +55,7 @@ class ReferenceSearch:
         self, query: str, mode: str, *, where: Callable[[Mapping[str, Any]], bool], k: int
     ) -> list[int]:
         """Ids of the ``k`` best rows meeting ``where``, best first."""
+        query = spelling.correct(query, self.vocabulary).text
         mask = np.array([where(row) for row in self.rows])
         legs: dict[str, Sequence[int]] = {}
         if mode in ("keyword", "hybrid"):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from persistence.search.trigram import word_similarity
+from persistence.search.trigram import similarity, word_similarity
 from tests.conftest import PostgresDatabase
 
 ALPHABET = "abcdeXYZ019 éÉßñ-_.,'@"
@@ -48,3 +48,19 @@ class TestWordSimilarityMatchesPgTrgm:
     def test_threshold_is_the_server_default(self, trgm: Any) -> None:
         (value,) = trgm.execute("SHOW pg_trgm.word_similarity_threshold").fetchone()
         assert float(value) == 0.6
+
+
+class TestSimilarityMatchesPgTrgm:
+    """Spelling correction's candidate rule (``similarity`` at least 0.3) is pg_trgm's ``%``
+    on PostgreSQL and :func:`similarity` in memory: equal values, equal candidates."""
+
+    @settings(max_examples=400)
+    @given(a=st.text(alphabet="abcdeflmnorst", max_size=12), b=SHORT)
+    @example(a="word", b="two words")
+    @example(a="canncel", b="cancel")
+    @example(a="", b="")
+    def test_random_strings(self, trgm: Any, a: str, b: str) -> None:
+        row = trgm.execute("SELECT similarity(%s, %s), %s %% %s", (a, b, a, b)).fetchone()
+        assert similarity(a, b) == _float4(row[0])
+        # pg_trgm's default similarity_threshold is the correction's 0.3
+        assert (similarity(a, b) >= 0.3) is row[1]

@@ -1,0 +1,98 @@
+"""Spelling correction on PostgreSQL 18 (embedded, with pgvector and pg_trgm): the words table
+the index step writes corrects a text as the memory backend's vocabulary does; without it the
+search says so; hostile text stays a bound value."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from persistence import create_read_only_facade
+from persistence.backends.pg_index import index_table
+from persistence.backends.postgres import SearchSettings
+from tests.conftest import corpus_lines
+from tests.support.pgvector import pgvector_database, pgvector_server
+from tests.support.search import HashEmbeddings, inquiries_store
+
+__all__ = ["pgvector_server"]  # the session fixture, used by name below
+
+TYPOS = [
+    "canncel subscrpition",
+    "pasword resett",
+    "parcle delivry late",
+    "invoce refnd",
+    "where is my ordr",
+    "dashbord exprot idea",
+]
+
+
+def _facade(dsn: str) -> Any:
+    return create_read_only_facade(
+        kind="postgres",
+        dsn=dsn,
+        embeddings=HashEmbeddings(),
+        search=SearchSettings(exact_rows=200),
+    )
+
+
+def _load(dsn: str, rows: list[dict[str, Any]]) -> None:
+    client = uuid.uuid4()
+    with psycopg.connect(dsn) as conn, conn.cursor() as cursor:
+        cursor.execute("INSERT INTO clients (id, name) VALUES (%s, 'c')", (client,))
+        cursor.executemany(
+            "INSERT INTO inquiries (id, client_id, subject, body) VALUES (%s, %s, %s, %s)",
+            [(uuid.UUID(int=r["id"]), client, r["subject"], r["body"]) for r in rows],
+        )
+
+
+def test_corrections_agree_with_memory(pgvector_server: str) -> None:
+    """The same rows: every typo text is corrected to the same words on both backends, and the
+    index step reports the words it wrote."""
+    store = inquiries_store(rows=400)
+    memory = create_read_only_facade(kind="memory", store=store, embeddings=HashEmbeddings())
+    expected = {t: memory.search("inquiries", t, k=5).corrections for t in TYPOS}
+    assert sum(1 for c in expected.values() if c) >= 4  # the texts do exercise correction
+    with pgvector_database(pgvector_server) as db:
+        _load(db.admin_dsn, store.rows("inquiries"))
+        report = index_table(
+            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+            grant_to=[db.reader_role],
+        )  # fmt: skip
+        assert report.words is not None and report.words > 10
+        with _facade(db.reader_dsn) as facade:
+            found = {t: facade.search("inquiries", t, k=5) for t in TYPOS}
+    assert {t: r.corrections for t, r in found.items()} == expected
+    for result in found.values():
+        assert result.degraded is None
+
+
+def test_without_a_words_table_nothing_is_corrected_and_it_is_said(pgvector_server: str) -> None:
+    with pgvector_database(pgvector_server) as db:
+        _load(db.admin_dsn, inquiries_store(rows=50).rows("inquiries"))
+        with _facade(db.reader_dsn) as facade:
+            result = facade.search("inquiries", "canncel subscrpition", k=5, mode="keyword")
+            plain = facade.search("inquiries", "48213", k=5, mode="keyword")
+    assert result.corrections == ()
+    assert result.degraded is not None and "no words table" in result.degraded
+    assert plain.degraded is None  # nothing to correct: no note, no round trip
+
+
+@pytest.mark.parametrize("line", [x for x in corpus_lines()[::60] if "\x00" not in x])
+def test_hostile_rows_and_text_stay_values(pgvector_server: str, line: str) -> None:
+    """Rows holding injection payloads feed the words table; the same payloads as search text
+    are corrected against it and ranked without any error but the library's own."""
+    rows = [{"id": i + 1, "subject": line[:200], "body": f"{line} cancel order"} for i in range(3)]
+    with pgvector_database(pgvector_server) as db:
+        _load(db.admin_dsn, rows)
+        index_table(
+            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+            grant_to=[db.reader_role],
+        )  # fmt: skip
+        with _facade(db.reader_dsn) as facade:
+            result = facade.search("inquiries", line[:900] or "x", k=3, mode="keyword")
+        assert all(fixed.isalpha() and fixed.islower() for _, fixed in result.corrections)
+        count = db.execute("SELECT count(*) FROM inquiries")
+    assert count == [(3,)]
