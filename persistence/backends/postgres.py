@@ -124,6 +124,7 @@ class PostgresBackend(_PostgresReads, _PostgresWrites):
             prepared_statements=prepared_statements,
             transaction_pooler=transaction_pooler,
             start_up=self._start_up,
+            clock=clock,
             min_size=pool_min_size,
             max_size=pool_max_size,
             timeout=pool_timeout,
