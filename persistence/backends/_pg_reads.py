@@ -4,7 +4,6 @@ the parsing of its rows, run blocking or awaited; related rows, counts, aggregat
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 from persistence._steps import adrive
@@ -23,7 +22,7 @@ from persistence.relations import (
 )
 from persistence.search import SearchRequest, SearchResult
 from persistence.search.embedder import Embedder
-from persistence.types import ColumnKind
+from persistence.types import ColumnKind, coerce_filters
 
 Row = dict[str, Any]
 
@@ -51,26 +50,29 @@ class _PostgresReads(_PostgresSession):
         return plan.parse(await self._async.select(plan.statement, plan.params, plan.operation))
 
     def _read_plan(self, query: Query) -> _Plan:
-        # Filter, order and projected columns alike must exist.
-        entry, filters = self._checked_filters(
-            query.table, query.filters, "read", query.referenced_columns()
-        )
-        if any(new is not old for new, old in zip(filters, query.filters, strict=True)):
-            query = replace(query, filters=filters)
-        columns = entry.names if query.columns is None else query.columns
-        # Values never change the SQL text, so one statement serves every query of this shape.
+        table = query.table
+        entry = self._table(table)
+        # Values never change the SQL text, so one statement serves every query of this shape;
+        # the shape's columns were checked against this very catalog entry when it was built.
         shape = (
-            query.table,
+            table,
             tuple((f.column, f.op, f.value is True) for f in query.filters),
-            columns,
+            query.columns,
             query.order,
         )
-        statement = self._statements.get(shape)
-        if statement is None:
+        cached = self._statements.get(shape)
+        if cached is None or cached[2] is not entry:
+            # Filter, order and projected columns alike must exist.
+            entry.require(table, query.referenced_columns(), "read")
+            columns = entry.names if query.columns is None else query.columns
+            composed = _pg_sql.build_read(query, self._schema, columns, "id" in entry.column_set)
             if len(self._statements) >= _STATEMENT_CACHE_SIZE:
                 self._statements = {}
-            composed = _pg_sql.build_read(query, self._schema, columns, "id" in entry.column_set)
-            statement = self._statements[shape] = composed.as_bytes(None)
+            cached = self._statements[shape] = (composed.as_bytes(None), columns, entry)
+        statement, columns = cached[0], cached[1]
+        # Values are coerced on every call (the facade's come back as they were).
+        filters = coerce_filters(table, query.filters, entry.types)
+        values = _pg_sql.filter_params(filters)
 
         def parse(rows: list[Any]) -> Page:
             return Page(
@@ -80,7 +82,7 @@ class _PostgresReads(_PostgresSession):
                 total_count=int(rows[0][0]) if rows else 0,
             )
 
-        return _Plan(statement, _pg_sql.read_params(query), "read", parse)
+        return _Plan(statement, [*values, *values, query.limit, query.offset], "read", parse)
 
     def relations(self) -> tuple[Relation, ...]:
         """The schema's single-column foreign keys between readable tables (from the catalog)."""
