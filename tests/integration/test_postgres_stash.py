@@ -91,7 +91,7 @@ class TestBlockingStash:
                     for _ in range(40):
                         assert backend._connections.run(work, "read", read=True) == len(LEADS)
                     peak.append(len(_backend_pids(db, application)))
-                except BaseException as exc:  # noqa: BLE001 - reported below
+                except BaseException as exc:  # reported below
                     errors.append(exc)
 
             threads = [threading.Thread(target=worker) for _ in range(8)]

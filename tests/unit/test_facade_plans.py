@@ -62,7 +62,7 @@ class TestPlanCache:
         facade = create_read_only_facade(kind="memory", store=store)
         assert facade.read("leads", [Filter("id", Op.EQ, 7)]).rows[0]["id"] == 7
         assert facade.read("leads", [Filter("id", Op.EQ, "7")]).rows[0]["id"] == 7
-        with pytest.raises(InvalidQueryError, match="leads.id"):
+        with pytest.raises(InvalidQueryError, match=r"leads\.id"):
             facade.read("leads", [Filter("id", Op.EQ, "seven")])
         with pytest.raises(InvalidQueryError) as info:
             facade.read("leads", [Filter("id", Op.EQ, 7)], limit=-1)
