@@ -121,6 +121,8 @@ class _ReaderCore(Closing):
         return self._redacted(call, self._call_backend(call))
 
     async def _perform_async(self, call: _BackendCall) -> Any:
+        if call.reader is not None:
+            return self._redacted(call, await call.reader.aread(*call.args))
         twin = getattr(self.__backend, "a" + call.method, None)
         if callable(twin):
             return self._redacted(call, await twin(*call.args))
@@ -128,6 +130,8 @@ class _ReaderCore(Closing):
         return self._redacted(call, await asyncio.to_thread(self._call_backend, call))
 
     def _call_backend(self, call: _BackendCall) -> Any:
+        if call.reader is not None:
+            return call.reader.read(*call.args)
         return getattr(self.__backend, call.method)(*call.args)
 
     def _redacted(self, call: _BackendCall, result: Any) -> Any:
@@ -253,6 +257,9 @@ class _BackendCall(NamedTuple):
 
     method: str
     args: tuple[Any, ...]
+    #: A read plan's backend reader (see persistence._read_plans): ``read``/``aread`` it
+    #: instead of the backend's method.
+    reader: Any = None
 
 
 def _data_target(backend: Backend) -> Hashable:

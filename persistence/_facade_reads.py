@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
+from typing import Any
 
 from persistence._facade_core import (
     _BackendCall,
@@ -129,9 +130,8 @@ class _Reads(_ReaderCore):
         if include == ():
             shape = read_shape(table, filters, columns, order)
             if shape is not None:
-                return _BackendCall(
-                    "read", (self._planned(shape, table, filters, columns, order, limit, offset),)
-                )
+                query, reader = self._planned(shape, table, filters, columns, order, limit, offset)
+                return _BackendCall("read", (query,), reader)
         query, known, _ = self._checked_read(table, filters, columns, order, limit, offset)
         # The default: no relation to resolve (nor the backend's relations to list).
         plans = () if include == () else self._plans_of(table, include, query.columns, known)
@@ -182,9 +182,10 @@ class _Reads(_ReaderCore):
         order: Iterable[Order | str],
         limit: int | None,
         offset: int,
-    ) -> Query:
+    ) -> tuple[Query, Any]:
         """:meth:`_checked_read` by the shape's plan: the shape's decisions made once, the
-        values checked and coerced on every call (see :mod:`persistence._read_plans`)."""
+        values checked and coerced on every call (see :mod:`persistence._read_plans`); with the
+        backend's reader of the shape, if it has one."""
         plan = self._plans.get(shape)
         facts = None
         if plan is not None:
@@ -194,7 +195,7 @@ class _Reads(_ReaderCore):
                 # Query's own checks of the values, in its order: limit, offset, the filters'.
                 _check_count(limit, "limit", optional=True)
                 _check_count(offset, "offset", optional=False)
-                return _new_query(
+                query = _new_query(
                     plan.table,
                     coerce_filters(plan.table, filters, facts[1]),
                     plan.columns,
@@ -202,11 +203,17 @@ class _Reads(_ReaderCore):
                     limit,
                     offset,
                 )
+                return query, plan.reader
         query, known, types = self._checked_read(
             table, filters, columns, order, limit, offset, facts
         )
-        self._plans.put(shape, ReadPlan(query.table, query.columns, query.order, known, types))
-        return query
+        prepare = getattr(self._backend(), "read_statement", None)
+        # The first read of a shape goes through the backend's own read (and its checks).
+        reader = prepare(query) if callable(prepare) else None
+        self._plans.put(
+            shape, ReadPlan(query.table, query.columns, query.order, known, types, reader)
+        )
+        return query, None
 
     def relations(self, table: str) -> tuple[Relation, ...]:
         """The relations ``include`` may follow from ``table``: the backend's (foreign keys of

@@ -7,6 +7,10 @@ to the backend, operators declared by its capabilities, redaction's refusals, th
 naming none returns) depends only on it, on the facade's immutable policies and on the backend's
 catalog; so :class:`ReadPlans` memoises them per facade, with the catalog facts they were made on.
 
+A backend may offer a reader per shape (``read_statement(query)``, the PostgreSQL backend's
+statement with its columns checked against its catalog): the plan keeps it, so a cached read
+goes from the facade's checks straight to one round trip, checked once.
+
 What is never cached: values. Every call still checks ``limit`` and ``offset`` and coerces every
 filter value to its column's type, with the same errors as an uncached read; a plan is used only
 while the backend reports the very catalog facts it was made on (a reloaded catalog makes a new
@@ -38,6 +42,9 @@ class ReadPlan(NamedTuple):
     order: tuple[Order, ...]
     known: frozenset[str] | None
     types: Mapping[str, ColumnType]
+    #: The backend's reader of this shape (its statement, built and checked once), when the
+    #: backend offers one (``read_statement``): it binds the coerced values of each call.
+    reader: Any = None
 
     def current(self, known: frozenset[str] | None, types: Mapping[str, ColumnType]) -> bool:
         """True when the backend still reports the catalog facts this plan was made on."""

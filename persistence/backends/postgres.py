@@ -115,7 +115,7 @@ class PostgresBackend(_PostgresReads, _PostgresWrites):
         #: Which tables these are, for write versions: server, database and schema.
         self.data_target = data_target(dsn, schema)
         self._catalog = Catalog(schema, clock)
-        self._statements: dict[tuple[Any, ...], tuple[bytes, tuple[str, ...], Table]] = {}
+        self._statements: dict[tuple[Any, ...], Any] = {}
         self._connections = Connections(
             dsn,
             read_only=read_only,

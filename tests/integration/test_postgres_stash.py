@@ -227,6 +227,37 @@ class TestAwaitableStash:
 
 
 class TestPlansOnPostgres:
+    def test_a_cached_shape_reads_through_its_statement_once_checked(
+        self, db: PostgresDatabase, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The first read of a shape goes through the backend's read; the next ones through
+        the plan's reader (no second check of the shape), with their own values coerced."""
+        calls: list[str] = []
+        original = PostgresBackend.read
+
+        def counted(self: PostgresBackend, query: Any) -> Any:
+            calls.append("read")
+            return original(self, query)
+
+        monkeypatch.setattr(PostgresBackend, "read", counted)
+        with create_read_only_facade(kind="postgres", dsn=db.reader_dsn) as facade:
+            ids = [
+                facade.read("leads", [Filter("id", Op.EQ, str(i))]).rows[0]["id"] for i in (1, 2, 3)
+            ]
+            assert ids == [1, 2, 3]
+            assert calls == ["read"]
+            with pytest.raises(PersistenceError, match=r"leads\.id"):
+                facade.read("leads", [Filter("id", Op.EQ, "three")])
+            backend = facade._backend()
+            assert isinstance(backend, PostgresBackend)
+            # A reloaded catalog with the same columns and types keeps the plan valid.
+            backend.refresh_catalog()
+            assert facade.read("leads", [Filter("id", Op.EQ, 4)]).rows[0]["id"] == 4
+            assert calls == ["read"]
+            # Another shape is checked and planned on its first read.
+            assert facade.read("leads", [Filter("id", Op.LTE, 2)]).total_count == 2
+            assert calls == ["read", "read"]
+
     @settings(
         max_examples=60,
         deadline=None,
