@@ -15,7 +15,7 @@ from persistence._facade_core import (
     _names,
     _ReaderCore,
 )
-from persistence._read_plans import ReadPlan, read_shape
+from persistence._read_plans import ReadPlan, read_shape, statement_key
 from persistence.aggregate import AggregateResult, Metric, check_aggregate, check_kinds
 from persistence.errors import UnsupportedOperatorError
 from persistence.query import Filter, Order, Page, Query, _check_count, _new_query
@@ -195,24 +195,28 @@ class _Reads(_ReaderCore):
                 # Query's own checks of the values, in its order: limit, offset, the filters'.
                 _check_count(limit, "limit", optional=True)
                 _check_count(offset, "offset", optional=False)
-                query = _new_query(
-                    plan.table,
-                    coerce_filters(plan.table, filters, facts[1]),
-                    plan.columns,
-                    plan.order,
-                    limit,
-                    offset,
-                )
-                return query, plan.reader
+                coerced = coerce_filters(plan.table, filters, facts[1])
+                query = _new_query(plan.table, coerced, plan.columns, plan.order, limit, offset)
+                reader = plan.reader
+                if reader is not None and statement_key(coerced) != plan.reader_key:
+                    reader = None  # another statement: the backend's read plans it
+                return query, reader
         query, known, types = self._checked_read(
             table, filters, columns, order, limit, offset, facts
         )
         prepare = getattr(self._backend(), "read_statement", None)
         # The first read of a shape goes through the backend's own read (and its checks).
         reader = prepare(query) if callable(prepare) else None
-        self._plans.put(
-            shape, ReadPlan(query.table, query.columns, query.order, known, types, reader)
+        plan = ReadPlan(
+            query.table,
+            query.columns,
+            query.order,
+            known,
+            types,
+            reader,
+            statement_key(query.filters),
         )
+        self._plans.put(shape, plan)
         return query, None
 
     def relations(self, table: str) -> tuple[Relation, ...]:

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from persistence.query import Filter, Order
 from persistence.types import ColumnType
 
-__all__ = ["PLAN_CACHE_SIZE", "ReadPlan", "ReadPlans", "read_shape"]
+__all__ = ["PLAN_CACHE_SIZE", "ReadPlan", "ReadPlans", "read_shape", "statement_key"]
 
 #: Plans kept per facade; all are dropped when it is full (shapes are few in practice).
 PLAN_CACHE_SIZE = 512
@@ -45,6 +45,10 @@ class ReadPlan(NamedTuple):
     #: The backend's reader of this shape (its statement, built and checked once), when the
     #: backend offers one (``read_statement``): it binds the coerced values of each call.
     reader: Any = None
+    #: What of the coerced filters the reader's statement depends on (see :func:`statement_key`):
+    #: a call whose coerced filters differ (``is_null`` true or false, an enum filter that
+    #: became another operator) takes the backend's own read.
+    reader_key: Hashable = None
 
     def current(self, known: frozenset[str] | None, types: Mapping[str, ColumnType]) -> bool:
         """True when the backend still reports the catalog facts this plan was made on."""
@@ -105,3 +109,10 @@ def read_shape(
         if type(item) is not str and type(item) is not Order:
             return None
     return (table, tuple(keys), shown, sorts)
+
+
+def statement_key(filters: tuple[Filter, ...]) -> Hashable:
+    """What a statement depends on in coerced filters beyond the shape: each filter's column
+    and operator after coercion (an enum filter may become another operator) and whether an
+    ``is_null`` asks for NULL or for NOT NULL."""
+    return tuple((f.column, f.op, f.value is True) for f in filters)

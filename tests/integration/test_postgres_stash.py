@@ -227,6 +227,19 @@ class TestAwaitableStash:
 
 
 class TestPlansOnPostgres:
+    def test_is_null_true_and_false_share_a_shape_but_not_a_statement(
+        self, db: PostgresDatabase
+    ) -> None:
+        """``score is_null True`` then ``False`` (one shape for the facade): each call reads
+        its own statement, IS NULL then IS NOT NULL, however often they alternate."""
+        nulls = sum(1 for lead in LEADS if lead["score"] is None)
+        with create_read_only_facade(kind="postgres", dsn=db.reader_dsn) as facade:
+            for _ in range(3):
+                for flag, expected in ((True, nulls), (False, len(LEADS) - nulls)):
+                    page = facade.read("leads", [Filter("score", Op.IS_NULL, flag)])
+                    assert page.total_count == expected
+            assert len(facade._plans) == 1
+
     def test_a_cached_shape_reads_through_its_statement_once_checked(
         self, db: PostgresDatabase, monkeypatch: pytest.MonkeyPatch
     ) -> None:
