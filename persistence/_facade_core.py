@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from persistence._closing import Closing
+from persistence._read_plans import ReadPlans
 from persistence._versions import process_versions
 from persistence.backends.base import Backend
 from persistence.capabilities import Capabilities
@@ -28,7 +29,7 @@ class _ReaderCore(Closing):
     """The backend, policies and embeddings both facades hold, and the checks of every read.
     Thread-safe when the backend is (all bundled ones are)."""
 
-    __slots__ = ("__backend", "__embedder", "__policy", "__redaction")
+    __slots__ = ("__backend", "__embedder", "__policy", "__redaction", "_plans")
 
     def __init__(
         self,
@@ -40,6 +41,8 @@ class _ReaderCore(Closing):
     ) -> None:
         self.__backend = backend
         self.__policy = policy
+        #: The checked shapes of reads (see persistence._read_plans).
+        self._plans = ReadPlans()
         # Applied to every row before it leaves the facade (see persistence.redaction).
         self.__redaction = redaction
         self.__embedder = (
@@ -118,6 +121,8 @@ class _ReaderCore(Closing):
         return self._redacted(call, self._call_backend(call))
 
     async def _perform_async(self, call: _BackendCall) -> Any:
+        if call.reader is not None:
+            return self._redacted(call, await call.reader.aread(*call.args))
         twin = getattr(self.__backend, "a" + call.method, None)
         if callable(twin):
             return self._redacted(call, await twin(*call.args))
@@ -125,6 +130,8 @@ class _ReaderCore(Closing):
         return self._redacted(call, await asyncio.to_thread(self._call_backend, call))
 
     def _call_backend(self, call: _BackendCall) -> Any:
+        if call.reader is not None:
+            return call.reader.read(*call.args)
         return getattr(self.__backend, call.method)(*call.args)
 
     def _redacted(self, call: _BackendCall, result: Any) -> Any:
@@ -180,10 +187,21 @@ class _ReaderCore(Closing):
     def _checked(self, query: Query, operation: str) -> tuple[Query, frozenset[str] | None]:
         """``query`` with its filter values coerced, once the policy and the backend accept it;
         with the backend's known columns. Every read, count and delete goes through here."""
+        query, known, _ = self._checked_facts(query, operation)
+        return query, known
+
+    def _checked_facts(
+        self,
+        query: Query,
+        operation: str,
+        facts: tuple[frozenset[str] | None, Mapping[str, ColumnType]] | None = None,
+    ) -> tuple[Query, frozenset[str] | None, Mapping[str, ColumnType]]:
+        """:meth:`_checked`, with the catalog facts it was checked on (``facts`` when given,
+        else the backend's, asked once the policy accepts the columns)."""
         table = query.table
         referenced = query.referenced_columns()
         self.__policy.check_columns(table, referenced, operation)
-        known, types = self._known(table)
+        known, types = self._known(table) if facts is None else facts
         if known is not None:
             for column in sorted(referenced - known):
                 raise ColumnNotAllowedError(
@@ -206,7 +224,7 @@ class _ReaderCore(Closing):
         # By identity: Filter("x", EQ, 1) == Filter("x", EQ, True), yet only one is a boolean.
         if any(new is not old for new, old in zip(filters, query.filters, strict=True)):
             query = _checked_replace(query, filters=filters)
-        return query, known
+        return query, known, types
 
     def _backend(self) -> Backend:
         return self.__backend
@@ -239,6 +257,9 @@ class _BackendCall(NamedTuple):
 
     method: str
     args: tuple[Any, ...]
+    #: A read plan's backend reader (see persistence._read_plans): ``read``/``aread`` it
+    #: instead of the backend's method.
+    reader: Any = None
 
 
 def _data_target(backend: Backend) -> Hashable:

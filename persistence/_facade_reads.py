@@ -3,9 +3,10 @@ their awaited twins."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
+from typing import Any
 
 from persistence._facade_core import (
     _BackendCall,
@@ -14,11 +15,12 @@ from persistence._facade_core import (
     _names,
     _ReaderCore,
 )
+from persistence._read_plans import ReadPlan, read_shape, statement_key
 from persistence.aggregate import AggregateResult, Metric, check_aggregate, check_kinds
 from persistence.errors import UnsupportedOperatorError
-from persistence.query import Filter, Order, Page, Query
+from persistence.query import Filter, Order, Page, Query, _check_count, _new_query
 from persistence.relations import Include, RelatedPlan, Relation, plan_includes
-from persistence.types import ColumnType
+from persistence.types import ColumnType, coerce_filters
 
 
 class _Reads(_ReaderCore):
@@ -124,22 +126,15 @@ class _Reads(_ReaderCore):
     ) -> _BackendCall:
         """The checks of :meth:`read` and the backend call they lead to."""
         table = self.policy.check_read(table, "read")
-        query = Query(
-            table,
-            filters=_filters(filters),
-            columns=None if columns is None else _names(columns, "columns"),
-            order=_names(order, "order"),  # Query turns names into Order
-            limit=limit,
-            offset=offset,
-        )
-        query, known = self._checked(query, "read")
-        if columns is None:
-            # The policy's columns the backend knows: allowed and known by construction.
-            readable = self._policy_columns(table, known)
-            if readable is not None:
-                query = _checked_replace(query, columns=readable)
+        filters = _filters(filters)
+        if include == ():
+            shape = read_shape(table, filters, columns, order)
+            if shape is not None:
+                query, reader = self._planned(shape, table, filters, columns, order, limit, offset)
+                return _BackendCall("read", (query,), reader)
+        query, known, _ = self._checked_read(table, filters, columns, order, limit, offset)
         # The default: no relation to resolve (nor the backend's relations to list).
-        plans = () if include == () else self._plans(table, include, query.columns, known)
+        plans = () if include == () else self._plans_of(table, include, query.columns, known)
         if not plans:
             return _BackendCall("read", (query,))
         if not callable(getattr(self._backend(), "read_related", None)):
@@ -149,6 +144,80 @@ class _Reads(_ReaderCore):
                 backend=self._backend().name,
             )
         return _BackendCall("read_related", (query, plans))
+
+    def _checked_read(
+        self,
+        table: str,
+        filters: tuple[Filter, ...],
+        columns: Sequence[str] | None,
+        order: Iterable[Order | str],
+        limit: int | None,
+        offset: int,
+        facts: tuple[frozenset[str] | None, Mapping[str, ColumnType]] | None = None,
+    ) -> tuple[Query, frozenset[str] | None, Mapping[str, ColumnType]]:
+        """Every check of a read of the allowed ``table``: the query as the backend gets it,
+        and the catalog facts it was checked on (``facts``, when the caller asked already)."""
+        query = Query(
+            table,
+            filters=filters,
+            columns=None if columns is None else _names(columns, "columns"),
+            order=_names(order, "order"),  # Query turns names into Order
+            limit=limit,
+            offset=offset,
+        )
+        query, known, types = self._checked_facts(query, "read", facts)
+        if columns is None:
+            # The policy's columns the backend knows: allowed and known by construction.
+            readable = self._policy_columns(table, known)
+            if readable is not None:
+                query = _checked_replace(query, columns=readable)
+        return query, known, types
+
+    def _planned(
+        self,
+        shape: Hashable,
+        table: str,
+        filters: tuple[Filter, ...],
+        columns: Sequence[str] | None,
+        order: Iterable[Order | str],
+        limit: int | None,
+        offset: int,
+    ) -> tuple[Query, Any]:
+        """:meth:`_checked_read` by the shape's plan: the shape's decisions made once, the
+        values checked and coerced on every call (see :mod:`persistence._read_plans`); with the
+        backend's reader of the shape, if it has one."""
+        plan = self._plans.get(shape)
+        facts = None
+        if plan is not None:
+            # The policy accepted this shape already: the backend may be asked first.
+            facts = self._known(table)
+            if plan.current(*facts):
+                # Query's own checks of the values, in its order: limit, offset, the filters'.
+                _check_count(limit, "limit", optional=True)
+                _check_count(offset, "offset", optional=False)
+                coerced = coerce_filters(plan.table, filters, facts[1])
+                query = _new_query(plan.table, coerced, plan.columns, plan.order, limit, offset)
+                reader = plan.reader
+                if reader is not None and statement_key(coerced) != plan.reader_key:
+                    reader = None  # another statement: the backend's read plans it
+                return query, reader
+        query, known, types = self._checked_read(
+            table, filters, columns, order, limit, offset, facts
+        )
+        prepare = getattr(self._backend(), "read_statement", None)
+        # The first read of a shape goes through the backend's own read (and its checks).
+        reader = prepare(query) if callable(prepare) else None
+        plan = ReadPlan(
+            query.table,
+            query.columns,
+            query.order,
+            known,
+            types,
+            reader,
+            statement_key(query.filters),
+        )
+        self._plans.put(shape, plan)
+        return query, None
 
     def relations(self, table: str) -> tuple[Relation, ...]:
         """The relations ``include`` may follow from ``table``: the backend's (foreign keys of
@@ -171,7 +240,7 @@ class _Reads(_ReaderCore):
             child is None or relation.child_column in child
         )
 
-    def _plans(
+    def _plans_of(
         self,
         table: str,
         include: Iterable[str | Include],

@@ -1,6 +1,7 @@
 """The PostgreSQL backend's awaitable connections: a ``psycopg_pool.AsyncConnectionPool`` with
 the same session defaults, start-up check, retry and reset rules as the blocking pool
-(:mod:`persistence.backends._pg_pool`), whose settings it takes.
+(:mod:`persistence.backends._pg_pool`), whose settings it takes, and the same stash of idle
+connections in front of it (:mod:`persistence.backends._pg_stash`).
 
 The SQL, its parameters and the parsing of its rows are the backend's, shared with the
 blocking reads; only the round trip differs. The pool belongs to the event loop that opened it
@@ -24,6 +25,7 @@ from persistence._logs import get_logger
 from persistence._steps import Steps, adrive
 from persistence.backends._pg_errors import is_connection_lost, translate
 from persistence.backends._pg_pool import Connections
+from persistence.backends._pg_stash import Stash, reusable
 from persistence.errors import BackendError, PersistenceError
 
 __all__ = ["AsyncConnections"]
@@ -46,6 +48,7 @@ class AsyncConnections:
         self._blocking = blocking
         self._start_up = start_up
         self._pool: AsyncPool | None = None
+        self._stash: Stash[AsyncConnection] = blocking.new_stash()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
         self._started = False
@@ -59,6 +62,8 @@ class AsyncConnections:
             return self._pool
         if self._lock is None or self._loop is not loop:
             self._lock, self._loop, self._pool = asyncio.Lock(), loop, None
+            # Another loop's connections are not this loop's to lend.
+            self._stash = self._blocking.new_stash()
         async with self._lock:
             if self._closed or self._blocking.closed:
                 raise BackendError("postgres backend is closed", backend="postgres")
@@ -121,11 +126,9 @@ class AsyncConnections:
     ) -> Any:
         """Run ``work`` on a pooled connection; translate errors; retry once if lost."""
         pool = await self.pool()
+        stash = self._stash
         for attempt in (1, 2):
-            try:
-                conn = await pool.getconn()
-            except Exception as exc:
-                raise translate(exc, operation) from exc
+            conn, lent_at = await self._borrow(pool, stash, operation)
             clean = False
             try:
                 result = await work(conn)
@@ -136,18 +139,42 @@ class AsyncConnections:
             except Exception as exc:
                 if attempt == 1 and is_connection_lost(exc):
                     log.info("postgres.retry", operation=operation, error=type(exc).__name__)
+                    for stashed in stash.drain():
+                        await pool.putconn(stashed)
                     await pool.check()
                     continue
                 raise translate(exc, operation) from exc
             finally:
-                await _give_back(pool, conn, clean)
+                idle = clean and reusable(conn)
+                if not (idle and stash.offer(conn, lent_at)):
+                    await _give_back(pool, conn, idle)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _borrow(
+        self, pool: AsyncPool, stash: Stash[AsyncConnection], operation: str
+    ) -> tuple[AsyncConnection, float]:
+        """The stash's most recent connection, else the pool's (as the blocking pool)."""
+        taken, stale = stash.take()
+        for conn in stale:
+            await pool.putconn(conn)
+        if taken is not None:
+            return taken
+        try:
+            conn = await pool.getconn()
+        except Exception as exc:
+            raise translate(exc, operation) from exc
+        finally:
+            stash.waited()
+        return conn, self._blocking.clock()
 
     async def close(self) -> None:
         """Close this loop's pool; no connection is lent afterwards."""
         self._closed = True
         pool, self._pool = self._pool, None
+        stashed = self._stash.close()
         if pool is not None and self._loop is asyncio.get_running_loop():
+            for conn in stashed:
+                await pool.putconn(conn)
             await pool.close()
 
 

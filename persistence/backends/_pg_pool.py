@@ -1,16 +1,19 @@
 """The PostgreSQL backend's connections: session defaults fixed at connect, a ``psycopg_pool``
-pool opened on first use, and one :meth:`Connections.run` that lends a connection, translates
-failures (:mod:`persistence.backends._pg_errors`), retries a read once when the connection was
-lost, and resets a connection a failed call may have left dirty before it goes back.
+pool opened on first use behind a stash of idle connections
+(:mod:`persistence.backends._pg_stash`), and one :meth:`Connections.run` that lends a
+connection, translates failures (:mod:`persistence.backends._pg_errors`), retries a read once
+when the connection was lost, and resets a connection a failed call may have left dirty before
+it goes back.
 
-Thread-safety: safe to share between threads; the pool hands each call its own connection and
-opening or closing it takes a lock.
+Thread-safety: safe to share between threads; the stash or the pool hands each call its own
+connection, and opening or closing them takes a lock.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +26,7 @@ from psycopg_pool import ConnectionPool
 
 from persistence._logs import get_logger
 from persistence.backends._pg_errors import is_connection_lost, translate
+from persistence.backends._pg_stash import MAX_HOLD, Stash, reusable
 from persistence.errors import BackendError, PersistenceError
 
 __all__ = ["Connections"]
@@ -57,9 +61,11 @@ class Connections:
         prepared_statements: bool | None,
         transaction_pooler: bool,
         start_up: Callable[[Connection], None],
+        clock: Callable[[], float] = time.monotonic,
         **pool_options: float,
     ) -> None:
         self.dsn = dsn
+        self._clock = clock
         self._pooled = transaction_pooler
         self._start_up = start_up
         # ``ConnectionPool``'s own: min_size, max_size, timeout, max_idle, max_lifetime.
@@ -94,7 +100,25 @@ class Connections:
         )
         self._lock = threading.Lock()
         self._pool: Pool | None = None
+        self._stash: Stash[Connection] = self.new_stash()
         self._closed = False
+
+    def new_stash(self) -> Stash[Any]:
+        """An empty stash for a pool of these options (see :mod:`~._pg_stash`): as many
+        connections as the pool's ``max_size``, each held at most half its ``max_idle`` and
+        ``max_lifetime`` (and never more than ``MAX_HOLD``) before it goes back to the pool."""
+        options = self._pool_options
+        hold = min(
+            MAX_HOLD,
+            float(options.get("max_idle", MAX_HOLD * 2)) / 2,
+            float(options.get("max_lifetime", MAX_HOLD * 2)) / 2,
+        )
+        return Stash(int(options.get("max_size", 10)), hold, self._clock)
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """Seconds, for how long a connection has been lent (``time.monotonic`` by default)."""
+        return self._clock
 
     @property
     def closed(self) -> bool:
@@ -172,13 +196,10 @@ class Connections:
         return rows
 
     def run(self, work: Callable[[Connection], Any], operation: str, *, read: bool) -> Any:
-        """Run ``work`` on a pooled connection; translate errors; retry a read once if lost."""
+        """Run ``work`` on a lent connection; translate errors; retry a read once if lost."""
         pool = self.pool()
         for attempt in (1, 2):
-            try:
-                conn = pool.getconn()
-            except Exception as exc:
-                raise translate(exc, operation) from exc
+            conn, lent_at = self._borrow(pool, operation)
             clean = False
             try:
                 result = work(conn)
@@ -189,19 +210,48 @@ class Connections:
             except Exception as exc:
                 if read and attempt == 1 and is_connection_lost(exc):
                     log.info("postgres.retry", operation=operation, error=type(exc).__name__)
-                    pool.check()  # drop the other idle connections the server may have lost
+                    # The other idle connections the server may have lost: stashed ones too.
+                    for stashed in self._stash.drain():
+                        pool.putconn(stashed)
+                    pool.check()
                     continue
                 raise translate(exc, operation) from exc
             finally:
-                _give_back(pool, conn, clean)
+                self._return(pool, conn, lent_at, clean)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _borrow(self, pool: Pool, operation: str) -> tuple[Connection, float]:
+        """A connection and when the pool lent it: the stash's most recent, else the pool's."""
+        stash = self._stash
+        taken, stale = stash.take()
+        for conn in stale:
+            pool.putconn(conn)
+        if taken is not None:
+            return taken
+        try:
+            conn = pool.getconn()
+        except Exception as exc:
+            raise translate(exc, operation) from exc
+        finally:
+            stash.waited()
+        return conn, self._clock()
+
+    def _return(self, pool: Pool, conn: Connection, lent_at: float, clean: bool) -> None:
+        """Stash ``conn`` when the call ended cleanly and left it idle, else give it back to the
+        pool (reset unless clean and idle)."""
+        idle = clean and reusable(conn)
+        if not (idle and self._stash.offer(conn, lent_at)):
+            _give_back(pool, conn, idle)
 
     def close(self) -> None:
         """Close the pool; no connection is lent afterwards."""
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
+        stashed = self._stash.close()
         if pool is not None:
+            for conn in stashed:
+                pool.putconn(conn)
             pool.close()
 
 

@@ -4,12 +4,12 @@ the parsing of its rows, run blocking or awaited; related rows, counts, aggregat
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 from persistence._steps import adrive
 from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.backends import _pg_sql
+from persistence.backends._pg_catalog import Table
 from persistence.backends._pg_session import _PostgresSession
 from persistence.query import Filter, Page, Query
 from persistence.relations import (
@@ -23,7 +23,7 @@ from persistence.relations import (
 )
 from persistence.search import SearchRequest, SearchResult
 from persistence.search.embedder import Embedder
-from persistence.types import ColumnKind
+from persistence.types import ColumnKind, coerce_filters
 
 Row = dict[str, Any]
 
@@ -51,36 +51,40 @@ class _PostgresReads(_PostgresSession):
         return plan.parse(await self._async.select(plan.statement, plan.params, plan.operation))
 
     def _read_plan(self, query: Query) -> _Plan:
-        # Filter, order and projected columns alike must exist.
-        entry, filters = self._checked_filters(
-            query.table, query.filters, "read", query.referenced_columns()
-        )
-        if any(new is not old for new, old in zip(filters, query.filters, strict=True)):
-            query = replace(query, filters=filters)
-        columns = entry.names if query.columns is None else query.columns
-        # Values never change the SQL text, so one statement serves every query of this shape.
+        reader = self._shape_reader(query)
+        # Values are coerced on every call (the facade's come back as they were).
+        filters = coerce_filters(query.table, query.filters, reader.entry.types)
+        return _Plan(reader.statement, reader.params(filters, query), "read", reader.parse)
+
+    def _shape_reader(self, query: Query) -> ShapeReader:
+        """The statement of ``query``'s shape, its columns checked against the catalog."""
+        table = query.table
+        entry = self._table(table)
+        # Values never change the SQL text, so one statement serves every query of this shape;
+        # the shape's columns were checked against this very catalog entry when it was built.
         shape = (
-            query.table,
+            table,
             tuple((f.column, f.op, f.value is True) for f in query.filters),
-            columns,
+            query.columns,
             query.order,
         )
-        statement = self._statements.get(shape)
-        if statement is None:
+        reader = self._statements.get(shape)
+        if reader is None or reader.entry is not entry:
+            # Filter, order and projected columns alike must exist.
+            entry.require(table, query.referenced_columns(), "read")
+            columns = entry.names if query.columns is None else query.columns
+            composed = _pg_sql.build_read(query, self._schema, columns, "id" in entry.column_set)
             if len(self._statements) >= _STATEMENT_CACHE_SIZE:
                 self._statements = {}
-            composed = _pg_sql.build_read(query, self._schema, columns, "id" in entry.column_set)
-            statement = self._statements[shape] = composed.as_bytes(None)
+            reader = ShapeReader(self, composed.as_bytes(None), columns, entry)
+            self._statements[shape] = reader
+        return reader
 
-        def parse(rows: list[Any]) -> Page:
-            return Page(
-                rows=[
-                    dict(zip(columns, row[2:], strict=True)) for row in rows if row[1] is not None
-                ],
-                total_count=int(rows[0][0]) if rows else 0,
-            )
-
-        return _Plan(statement, _pg_sql.read_params(query), "read", parse)
+    def read_statement(self, query: Query) -> ShapeReader:
+        """The reader of ``query``'s shape, for the facade's read plans: its statement built and
+        its columns checked once; it binds the values of each query of that shape as they come
+        (coerced by the facade against the catalog entry it holds)."""
+        return self._shape_reader(query)
 
     def relations(self) -> tuple[Relation, ...]:
         """The schema's single-column foreign keys between readable tables (from the catalog)."""
@@ -211,6 +215,47 @@ class _PostgresReads(_PostgresSession):
             query.table, query.filters, "search", query.referenced_columns()
         )
         return self._search.search(entry, query, filters, request, text_columns, embedder)
+
+
+class ShapeReader:
+    """One read shape's statement on one backend: built and checked once, run for each query
+    of that shape whose values the caller coerced against :attr:`entry` (the facade's read
+    plans do; :meth:`_PostgresReads.read` coerces first). Immutable; thread-safe."""
+
+    __slots__ = ("_backend", "columns", "entry", "statement")
+
+    def __init__(
+        self, backend: _PostgresReads, statement: bytes, columns: tuple[str, ...], entry: Table
+    ) -> None:
+        self._backend = backend
+        self.statement = statement
+        self.columns = columns
+        self.entry = entry
+
+    @staticmethod
+    def params(filters: Sequence[Filter], query: Query) -> list[Any]:
+        """The statement's values: the filters' twice (page, total), then limit and offset."""
+        values = _pg_sql.filter_params(filters)
+        return [*values, *values, query.limit, query.offset]
+
+    def parse(self, rows: list[Any]) -> Page:
+        """Rows ``(total, hit, *columns)`` as a page: no row but the total when none matched."""
+        columns = self.columns
+        return Page(
+            rows=[dict(zip(columns, row[2:], strict=True)) for row in rows if row[1] is not None],
+            total_count=int(rows[0][0]) if rows else 0,
+        )
+
+    def read(self, query: Query) -> Page:
+        """``query``, of this shape, its values coerced already: one round trip."""
+        backend = self._backend
+        params = self.params(query.filters, query)
+        return self.parse(backend._connections.select(self.statement, params, "read"))
+
+    async def aread(self, query: Query) -> Page:
+        """:meth:`read` over the awaitable pool."""
+        params = self.params(query.filters, query)
+        return self.parse(await self._backend._async.select(self.statement, params, "read"))
 
 
 class _Plan(NamedTuple):

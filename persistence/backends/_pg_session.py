@@ -28,7 +28,7 @@ class _PostgresSession(Closing):
     _schema: str
     _allow_privileged: bool
     _catalog: Catalog
-    _statements: dict[tuple[Any, ...], bytes]
+    _statements: dict[tuple[Any, ...], Any]
     _connections: Connections
     _started: bool
     _async: AsyncConnections

@@ -115,7 +115,7 @@ class PostgresBackend(_PostgresReads, _PostgresWrites):
         #: Which tables these are, for write versions: server, database and schema.
         self.data_target = data_target(dsn, schema)
         self._catalog = Catalog(schema, clock)
-        self._statements: dict[tuple[Any, ...], bytes] = {}
+        self._statements: dict[tuple[Any, ...], Any] = {}
         self._connections = Connections(
             dsn,
             read_only=read_only,
@@ -124,6 +124,7 @@ class PostgresBackend(_PostgresReads, _PostgresWrites):
             prepared_statements=prepared_statements,
             transaction_pooler=transaction_pooler,
             start_up=self._start_up,
+            clock=clock,
             min_size=pool_min_size,
             max_size=pool_max_size,
             timeout=pool_timeout,

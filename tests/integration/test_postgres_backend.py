@@ -55,10 +55,10 @@ def backend(db: PostgresDatabase) -> Iterator[PostgresBackend]:
 
 
 def session_state(backend: PostgresBackend) -> dict[str, Any]:
-    """What a pooled connection carries between calls, read on that very connection."""
-    pool = backend._connections.pool()
-    conn = pool.getconn()
-    try:
+    """What a lent connection carries between calls, read on that very connection (the pool
+    has one, whether the stash or the pool lends it)."""
+
+    def state(conn: Any) -> dict[str, Any]:
         row = conn.execute(
             "SELECT current_setting('statement_timeout'),"
             " current_setting('transaction_read_only'),"
@@ -72,8 +72,9 @@ def session_state(backend: PostgresBackend) -> dict[str, Any]:
             "read_only": row[1],
             "advisory_locks": row[2],
         }
-    finally:
-        pool.putconn(conn)
+
+    result: dict[str, Any] = backend._connections.run(state, "state", read=True)
+    return result
 
 
 class TestReadOnlyEnforcement:
