@@ -253,6 +253,39 @@ class TestVectorIndex:
                     counts[mode] = len(conn.execute(statement, params).fetchall())
         assert counts["off"] < 50 == counts["relaxed_order"]
 
+    @pytest.mark.parametrize("with_vectors", [False, True])
+    def test_exact_path_measures_every_row_even_where_the_index_could_order(
+        self, world: World, with_vectors: bool
+    ) -> None:
+        """The exact statement returns ``depth`` rows in ``(distance, id)`` order even when the
+        planner would rather serve ``ORDER BY distance`` from the HNSW index (sorts and
+        sequential scans discouraged, ef_search tiny): it never stops at what the index finds."""
+        table = psycopg.sql.Identifier("public", "inquiries")
+        source = q.VectorSource(
+            psycopg.sql.Identifier("public", "inquiries_embeddings"),
+            "row_id",
+            "embedding",
+            64,
+            "model_id",
+        )
+        statement = q.build_nearest(
+            table, (), source, "public", exact=True, with_vectors=with_vectors
+        )
+        vector = HashEmbeddings().embed_query("password reset")
+        literal = "[" + ",".join(str(v) for v in vector) + "]"
+        params = q.nearest_params(source, (), literal, "HashEmbeddings:hash-64", 500)
+        with psycopg.connect(world.db.reader_dsn, autocommit=True) as conn:
+            with conn.transaction():
+                conn.execute("SET LOCAL hnsw.ef_search = 10")
+                conn.execute("SET LOCAL hnsw.iterative_scan = off")
+                conn.execute("SET LOCAL enable_seqscan = off")
+                conn.execute("SET LOCAL enable_sort = off")
+                rows = conn.execute(statement, params).fetchall()
+        assert len(rows) == 500
+        assert [(r[1], str(r[0])) for r in rows] == sorted((r[1], str(r[0])) for r in rows)
+        if with_vectors:
+            assert all(r[2].startswith("[") for r in rows)
+
     def test_other_dimension_is_refused(self, world: World) -> None:
         """Stored 64-dimension vectors and a 32-dimension model: a typed error, no ranking."""
         with (
