@@ -195,9 +195,9 @@ def build_nearest(
     distance, then id.
 
     ``exact`` measures every filtered row (a materialised step no index can order), then orders
-    by ``(distance, id)``: the path for selective filters and small tables. Otherwise the ``ORDER BY distance LIMIT`` an
-    HNSW index serves (iteratively scanned, relaxed order) runs first, materialised, and its
-    rows are sorted again by ``(distance, id)``. Values: the query vector (text), the model
+    by ``(distance, id)``: the path for selective filters and small tables. Otherwise the
+    ``ORDER BY distance LIMIT`` an HNSW index serves (iteratively scanned, relaxed order) runs
+    first, materialised, and its rows are sorted again by ``(distance, id)``. Values: the query vector (text), the model
     (side table only), the filters', the depth.
     """
     vs = sql.Identifier(vector_schema)
@@ -239,7 +239,9 @@ def build_nearest(
             "FROM {filtered}{model}) "
         ).format(key=key, distance=distance, filtered=filtered, model=model)
         if not with_vectors:
-            return scored + sql.SQL("SELECT id, distance FROM scored ORDER BY distance, id LIMIT %s")
+            return scored + sql.SQL(
+                "SELECT id, distance FROM scored ORDER BY distance, id LIMIT %s"
+            )
         return scored + sql.SQL(
             "SELECT s.id, s.distance{vectors} FROM (SELECT id, distance FROM scored "
             "ORDER BY distance, id LIMIT %s) AS s JOIN {relation} AS v ON {key} = s.id "
