@@ -197,8 +197,8 @@ def build_nearest(
     ``exact`` measures every filtered row (a materialised step no index can order), then orders
     by ``(distance, id)``: the path for selective filters and small tables. Otherwise the
     ``ORDER BY distance LIMIT`` an HNSW index serves (iteratively scanned, relaxed order) runs
-    first, materialised, and its rows are sorted again by ``(distance, id)``. Values: the query vector (text), the model
-    (side table only), the filters', the depth.
+    first, materialised, and its rows are sorted again by ``(distance, id)``. Values: the query
+    vector (text), the model (side table only), the filters', the depth.
     """
     vs = sql.Identifier(vector_schema)
     distance = sql.SQL("v.{vec} OPERATOR({vs}.<=>) CAST(%s AS {vs}.vector)").format(
