@@ -73,7 +73,7 @@ class SearchSettings:
     vector_columns: Mapping[str, tuple[str, str]] = field(
         default_factory=lambda: MappingProxyType({})
     )
-    exact_rows: int = 10_000
+    exact_rows: int = 2_000
     rerank_rows: int = 2_000
     keyword_candidates: int = 500
 
