@@ -48,6 +48,7 @@ from persistence.backends._pg_vectors import (
     SearchSettings,
     at_least,
     by_cosine,
+    ef_search,
     embeddings_table,
     parse_vector,
     row_text,
@@ -374,7 +375,7 @@ class PostgresSearch:
                 b"SELECT pg_catalog.set_config('hnsw.ef_search', %s, true), "
                 b"CASE WHEN %s::text IS NULL THEN 'unavailable' ELSE "
                 b"pg_catalog.set_config('hnsw.iterative_scan', %s, true) END",
-                [str(_ef_search(limit)), scan, scan],
+                [str(ef_search(limit)), scan, scan],
             ).fetchall()[0]
             statement = q.build_nearest(
                 run.table,
@@ -468,18 +469,6 @@ class PostgresSearch:
             for key, score, ranks in page
             if key in found
         )
-
-
-#: The smallest ``hnsw.ef_search`` a scan runs with. The feedback step's scan asks for 5 rows:
-#: at pgvector's default 40 its top 5 were approximate on the relevance corpus (many near-equal
-#: vectors), the refined query moved elsewhere, and the leg's recall@100 fell from 0.747 to
-#: 0.718 against the exact 0.751 (messages, docs/relevance.md); 400 is also the peer's setting.
-EF_SEARCH_FLOOR = 400
-
-
-def _ef_search(limit: int) -> int:
-    """``hnsw.ef_search`` for a scan of ``limit`` rows (pgvector accepts 1 to 1,000)."""
-    return min(1000, max(EF_SEARCH_FLOOR, limit))
 
 
 def _ordered(legs: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
