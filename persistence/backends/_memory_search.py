@@ -12,8 +12,10 @@ then ranks *those* rows, so a filter is never applied to a ranked list:
   joined), then once more after one round of pseudo-relevance feedback
   (:func:`~persistence.search.feedback.refine`).
 
-Every leg ranks every row it can (memory is exact), so any page is exact. The legs are fused by
-:func:`~persistence.search.fusion.fuse` in the order keyword, trigram, semantic. When at least
+Every leg ranks every row it can (memory is exact). The legs are fused in the order keyword,
+trigram, semantic, in the two tiers every backend fuses
+(:func:`~persistence.search.fusion.fuse_tiers`): the first rows from the legs' first
+:data:`~persistence.search.model.TIER_DEPTH` rows, the rest from the whole legs. When at least
 ``offset + k`` rows match the filters but fewer are ranked by any leg (a keyword search whose
 words few rows hold), the page is filled with the remaining matching rows in ``id`` order, with
 score 0 and no rank in any leg: when ``offset + k`` rows match, exactly ``k`` come back.
@@ -33,7 +35,8 @@ from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResul
 from persistence.search.bm25 import bm25_scores, tokens
 from persistence.search.embedder import Embedder
 from persistence.search.feedback import FEEDBACK_ROWS, refine
-from persistence.search.fusion import fuse, weights_for
+from persistence.search.fusion import fuse_tiers, weights_for
+from persistence.search.model import TIER_DEPTH
 from persistence.search.spelling import Correction, correct
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 from persistence.search.trigram import WORD_SIMILARITY_THRESHOLD, TrigramNeedle
@@ -133,7 +136,9 @@ def search_rows(
             legs["trigram"] = _trigram_leg(rows, short, query)
     if mode is not SearchMode.KEYWORD and embedder is not None:
         legs["semantic"] = _semantic_leg(table, rows, texts, query, embedder, cache)
-    fused = fuse(legs, weights_for(text, table))
+    # The fused order in tiers, as every backend's: the first tier fuses the legs' first rows.
+    first = {name: leg[:TIER_DEPTH] for name, leg in legs.items()}
+    fused = fuse_tiers(first, lambda: legs, weights_for(text, table), request.depth)
     hits = [
         SearchHit(project(rows[position]), score, ranks)
         for position, score, ranks in fused[request.offset : request.depth]

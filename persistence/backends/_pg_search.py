@@ -48,6 +48,7 @@ from persistence.backends._pg_vectors import (
     SearchSettings,
     at_least,
     by_cosine,
+    ef_search,
     embeddings_table,
     parse_vector,
     row_text,
@@ -56,11 +57,11 @@ from persistence.backends._pg_vectors import (
 from persistence.backends._pg_words import correct_text
 from persistence.errors import ConfigurationError, InvalidQueryError
 from persistence.query import Filter, Query
-from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult, fuse
+from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult
 from persistence.search.embedder import Embedder, Vector
 from persistence.search.feedback import FEEDBACK_ROWS, refine
-from persistence.search.fusion import weights_for
-from persistence.search.model import LEG_DEPTH
+from persistence.search.fusion import Fused, fuse_tiers, weights_for
+from persistence.search.model import LEG_DEPTH, TIER_DEPTH
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 
 __all__ = ["PostgresSearch", "SearchSettings"]
@@ -96,6 +97,8 @@ class _Run:
     total: int
     notes: list[str]
     path: dict[str, Any] = field(default_factory=dict)
+    #: The semantic leg's query after feedback: the same for both tiers, computed once.
+    refined: Vector | None = None
 
 
 class PostgresSearch:
@@ -140,45 +143,30 @@ class PostgresSearch:
             # One snapshot for the count, every leg and the page.
             cursor.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             cursor.execute(self._connections.set_timeout)
-            # Every leg is cut at the same depth on every page (not at offset + k): the fused
-            # order, and so each page, must not depend on which page is asked.
-            run = _Run(cursor, sql.Identifier(self._schema, table), filters, LEG_DEPTH, 0, notes)
+            # Legs are cut at the tiers' fixed depths, never at offset + k: the fused order, and
+            # so each page, must not depend on which page is asked.
+            run = _Run(cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes)
             count = build_count(table, self._schema, filters).as_bytes(None)
             run.total = int(cursor.execute(count, filter_params(filters)).fetchall()[0][0])
             facts = self._probe(cursor, table)
-            legs: dict[str, list[Any]] = {}
-            if mode in (SearchMode.HYBRID, SearchMode.KEYWORD):
-                terms = keyword_terms(text, table)
-                if terms:
-                    legs["keyword"] = _timed(
-                        run, "keyword", self._keyword, run, text_columns, terms
-                    )
-                else:
-                    notes.append(
-                        "the text has no words to match, so the keyword leg ranked nothing"
-                    )
-                short = tuple(c for c in text_columns if is_short_text_column(c))
-                if short and facts.trgm_schema is None:
-                    notes.append("pg_trgm is not installed: no trigram leg for short text columns")
-                elif short and facts.trgm_schema is not None:
-                    trgm = facts.trgm_schema
-                    legs["trigram"] = _timed(
-                        run, "trigram", self._trigram, run, short, topical, trgm
-                    )
-            if vector is not None and embedder is not None:
-                legs["semantic"] = _timed(
-                    run,
-                    "semantic",
-                    self._semantic,
-                    run,
-                    facts,
-                    table,
-                    text_columns,
-                    vector,
-                    embedder,
-                    legs,
-                )
-            hits = self._page(run, legs, columns, request, weights_for(text, table))
+
+            def legs_at(depth: int) -> dict[str, list[Any]]:
+                run.depth = depth
+                return self._legs(run, facts, mode, text, table, text_columns, vector, embedder)
+
+            def deeper() -> dict[str, list[Any]]:
+                said = list(notes)  # the first tier said it already
+                run.path["tiers"] = 2
+                try:
+                    return legs_at(LEG_DEPTH)
+                finally:
+                    notes[:] = said
+
+            legs = legs_at(TIER_DEPTH)
+            run.path["tiers"] = 1
+            weights = weights_for(text, table)
+            fused = fuse_tiers(_ordered(legs), lambda: _ordered(deeper()), weights, request.depth)
+            hits = self._page(run, fused, tuple(_ordered(legs)), columns, request)
             cursor.execute(b"COMMIT")
             log.debug("postgres.search", table=table, legs=list(legs), **run.path)
             return SearchResult(
@@ -193,6 +181,48 @@ class PostgresSearch:
 
         result: SearchResult = self._connections.run(work, "search", read=True)
         return result
+
+    def _legs(
+        self,
+        run: _Run,
+        facts: _Facts,
+        mode: SearchMode,
+        text: str,
+        table: str,
+        text_columns: tuple[str, ...],
+        vector: Vector | None,
+        embedder: Embedder | None,
+    ) -> dict[str, list[Any]]:
+        """Each leg's ids, best first, cut at ``run.depth`` (``text``: the corrected text)."""
+        legs: dict[str, list[Any]] = {}
+        notes = run.notes
+        if mode in (SearchMode.HYBRID, SearchMode.KEYWORD):
+            terms = keyword_terms(text, table)
+            if terms:
+                legs["keyword"] = _timed(run, "keyword", self._keyword, run, text_columns, terms)
+            else:
+                notes.append("the text has no words to match, so the keyword leg ranked nothing")
+            short = tuple(c for c in text_columns if is_short_text_column(c))
+            if short and facts.trgm_schema is None:
+                notes.append("pg_trgm is not installed: no trigram leg for short text columns")
+            elif short and facts.trgm_schema is not None:
+                trgm = facts.trgm_schema
+                topical = topical_text(text, table)
+                legs["trigram"] = _timed(run, "trigram", self._trigram, run, short, topical, trgm)
+        if vector is not None and embedder is not None:
+            legs["semantic"] = _timed(
+                run,
+                "semantic",
+                self._semantic,
+                run,
+                facts,
+                table,
+                text_columns,
+                vector,
+                embedder,
+                legs,
+            )
+        return legs
 
     # --- facts -----------------------------------------------------------------------------------
 
@@ -279,11 +309,11 @@ class PostgresSearch:
             return []  # no row matches the filters: nothing to rank (the source was checked)
         if source is None or facts.vector_schema is None:
             return self._rerank(run, text_columns, vector, embedder, legs)
-        first = self._nearest(run, source, facts, vector, embedder, FEEDBACK_ROWS, True)
-        refined = refine(vector, [parse_vector(row[2]) for row in first])
-        return [
-            r[0] for r in self._nearest(run, source, facts, refined, embedder, run.depth, False)
-        ]
+        if run.refined is None:
+            first = self._nearest(run, source, facts, vector, embedder, FEEDBACK_ROWS, True)
+            run.refined = refine(vector, [parse_vector(row[2]) for row in first])
+        nearest = self._nearest(run, source, facts, run.refined, embedder, run.depth, False)
+        return [r[0] for r in nearest]
 
     def _vector_source(
         self,
@@ -351,7 +381,7 @@ class PostgresSearch:
                 b"SELECT pg_catalog.set_config('hnsw.ef_search', %s, true), "
                 b"CASE WHEN %s::text IS NULL THEN 'unavailable' ELSE "
                 b"pg_catalog.set_config('hnsw.iterative_scan', %s, true) END",
-                [str(min(1000, max(40, limit))), scan, scan],
+                [str(ef_search(limit)), scan, scan],
             ).fetchall()[0]
             statement = q.build_nearest(
                 run.table,
@@ -415,13 +445,11 @@ class PostgresSearch:
     def _page(
         self,
         run: _Run,
-        legs: Mapping[str, Sequence[Any]],
+        fused: list[Fused],
+        legs: tuple[str, ...],
         columns: Sequence[str],
         request: SearchRequest,
-        weights: Mapping[str, float],
     ) -> tuple[SearchHit, ...]:
-        ordered = {name: legs[name] for name in _LEG_ORDER if name in legs}
-        fused = fuse(ordered, weights)
         depth = request.depth
         if len(fused) < min(depth, run.total):
             # The legs ranked too few for the page: the other matching rows follow, in id
@@ -429,8 +457,10 @@ class PostgresSearch:
             known = [key for key, _, _ in fused]
             statement = q.build_fill(run.table, run.filters, exclude=bool(known))
             params = [*filter_params(run.filters), *([known] if known else []), depth - len(fused)]
-            blank = dict.fromkeys(ordered)
-            fused += [(r[0], 0.0, dict(blank)) for r in run.cursor.execute(statement, params)]
+            blank = dict.fromkeys(legs)
+            fused = fused + [
+                (r[0], 0.0, dict(blank)) for r in run.cursor.execute(statement, params)
+            ]
         page = fused[request.offset : depth]
         if not page:
             return ()
@@ -445,6 +475,11 @@ class PostgresSearch:
             for key, score, ranks in page
             if key in found
         )
+
+
+def _ordered(legs: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
+    """``legs`` in fusion order (keyword, trigram, semantic), as every backend fuses."""
+    return {name: legs[name] for name in _LEG_ORDER if name in legs}
 
 
 def _timed(run: _Run, name: str, leg: Callable[..., list[Any]], *args: Any) -> list[Any]:

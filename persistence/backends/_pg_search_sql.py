@@ -194,11 +194,11 @@ def build_nearest(
     """The semantic leg: ids (and, with ``with_vectors``, the vectors as text) by cosine
     distance, then id.
 
-    ``exact`` orders by ``(distance, id)``, which no HNSW index can serve, so every filtered row
-    is measured: the path for selective filters. Otherwise the ``ORDER BY distance LIMIT`` an
-    HNSW index serves (iteratively scanned, relaxed order) runs first, materialised, and its
-    rows are sorted again by ``(distance, id)``. Values: the query vector (text), the model
-    (side table only), the filters', the depth.
+    ``exact`` measures every filtered row (a materialised step no index can order), then orders
+    by ``(distance, id)``: the path for selective filters and small tables. Otherwise the
+    ``ORDER BY distance LIMIT`` an HNSW index serves (iteratively scanned, relaxed order) runs
+    first, materialised, and its rows are sorted again by ``(distance, id)``. Values: the query
+    vector (text), the model (side table only), the filters', the depth.
     """
     vs = sql.Identifier(vector_schema)
     distance = sql.SQL("v.{vec} OPERATOR({vs}.<=>) CAST(%s AS {vs}.vector)").format(
@@ -229,11 +229,27 @@ def build_nearest(
             "{side} AS v JOIN (SELECT id FROM {table}{where}) AS t ON t.id = {key}"
         ).format(side=source.relation, table=table, where=_where(filters), key=key)
         filtered = sql.SQL("{} WHERE true").format(filtered)
+    if exact:
+        # Distances computed in a materialised step, then sorted: an ``ORDER BY distance, id``
+        # straight on the join is served by the HNSW index plus an incremental sort whenever the
+        # planner finds that cheaper (a generic plan of a prepared statement does), and then
+        # returns what ``hnsw.ef_search`` finds (40 rows by default), not every filtered row.
+        scored = sql.SQL(
+            "WITH scored AS MATERIALIZED (SELECT {key} AS id, {distance} AS distance "
+            "FROM {filtered}{model}) "
+        ).format(key=key, distance=distance, filtered=filtered, model=model)
+        if not with_vectors:
+            return scored + sql.SQL(
+                "SELECT id, distance FROM scored ORDER BY distance, id LIMIT %s"
+            )
+        return scored + sql.SQL(
+            "SELECT s.id, s.distance{vectors} FROM (SELECT id, distance FROM scored "
+            "ORDER BY distance, id LIMIT %s) AS s JOIN {relation} AS v ON {key} = s.id "
+            "ORDER BY s.distance, s.id"
+        ).format(vectors=vectors, relation=source.relation, key=key)
     select = sql.SQL(
         "SELECT {key} AS id, {distance} AS distance{vectors} FROM {filtered}{model}"
     ).format(key=key, distance=distance, vectors=vectors, filtered=filtered, model=model)
-    if exact:
-        return select + sql.SQL(" ORDER BY distance, id LIMIT %s")
     return sql.SQL(
         "WITH nearest AS MATERIALIZED ({} ORDER BY distance LIMIT %s) "
         "SELECT * FROM nearest ORDER BY distance, id"

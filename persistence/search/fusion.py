@@ -13,13 +13,25 @@ exactly as the SQL does.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from persistence.search.model import TIER_ROWS
 from persistence.search.text import names_identifier
 
-__all__ = ["DEFAULT_WEIGHTS", "IDENTIFIER_WEIGHTS", "RRF_K", "fuse", "weights_for"]
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "IDENTIFIER_WEIGHTS",
+    "RRF_K",
+    "Fused",
+    "fuse",
+    "fuse_tiers",
+    "weights_for",
+]
+
+#: One fused row: its key, its score and its 1-based rank in each leg (``None`` where unranked).
+Fused = tuple[Any, float, dict[str, int | None]]
 
 #: The RRF constant: damps the head of each list so one leg's first place cannot dominate.
 RRF_K = 60
@@ -56,7 +68,7 @@ def fuse(
     weights: Mapping[str, float] = DEFAULT_WEIGHTS,
     *,
     rrf_k: int = RRF_K,
-) -> list[tuple[Any, float, dict[str, int | None]]]:
+) -> list[Fused]:
     """``(key, score, ranks)`` for every key any leg ranked, best first.
 
     ``ranks`` maps every leg name to the key's 1-based rank in it, or ``None``. A key listed
@@ -80,3 +92,32 @@ def fuse(
         scored.append((key, score, per_leg, best))
     scored.sort(key=lambda item: (-item[1], item[3], item[0]))
     return [(key, score, per_leg) for key, score, per_leg, _ in scored]
+
+
+def fuse_tiers(
+    first: Mapping[str, Sequence[Hashable]],
+    deeper: Callable[[], Mapping[str, Sequence[Hashable]]],
+    weights: Mapping[str, float],
+    depth: int,
+    *,
+    tier_rows: int = TIER_ROWS,
+) -> list[Fused]:
+    """The fused order of a search, at least ``depth`` rows of it where the legs rank that many.
+
+    ``first``: the legs cut at :data:`~persistence.search.model.TIER_DEPTH`; ``deeper()``: the
+    legs cut at :data:`~persistence.search.model.LEG_DEPTH`, asked for only when the page ends
+    past what the first tier gives. The order is the first ``tier_rows`` rows of ``fuse(first)``,
+    then the rows of ``fuse(deeper())`` not among them: the same order whatever ``depth`` is, so
+    pages never overlap.
+
+    >>> first = {"keyword": [1, 2, 3]}
+    >>> [k for k, _, _ in fuse_tiers(first, lambda: {"keyword": [3, 4, 1]}, {}, 2, tier_rows=2)]
+    [1, 2]
+    >>> [k for k, _, _ in fuse_tiers(first, lambda: {"keyword": [3, 4, 1]}, {}, 3, tier_rows=2)]
+    [1, 2, 3, 4]
+    """
+    head = fuse(first, weights)[:tier_rows]
+    if depth <= len(head):
+        return head
+    shown = {key for key, _, _ in head}
+    return head + [item for item in fuse(deeper(), weights) if item[0] not in shown]

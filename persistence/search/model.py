@@ -28,6 +28,8 @@ __all__ = [
     "MAX_K",
     "MAX_OFFSET",
     "MAX_SEARCH_TEXT_LENGTH",
+    "TIER_DEPTH",
+    "TIER_ROWS",
     "SearchHit",
     "SearchMode",
     "SearchRequest",
@@ -41,11 +43,20 @@ MAX_K = 100
 #: The deepest page a search may reach: each leg ranks ``offset + k`` rows at least, so depth is
 #: work; an agent paging past this wants a filter, not rank 2,000.
 MAX_OFFSET = 1_000
-#: Rows each leg of a backend that truncates its legs ranks, on every page: the deepest page's
-#: end. Fusion of legs cut at ``offset + k`` would differ from page to page (a row 15th in one
-#: leg and 3rd in another is fused without its first rank on page 1, with it on page 2, and moves
-#: between pages), so the cut must not depend on the page.
+#: Rows each leg ranks for the second tier of the fused order (below): the deepest page's end.
+#: Fusion of legs cut at ``offset + k`` would differ from page to page (a row 15th in one leg and
+#: 3rd in another is fused without its first rank on page 1, with it on page 2, and moves between
+#: pages), so no cut depends on the page: the order is defined in two fixed tiers.
 LEG_DEPTH = MAX_OFFSET + MAX_K
+#: The first tier: the first :data:`TIER_ROWS` rows of the fusion of legs cut at
+#: :data:`TIER_DEPTH` come first; every later row comes from the fusion of legs cut at
+#: :data:`LEG_DEPTH`, without those (:func:`persistence.search.fusion.fuse_tiers`). A page ending
+#: within the first tier (most pages: ``k`` 10, offset 0) ranks 200 rows per leg, not 1,100;
+#: deeper pages rank both, and every page is a window of the same order.
+TIER_ROWS = 100
+#: Rows each leg ranks for the first tier: twice :data:`TIER_ROWS`, so a row the first tier keeps
+#: (fused 100th or better) is rarely one a leg ranked near its cut.
+TIER_DEPTH = 200
 #: Search text longer than this is refused before any backend sees it: no question is that long,
 #: and every extra word is another term to rank.
 MAX_SEARCH_TEXT_LENGTH = 1_000
@@ -97,10 +108,9 @@ class SearchRequest:
     def depth(self) -> int:
         """Where the page ``offset .. offset + k`` ends in the fused order.
 
-        A backend whose legs rank every matching row is exact at any depth. One that truncates
-        its legs cuts each at :data:`LEG_DEPTH` on every page (never at this depth): the pages
-        of one search are then windows of one fused order, none overlapping, none skipping a
-        row."""
+        Legs are cut at :data:`TIER_DEPTH`, and at :data:`LEG_DEPTH` for a page ending past
+        the first tier (never at this depth): the pages of one search are windows of one fused
+        order, none overlapping, none skipping a row."""
         return self.offset + self.k
 
     def runnable_mode(self, has_embeddings: bool) -> tuple[SearchMode, str | None]:

@@ -307,9 +307,11 @@ def measure_peer(
         f"{fmt_time(hnsw_seconds)}."
     )
     latency.notes.append(
-        "Where the time goes: each of the library's legs ranks up to `LEG_DEPTH` (1,100) rows "
-        "on every page, so that the pages of one search are windows of one fused order "
-        "(`hnsw.ef_search` 1,000 with an iterative scan), and a third leg (trigram) and the "
+        "Where the time goes: for a first page each of the library's legs ranks up to "
+        "`TIER_DEPTH` (200) rows, a fixed depth so that the pages of one search are windows "
+        "of one fused order (`hnsw.ef_search` 400 with an iterative scan; the exact path at "
+        "most `exact_rows` filtered rows), the semantic leg twice (pseudo-relevance feedback), "
+        "and a third leg (trigram) and the "
         f"total count run too; the peer's two legs rank {leg_depth(k)} rows each, for one page "
         "only, and its vector leg may return fewer than k under a filter (next table)."
     )

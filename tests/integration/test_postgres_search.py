@@ -25,6 +25,7 @@ from persistence.backends.postgres import SearchSettings
 from persistence.errors import InvalidQueryError, PersistenceError
 from persistence.search import fuse
 from persistence.search.fusion import weights_for
+from persistence.search.model import TIER_DEPTH, TIER_ROWS
 from tests.conftest import PostgresDatabase, corpus_lines
 from tests.support.cli import run
 from tests.support.pgvector import (
@@ -117,7 +118,7 @@ def _facade(dsn: str, embeddings: Any = None, **settings: Any) -> Any:
 
 class TestRowsRule:
     @pytest.mark.parametrize("share", sorted(SELECTIVITY))
-    @pytest.mark.parametrize("k", [10, 50])
+    @pytest.mark.parametrize("k", [10, 45, 50])
     @pytest.mark.parametrize("mode", ["hybrid", "keyword"])
     def test_every_page_holds_k_rows_when_enough_match(
         self, world: World, share: float, k: int, mode: str
@@ -185,8 +186,30 @@ class TestFusion:
             "keyword": [h.row["id"] for h in keyword if h.ranks["keyword"] is not None],
             "semantic": [h.row["id"] for h in semantic],
         }
-        expected = fuse(legs, weights_for(text, "messages"))[:depth]
+        first = {name: keys[:TIER_DEPTH] for name, keys in legs.items()}
+        expected = fuse(first, weights_for(text, "messages"))[:depth]
         assert [(h.row["id"], h.score, dict(h.ranks)) for h in hybrid.hits] == expected
+
+    def test_deep_page_is_the_second_tier(self, world: World) -> None:
+        """A page past the first tier: its rows are the fusion of the legs cut at LEG_DEPTH
+        (here every row) without the first tier's rows, in order, with those legs' ranks."""
+        text = "customer wants to cancel the subscription and stop paying"
+        with _facade(world.db.reader_dsn) as facade:
+            legs = {
+                mode: [
+                    h.row["id"]
+                    for offset in range(0, 400, 100)
+                    for h in facade.search("messages", text, k=100, offset=offset, mode=mode).hits
+                    if h.ranks[mode] is not None
+                ]
+                for mode in ("keyword", "semantic")
+            }
+            deep = facade.search("messages", text, k=100, offset=TIER_ROWS, mode="hybrid")
+        weights = weights_for(text, "messages")
+        head = fuse({name: keys[:TIER_DEPTH] for name, keys in legs.items()}, weights)[:TIER_ROWS]
+        shown = {key for key, _, _ in head}
+        tail = [item for item in fuse(legs, weights) if item[0] not in shown][:100]
+        assert [(h.row["id"], h.score, dict(h.ranks)) for h in deep.hits] == tail
 
     def test_three_legs_fuse_exactly(self, world: World) -> None:
         """With every filtered row ranked, the legs rebuilt from the hits' ranks fuse to the
@@ -252,6 +275,41 @@ class TestVectorIndex:
                     conn.execute("SET LOCAL enable_sort = off")
                     counts[mode] = len(conn.execute(statement, params).fetchall())
         assert counts["off"] < 50 == counts["relaxed_order"]
+
+    @pytest.mark.parametrize("with_vectors", [False, True])
+    def test_exact_path_measures_every_row_even_where_the_index_could_order(
+        self, world: World, with_vectors: bool
+    ) -> None:
+        """The exact statement returns ``depth`` rows in ``(distance, id)`` order even when the
+        planner would rather serve ``ORDER BY distance`` from the HNSW index (sorts and
+        sequential scans discouraged, ef_search tiny): it never stops at what the index finds."""
+        table = psycopg.sql.Identifier("public", "inquiries")
+        source = q.VectorSource(
+            psycopg.sql.Identifier("public", "inquiries_embeddings"),
+            "row_id",
+            "embedding",
+            64,
+            "model_id",
+        )
+        statement = q.build_nearest(
+            table, (), source, "public", exact=True, with_vectors=with_vectors
+        )
+        vector = HashEmbeddings().embed_query("password reset")
+        literal = "[" + ",".join(str(v) for v in vector) + "]"
+        params = q.nearest_params(source, (), literal, "HashEmbeddings:hash-64", 500)
+        with (
+            psycopg.connect(world.db.reader_dsn, autocommit=True) as conn,
+            conn.transaction(),
+        ):
+            conn.execute("SET LOCAL hnsw.ef_search = 10")
+            conn.execute("SET LOCAL hnsw.iterative_scan = off")
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_sort = off")
+            rows = conn.execute(statement, params).fetchall()
+        assert len(rows) == 500
+        assert [(r[1], str(r[0])) for r in rows] == sorted((r[1], str(r[0])) for r in rows)
+        if with_vectors:
+            assert all(r[2].startswith("[") for r in rows)
 
     def test_other_dimension_is_refused(self, world: World) -> None:
         """Stored 64-dimension vectors and a 32-dimension model: a typed error, no ranking."""

@@ -78,3 +78,20 @@ def test_pages_are_windows_of_one_order(
         deep = _ids(f, 100, 0, filters)
         for page in range(4):
             assert _ids(f, k, page * k, filters) == deep[page * k : (page + 1) * k], page
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+@pytest.mark.parametrize("k", [30, 45])
+def test_pages_across_the_tier_boundary(
+    db: tuple[PgvectorDatabase, uuid.UUID], filtered: bool, k: int
+) -> None:
+    """Pages of k rows from offset 0 to past the first tier (TIER_ROWS): none overlaps, each is
+    full, and together they are the pages of 100 rows, the second computing both tiers."""
+    database, client = db
+    filters = [Filter("client_id", Op.EQ, client)] if filtered else []
+    search = SearchSettings(exact_rows=200)
+    with create_read_only_facade(kind="postgres", dsn=database.reader_dsn, search=search) as f:
+        deep = [key for offset in (0, 100, 200) for key in _ids(f, 100, offset, filters)]
+        flat = [key for offset in range(0, 250, k) for key in _ids(f, k, offset, filters)]
+    assert len(flat) == len(set(flat)) == len(range(0, 250, k)) * k
+    assert flat == deep[: len(flat)]
