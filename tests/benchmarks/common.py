@@ -142,6 +142,9 @@ class Target:
     profile: str | None = None
     #: Missed, but by less than the measurements' own spread: said so, still a miss.
     tie: bool = False
+    #: When missed: what separates the measurement from the goal, measured (e.g. the time per
+    #: call above what the goal allows), so the report states the remaining gap.
+    gap: str = ""
 
     @property
     def verdict(self) -> str:

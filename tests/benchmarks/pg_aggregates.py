@@ -34,7 +34,7 @@ from tests.benchmarks.lookup_scenarios import PEER, Contender, WrongAnswer, _pee
 from tests.benchmarks.peer import peer_installed
 from tests.benchmarks.pg_lookups import LookupReport, Outcome, _clients, _rows, time_outcome
 from tests.benchmarks.pg_suite import Clients, per_call_estimate
-from tests.benchmarks.report import fmt_time, markdown_table, ratio
+from tests.benchmarks.report import fmt_time, markdown_table, over, ratio
 
 RAW = "raw psycopg, GROUP BY"
 PAGING = "query_table pages, counted client-side"
@@ -171,6 +171,7 @@ def measure(rows: int, *, quick: bool, with_peer: bool = False) -> LookupReport:
                             ratio(ours, base),
                             ours.median <= 1.2 * base.median,
                             tie=ours.median - 1.2 * base.median <= (base.p75 - base.p25),
+                            gap=over(ours.median, 1.2 * base.median, "query"),
                         )
                     )
         section.notes.append(

@@ -308,6 +308,7 @@ def measure(rows: int, *, quick: bool, redis_url: str = REDIS_URL) -> Concurrenc
                     "≥ 0.90×, 0 errors",
                     f"{share:.2f}×, {load.errors} errors",
                     share >= 0.9 and load.errors == 0,
+                    gap=f"{max(0.0, 0.9 * base - load.per_second):,.0f} calls/s short of 0.90×",
                 )
             )
     figures: dict[str, Any] = {"rows": rows, "loads": [load.as_dict() for load in loads]}
@@ -332,6 +333,8 @@ def measure(rows: int, *, quick: bool, redis_url: str = REDIS_URL) -> Concurrenc
                 "≤ budget per window",
                 f"peak {worst} of {runs[0].limit}",
                 not any(run.over_budget for run in runs) and not any(run.errors for run in runs),
+                gap=f"{max(0, worst - runs[0].limit)} grants over budget in one window, "
+                f"{sum(run.errors for run in runs)} errors",
             )
         )
     else:

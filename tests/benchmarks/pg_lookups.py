@@ -62,7 +62,7 @@ from tests.benchmarks.lookup_scenarios import (
 )
 from tests.benchmarks.peer import peer_installed
 from tests.benchmarks.pg_suite import Clients, open_clients, per_call_estimate
-from tests.benchmarks.report import fmt_time, markdown_table, profiled, ratio
+from tests.benchmarks.report import fmt_time, markdown_table, over, profiled, ratio
 
 
 @dataclass
@@ -143,14 +143,17 @@ def _judge(outcome: Outcome, contenders: dict[str, Contender]) -> list[Target]:
     for title, goal, against, most in aims:
         if run not in outcome.stats or against not in outcome.stats:
             failed = outcome.errors.get(run) or outcome.errors.get(against, "not measured")
-            targets.append(Target(title, goal, f"error: {failed}", False))
+            targets.append(Target(title, goal, f"error: {failed}", False, gap="not measured"))
             continue
         ours, base = outcome.stats[run], outcome.stats[against]
         share = ours.median / base.median
         met = share < most if against == PEER else share <= most
         measured = f"{ratio(ours, base)} ({fmt_time(ours.median)} vs {fmt_time(base.median)})"
         calls = max(3, min(2000, int(0.5 / max(ours.median, 1e-6))))
-        targets.append(profiled(Target(title, goal, measured, met), contenders[run].call, calls))
+        gap = over(ours.median, most * base.median, "run")
+        targets.append(
+            profiled(Target(title, goal, measured, met, gap=gap), contenders[run].call, calls)
+        )
     return targets
 
 

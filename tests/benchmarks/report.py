@@ -30,6 +30,11 @@ def fmt_stats(stats: Stats) -> str:
     return f"{fmt_time(stats.median)} ±{stats.spread * 50:.0f}%"
 
 
+def over(measured_s: float, allowed_s: float, unit: str = "call") -> str:
+    """The time per ``unit`` a measurement spends above what its goal allows."""
+    return f"{fmt_time(max(0.0, measured_s - allowed_s))} per {unit} above the goal"
+
+
 def ratio(ours: Stats, base: Stats) -> str:
     return f"{ours.median / base.median:.2f}×"
 
@@ -151,8 +156,8 @@ def render(
         "## Targets",
         "",
         *markdown_table(
-            ("Target", "Goal", "Measured", "Met"),
-            [(t.name, t.goal, t.measured, t.verdict) for t in targets],
+            ("Target", "Goal", "Measured", "Met", "Remaining gap"),
+            [(t.name, t.goal, t.measured, t.verdict, "" if t.met else t.gap) for t in targets],
         ),
         "",
     ]

@@ -13,7 +13,7 @@ from rag_agent import parse_filters_from_text
 from tests.benchmarks import memory_icontains, memory_scale, pg_suite, rag_micro, tool_tokens
 from tests.benchmarks.common import Section, Target
 from tests.benchmarks.datagen import NEEDLE, memory_store
-from tests.benchmarks.report import fmt_stats, fmt_time, profiled, ratio
+from tests.benchmarks.report import fmt_stats, fmt_time, over, profiled, ratio
 from tests.benchmarks.run_config import THREADS, Config, Results
 
 
@@ -40,6 +40,7 @@ def micro(config: Config, results: Results) -> None:
                 "≤ 20 µs",
                 f"{fmt_stats(parser_stats)} (mean of {count} labelled queries)",
                 parser_stats.median <= 20e-6,
+                gap=over(parser_stats.median, 20e-6, "query"),
             ),
             parse_all,
             20,
@@ -87,6 +88,7 @@ def micro(config: Config, results: Results) -> None:
                         "≤ 3 ms",
                         f"{fmt_stats(total)} built + to_json() ({ratio(total, base)} json.dumps)",
                         total.median <= 3e-3,
+                        gap=over(total.median, 3e-3, "page"),
                     ),
                     functools.partial(_envelope_json, page, now),
                     20,

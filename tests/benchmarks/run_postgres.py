@@ -19,7 +19,7 @@ from tests.benchmarks import (
     pg_suite,
 )
 from tests.benchmarks.common import ADMIN_DSN, Section, Stats, Target, scratch_database
-from tests.benchmarks.report import fmt_stats, fmt_time, profiled, ratio
+from tests.benchmarks.report import fmt_stats, fmt_time, over, profiled, ratio
 from tests.benchmarks.run_config import THREADS, Config, Results
 
 # --- PostgreSQL ----------------------------------------------------------------------------------
@@ -101,7 +101,13 @@ def postgres(config: Config, results: Results) -> list[pg_suite.Throughput]:
             agent, question = clients.cached_agent, equality.question
             results.targets.append(
                 profiled(
-                    Target("run() cache hit", "≤ 50 µs", fmt_stats(hit), hit.median <= 50e-6),
+                    Target(
+                        "run() cache hit",
+                        "≤ 50 µs",
+                        fmt_stats(hit),
+                        hit.median <= 50e-6,
+                        gap=over(hit.median, 50e-6, "hit"),
+                    ),
                     lambda: agent.run(question),
                     2000,
                 )
@@ -222,6 +228,7 @@ def search(config: Config, results: Results) -> None:
                 "> peer",
                 f"{p_ours:.3f} vs {p_peer:.3f} ({figures['queries']} queries)",
                 p_ours > p_peer,
+                gap=f"{max(0.0, p_peer - p_ours):.3f} P@10 below the peer",
             )
         )
 
@@ -238,6 +245,7 @@ def _search_targets(figures: dict[str, Any]) -> list[Target]:
             "≤ 1.2×",
             f"{ratio_raw:.2f}× ({fmt_time(point['p50_s'])} vs {fmt_time(point['raw_p50_s'])})",
             ratio_raw <= 1.2,
+            gap=over(point["p50_s"], 1.2 * point["raw_p50_s"], "search"),
         )
     ]
     for peer in figures.get("peer", {}).get("points", []):
@@ -250,6 +258,7 @@ def _search_targets(figures: dict[str, Any]) -> list[Target]:
                     f"{ratio_peer:.2f}× ({fmt_time(peer['p50_s'])} vs "
                     f"{fmt_time(peer['peer_p50_s'])})",
                     ratio_peer < 1.0,
+                    gap=over(peer["p50_s"], peer["peer_p50_s"], "search"),
                 )
             )
     return targets
@@ -288,6 +297,7 @@ def _postgres_targets(
                     "≤ 1.3×",
                     ratio(ours, raw),
                     ours.median <= 1.3 * raw.median,
+                    gap=over(ours.median, 1.3 * raw.median, "read"),
                 ),
                 read,
                 calls,
@@ -306,6 +316,7 @@ def _postgres_targets(
                         f"{fmt_time(peer.median)})",
                         run_stats.median < 0.8 * peer.median,
                         tie=run_stats.median - 0.8 * peer.median <= noise,
+                        gap=over(run_stats.median, 0.8 * peer.median, "run"),
                     ),
                     run,
                     calls,

@@ -102,6 +102,8 @@ class TestBenchReport:
         assert "RAGAgent.run ≤ 1.5× raw indexed psycopg — email, lower(email) index" in names
         assert not any("peer" in name for name in names)
         assert all(isinstance(target["met"], bool) for target in figures["targets"])
+        # A missed target states what still separates it from its goal.
+        assert all(target["gap"] for target in figures["targets"] if not target["met"])
 
     def test_fast_path_is_one_round_trip(self, report: tuple[str, dict[str, Any]]) -> None:
         """A warm facade.read and count each cost exactly one round trip, like raw psycopg."""
@@ -231,7 +233,7 @@ class TestNewSections:
             pytest.skip("the default embeddings are not installed (the semantic extra)")
         point = figures["figures"]["vector_memory"]
         assert point["rows"] == point["cached"] == 1500
-        assert point["cache_bytes"] >= 1500 * 256 * 8
+        assert point["cache_bytes"] >= 1500 * 256 * 4  # single precision, as pgvector stores
         assert "## Memory backend: vector memory per million rows" in text
 
 
