@@ -37,6 +37,15 @@ class Reading:
 
     def __post_init__(self) -> None:
         self.text = self.text or self.original
+        # Lower-cased once, for the cheap pre-checks of :meth:`may_hold`; ``None`` when the text
+        # is not ASCII (case-insensitive matching then has cases ``lower`` does not show).
+        self._folded = self.original.lower() if self.original.isascii() else None
+
+    def may_hold(self, words: tuple[str, ...]) -> bool:
+        """Whether the text may hold one of ``words`` (lower case), read case-insensitively:
+        ``False`` only when none occurs, so a rule whose every match holds one can be skipped."""
+        folded = self._folded
+        return folded is None or any(word in folded for word in words)
 
     @property
     def known(self) -> bool:
@@ -78,6 +87,12 @@ class Reading:
         else:
             self.ignore(start, end, f"{plural(self.table)} have no {what}")
 
-    def finditer(self, regex: re.Pattern[str]) -> list[re.Match[str]]:
-        """The matches of ``regex`` in the unclaimed text (computed before any is claimed)."""
+    def finditer(self, regex: re.Pattern[str], needs: tuple[str, ...] = ()) -> list[re.Match[str]]:
+        """The matches of ``regex`` in the unclaimed text (computed before any is claimed).
+
+        ``needs``: words (lower case) one of which every match holds; when the text holds none,
+        the regex is not run (claiming only masks text, so the original text is checked).
+        """
+        if needs and not self.may_hold(needs):
+            return []
         return list(regex.finditer(self.text))
