@@ -224,7 +224,8 @@ def _exclusions_places_people(reading: Reading) -> None:
         found = names.bare_phrase(reading.text, match.end())
         if found is not None:
             reading.ignore(match.start(), found[1], "the rules do not exclude values")
-    for match in reading.finditer(_PLACE_RE):
+    places = reading.finditer(_PLACE_RE) if reading.may_capitalise else []  # a place: [A-Z]
+    for match in places:
         reading.ignore(*match.span(), f"no column of {plural(reading.table)} holds a location")
     for match in reading.finditer(_PERSON_RE, ("named", "called")):
         if match["last"] is None:

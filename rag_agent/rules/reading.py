@@ -43,6 +43,11 @@ class Reading:
         # is not ASCII (case-insensitive matching then has cases ``lower`` does not show).
         self._folded = self.original.lower() if self.original.isascii() else None
 
+    @property
+    def may_capitalise(self) -> bool:
+        """Whether the text may hold an upper-case letter: ``False`` only for lower-case ASCII."""
+        return self._folded is None or self._folded != self.original
+
     def may_hold(self, words: tuple[str, ...]) -> bool:
         """Whether the text may hold one of ``words`` (lower case), read case-insensitively:
         ``False`` only when none occurs, so a rule whose every match holds one can be skipped."""

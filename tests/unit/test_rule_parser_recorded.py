@@ -40,6 +40,10 @@ class _Unchecked(Reading):
     def may_hold(self, words: tuple[str, ...]) -> bool:
         return True
 
+    @property
+    def may_capitalise(self) -> bool:
+        return True
+
 
 _TEXT = st.lists(
     st.one_of(st.sampled_from(_WORDS), st.text(min_size=1, max_size=8)), max_size=14
