@@ -84,6 +84,16 @@ _RELATIONS = {
 }  # fmt: skip
 _REL = "(?:" + "|".join(sorted(_RELATIONS, key=len, reverse=True)).replace(" ", r"\s+") + ")"
 
+# Every free period holds a digit, a month (its short name), or one of these words.
+_FREE_NEEDS = (
+    *"0123456789",
+    *(month for month in _MONTHS if len(month) == 3),
+    "today", "yesterday", "tomorrow", "this", "last", "next", "previous", "current", "past",
+    "ago",
+)  # fmt: skip
+_FREE_NEEDS_RE = re.compile("|".join(_FREE_NEEDS))
+_RANGE_NEEDS = re.compile("between|from")
+_OLDER_NEEDS = re.compile("older|newer")
 _RANGE_RE = re.compile(
     rf"\b(?:between|from)\s+(?P<a>{_PERIOD})\s+(?:and|to|until|till|through)\s+(?P<b>{_PERIOD})",
     re.IGNORECASE,
@@ -302,11 +312,16 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
         taken.append((start, end))
         found.append(DateMatch(start, end, bounds, reason))
 
-    for match in _RANGE_RE.finditer(text):
+    folded = text.lower() if text.isascii() else None
+
+    def may_hold(needs: re.Pattern[str]) -> bool:  # a cheap pre-check: no word, no match
+        return folded is None or needs.search(folded) is not None
+
+    for match in _RANGE_RE.finditer(text) if may_hold(_RANGE_NEEDS) else ():
         first, last = _period(match["a"], today), _period(match["b"], today)
         if first is not None and last is not None and free(*match.span()):
             add(*match.span(), ((Op.GTE, _midnight(first[0])), (Op.LT, _midnight(last[1]))))
-    for match in _OLDER_RE.finditer(text):
+    for match in _OLDER_RE.finditer(text) if may_hold(_OLDER_NEEDS) else ():
         try:
             window = _rolling(today, _count(match["n"]), match["unit"])
         except (ValueError, OverflowError):
@@ -324,7 +339,7 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
             found.append(DateMatch(*match.span(), (), "a deadline; no column holds one"))
             continue
         add(*match.span(), _bounds(relation, period))
-    for match in _FREE_RE.finditer(text):
+    for match in _FREE_RE.finditer(text) if may_hold(_FREE_NEEDS_RE) else ():
         period = _period(match["p"], today)
         if period is not None and free(*match.span()):
             add(*match.span(), _bounds("in", period))

@@ -149,6 +149,42 @@ _NAME_BEFORE_RE = re.compile(
     r"\s+(?P<kind>campaign|sequence|cadence)\b"
 )
 
+# Pre-checks (``Reading.finditer``'s ``needs``): every match of the rule holds one of these.
+_TITLE_WORDS = (*_ACRONYMS.split(), "vp", "vice", "head", "director", "manager", "executive",
+                "founder", "owner", "engineer")  # fmt: skip
+_MISSING_NEEDS = ("phone", "title", "score", "email", "company", "industry")
+_DESCRIPTOR_NEEDS = ("compan", "firm", "startup", "business", "industry", "sector")
+_INDUSTRY_NEEDS = (
+    "wholesale",
+    "software",
+    "real",
+    "energy",
+    "health",
+    "logistics",
+    "financ",
+    "fintech",
+    "retail",
+    "food",
+    "security",
+    "manufacturing",
+    "insurance",
+    "banking",
+    "saas",
+)
+_SUBJECT_NEEDS = (
+    "about",
+    "regarding",
+    "re:",
+    "concerning",
+    "mention",
+    "containing",
+    "saying",
+    "subject",
+    "word",
+)
+_NAMED_NEEDS = ("named", "called", "titled")
+_NAME_BEFORE_NEEDS = ("campaign", "sequence", "cadence")
+
 
 def _title_value(match: re.Match[str]) -> str:
     if match["acr"]:
@@ -170,7 +206,7 @@ def find_titles(reading: Reading) -> list[tuple[int, int, str]]:
     Read before the table is known (``account executive`` is no account), applied after.
     """
     found = []
-    for match in reading.finditer(_TITLE_RE):
+    for match in reading.finditer(_TITLE_RE, _TITLE_WORDS):
         found.append((match.start(), match.end(), _title_value(match)))
         reading.claim(*match.span())
     return found
@@ -188,7 +224,7 @@ def _compare(match: re.Match[str], cmp: str | None) -> Op:
 
 def read_scores(reading: Reading) -> None:
     """``score above 80``, ``at least 70``, ``between 50 and 80`` (inclusive), ``3+ steps``."""
-    for match in reading.finditer(_SCORE_RE):
+    for match in reading.finditer(_SCORE_RE, ("scor",)):
         if match["lo"] is not None:
             low, high = sorted((int(match["lo"]), int(match["hi"])))
             if reading.has("score"):
@@ -197,7 +233,7 @@ def read_scores(reading: Reading) -> None:
         else:
             op = _compare(match, match["cmp"] or match["pre"])
             reading.apply(*match.span(), "score", op, int(match["n"]), "score column")
-    for match in reading.finditer(_STEPS_RE):
+    for match in reading.finditer(_STEPS_RE, ("step",)):
         if match["n2"] is not None:
             op, value = _OPS.get(match["cmp2"], Op.EQ), int(match["n2"])
         else:
@@ -211,6 +247,7 @@ def _status_re(words: Iterable[str]) -> re.Pattern[str]:
 
 
 _STATUS_RES = {table: _status_re(words) for table, words in STATUS_WORDS.items()}
+_STATUS_NEEDS = {table: tuple(words) for table, words in STATUS_WORDS.items()}
 # The nouns a cue-needing status word ("new", "open") must stand before.
 _NOUNS = {
     table: {word for word, named in TABLE_WORDS.items() if named == table} | {"ones"}
@@ -241,7 +278,7 @@ def read_statuses(reading: Reading) -> None:
         return
     regex, nouns = _STATUS_RES[reading.table], _NOUNS[reading.table]
     positive: list[str] = []
-    for match in reading.finditer(regex):
+    for match in reading.finditer(regex, _STATUS_NEEDS[reading.table]):
         word = " ".join(match["word"].lower().split())
         if word in _AMBIGUOUS_STATUS and not (
             _noun_follows(reading.text[match.end() :], nouns)
@@ -265,11 +302,11 @@ def read_channels(reading: Reading) -> None:
         for match in reading.finditer(_SOURCE_RE):
             word = " ".join((match["src"] or match["src2"]).lower().split())
             reading.apply(*match.span(), "source", Op.EQ, SOURCE_WORDS[word], "source column")
-    for match in reading.finditer(_CHANNEL_RE):
+    for match in reading.finditer(_CHANNEL_RE, ("mail", "linkedin", "phone")):
         word = (match["channel"] or match["channel2"] or match["channel3"]).lower()
         column = CHANNEL_COLUMNS.get(reading.table, "channel")
         reading.apply(*match.span(), column, Op.EQ, CHANNEL_WORDS[word], "channel column")
-    for match in reading.finditer(_DIRECTION_RE):
+    for match in reading.finditer(_DIRECTION_RE, tuple(DIRECTION_WORDS)):
         value = DIRECTION_WORDS[match["dir"].lower()]
         reading.apply(*match.span(), "direction", Op.EQ, value, "direction column")
     if "direction" in TABLE_COLUMNS.get(reading.table, ()):
@@ -280,7 +317,7 @@ def read_channels(reading: Reading) -> None:
 
 def read_missing(reading: Reading) -> None:
     """``without a phone`` → ``phone is_null True``; ``with a title`` → ``is_null False``."""
-    for match in reading.finditer(_MISSING_RE):
+    for match in reading.finditer(_MISSING_RE, _MISSING_NEEDS):
         what = " ".join(match["what"].lower().split())
         columns = dict(MISSING_WORDS[what])
         column = columns.get(reading.table)
@@ -294,13 +331,15 @@ def read_missing(reading: Reading) -> None:
 def read_industry(reading: Reading) -> None:
     """``the logistics company`` / ``in fintech``: ``industry`` on clients, ignored elsewhere."""
     found: list[tuple[int, int, str]] = []
-    for match in reading.finditer(_DESCRIPTOR_RE):
+    for match in reading.finditer(_DESCRIPTOR_RE, _DESCRIPTOR_NEEDS):
         words, start = match["ind"].split(), match.start()
         if len(words) == 2 and names.is_stop_word(words[0]):  # "from big companies"
             words, start = words[1:], match.start("ind") + match["ind"].index(words[1], 1)
         if not any(names.is_stop_word(word) for word in words):
             found.append((start, match.end(), " ".join(words)))
-    found += [(m.start(), m.end(), m["ind"]) for m in reading.finditer(_INDUSTRY_RE)]
+    found += [
+        (m.start(), m.end(), m["ind"]) for m in reading.finditer(_INDUSTRY_RE, _INDUSTRY_NEEDS)
+    ]
     for start, end, described in found:
         if reading.text[start:end] != reading.original[start:end]:
             continue  # partly claimed by an earlier match
@@ -317,7 +356,7 @@ def read_subjects(reading: Reading) -> None:
     column = TEXT_COLUMNS.get(reading.table)
     if column is None:
         return
-    for match in reading.finditer(_SUBJECT_RE):
+    for match in reading.finditer(_SUBJECT_RE, _SUBJECT_NEEDS):
         quoted = re.match(r"""["'“](?P<q>[^"'”\n\x00]{1,120})["'”]""", reading.text[match.end() :])
         if quoted is not None:
             reading.add(column, Op.ICONTAINS, quoted["q"].strip())
@@ -331,8 +370,8 @@ def read_subjects(reading: Reading) -> None:
 
 def read_names(reading: Reading) -> None:
     """``the campaign called Spring outreach``, ``client named Helios Solar`` → ``name``."""
-    for regex in (_NAMED_RE, _NAME_BEFORE_RE):
-        for match in reading.finditer(regex):
+    for regex, needs in ((_NAMED_RE, _NAMED_NEEDS), (_NAME_BEFORE_RE, _NAME_BEFORE_NEEDS)):
+        for match in reading.finditer(regex, needs):
             kind = match["kind"].lower().replace("account", "client").replace("cadence", "sequence")
             table = f"{kind}s"
             value: str | None = match["dq"] or (match.groupdict().get("sq"))

@@ -37,7 +37,7 @@ def find_groupings(reading: Reading) -> list[Found]:
     """Every grouping phrase, claimed before table words are read (so that "per campaign" does
     not name the campaigns table); the words it groups by, with their spans."""
     found: list[Found] = []
-    for match in reading.finditer(_GROUP_RE):
+    for match in reading.finditer(_GROUP_RE, ("by", "per", "for")):
         for name in ("word", "second"):
             if match.group(name) is not None:
                 found.append((*match.span(name), match.group(name)))

@@ -102,6 +102,9 @@ _BEFORE_NOUN_RE = re.compile(
     r"(?P<name>(?:[^\W_][\w&.'\u2019%+-]*,?\s+){1,4}?)(?:leads?|contacts?|prospects?|people)\b",
     re.IGNORECASE,
 )
+# Pre-checks on the lower-cased text: every match of the regex above them holds one of these.
+_KEYED_NEEDS = re.compile("compan|organi|employer|firm")
+_NOUN_NEEDS = re.compile("lead|contact|prospect|people")
 _TOKEN_RE = re.compile(r"""[ \t]*([^\W_](?:[\w&.'\u2019%+!-]|"(?=\w))*,?|&)""")
 _DOMAIN_RE = re.compile(r"(?P<name>[^\W_][\w-]*)\.(?:com|io|net|org|co|ai|dev|app|biz|us|uk|de)")
 _LONE_RE = re.compile(
@@ -210,7 +213,10 @@ def _clean(raw: str, stop: frozenset[str] | None = None) -> str | None:
 
 def find_company(text: str) -> NameMatch | None:
     """The first company name of ``text`` under a trigger, or ``None``."""
+    folded = text.lower() if text.isascii() else None  # for the pre-checks, as in ``Reading``
     for regex, stop in ((_KEYED_RE, _STRUCTURAL), (_PREP_RE, STOP_WORDS)):
+        if regex is _KEYED_RE and folded is not None and _KEYED_NEEDS.search(folded) is None:
+            continue  # every keyed name follows one of these words
         for match in regex.finditer(text):
             quoted = match.group("dq") or match.group("sq") or match.group("cq")
             if quoted is not None:
@@ -225,6 +231,8 @@ def find_company(text: str) -> NameMatch | None:
             found = _bare(text, match.end(), stop)
             if found is not None:
                 return NameMatch(found[0], match.start(), found[1])
+    if folded is not None and _NOUN_NEEDS.search(folded) is None:
+        return None  # no people noun, so no name before one
     for match in _BEFORE_NOUN_RE.finditer(text):
         words = match.group("name").split()
         kept: list[str] = []

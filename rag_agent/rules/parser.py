@@ -103,6 +103,10 @@ _PERSON_RE = re.compile(
     r"\b(?i:leads?|contacts?|prospects?|people|person|someone|anyone|somebody)\s+"
     r"(?i:named|called)\s+(?P<first>[A-Z][\w'-]*)(?:\s+(?P<last>[A-Z][\w'-]*))?"
 )
+# Pre-checks (``Reading.finditer``'s ``needs``): every match of the rule holds one of these.
+_ID_CHARS = (*"0123456789", "-", "#")  # a number, or the hyphens of a UUID
+_VAGUE_WORDS = ("hot", "warm", "cold", "best", "good", "promising")
+_EXCLUDE_WORDS = ("not", "except", "excluding", "other", "outside", "besides", "apart")
 _WORDS = {
     "channel": CHANNEL_WORDS,
     "direction": DIRECTION_WORDS,
@@ -120,7 +124,7 @@ def _int_or_uuid(raw: str) -> int | str | None:
 def _references(reading: Reading) -> list[tuple[str, str | None, int | str, bool]]:
     """Claim every id and reference: (its table, its foreign key, value, named as a column)."""
     found: list[tuple[str, str | None, int | str, bool]] = []
-    for match in reading.finditer(_REFERENCE_RE):
+    for match in reading.finditer(_REFERENCE_RE, _ID_CHARS):
         value = _int_or_uuid(match["value"])
         table, key = REFERENCE_WORDS[match["entity"].lower()]
         if value is not None:
@@ -130,7 +134,7 @@ def _references(reading: Reading) -> list[tuple[str, str | None, int | str, bool
             found.append((table, key, value, as_column))
         reading.claim(*match.span())
     for regex in _OWN_ID_RES:
-        for match in reading.finditer(regex):
+        for match in reading.finditer(regex, _ID_CHARS):
             value = _int_or_uuid(match["value"])
             if value is not None:
                 found.append(("", "id", value, True))
@@ -165,7 +169,7 @@ def _named_table(reading: Reading) -> tuple[str, tuple[int, int]] | None:
 
 def _keyed_columns(reading: Reading) -> None:
     """``status: open``, ``channel=email``, ``first name Ana``: checked against the vocabulary."""
-    for match in reading.finditer(_COLUMN_RE):
+    for match in reading.finditer(_COLUMN_RE, _KEYED_COLUMNS):
         column = match["col"].lower()
         raw = match["dq"] or match["sq"] or match["bare"]
         word = " ".join(raw.lower().split())
@@ -185,7 +189,7 @@ def _keyed_columns(reading: Reading) -> None:
             known = ", ".join(sorted(set(vocabulary.values()))) or "none"
             reason = f"{raw!r} is not a {column} of {plural(reading.table)} ({known})"
             reading.ignore(*match.span(), reason)
-    for match in reading.finditer(_PERSON_NAME_RE):
+    for match in reading.finditer(_PERSON_NAME_RE, ("name",)):
         column = "first_name" if match["col"].lower().startswith("first") else "last_name"
         reading.apply(*match.span(), column, Op.IEQ, match["value"], "person names")
 
@@ -208,7 +212,7 @@ def _dates(reading: Reading, now: dt.datetime) -> None:
 
 
 def _vague(reading: Reading) -> None:
-    for match in reading.finditer(_VAGUE_RE):
+    for match in reading.finditer(_VAGUE_RE, _VAGUE_WORDS):
         reason = f"no column says how {match['word'].lower()} a lead is"
         reading.ignore(*match.span(), reason)
 
@@ -216,13 +220,14 @@ def _vague(reading: Reading) -> None:
 def _exclusions_places_people(reading: Reading) -> None:
     """``not at Acme``, ``in Berlin``, ``leads named Ana Silva``: read before the company rule,
     so none of them is taken for a company."""
-    for match in reading.finditer(_EXCLUDE_RE):
+    for match in reading.finditer(_EXCLUDE_RE, _EXCLUDE_WORDS):
         found = names.bare_phrase(reading.text, match.end())
         if found is not None:
             reading.ignore(match.start(), found[1], "the rules do not exclude values")
-    for match in reading.finditer(_PLACE_RE):
+    places = reading.finditer(_PLACE_RE) if reading.may_capitalise else []  # a place: [A-Z]
+    for match in places:
         reading.ignore(*match.span(), f"no column of {plural(reading.table)} holds a location")
-    for match in reading.finditer(_PERSON_RE):
+    for match in reading.finditer(_PERSON_RE, ("named", "called")):
         if match["last"] is None:
             reading.ignore(*match.span(), "one name may be a first or a last name")
         elif reading.has("first_name"):
@@ -278,11 +283,11 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
     original = text[:MAX_TEXT_LENGTH].replace("\x00", " ")
     reading = Reading(original, table or DEFAULT_TABLE)
     count_only = False
-    for match in reading.finditer(_COUNT_RE):
+    for match in reading.finditer(_COUNT_RE, ("how", "number", "count")):
         count_only = True
         reading.claim(*match.span())
     groupings = grouping.find_groupings(reading)
-    emails = reading.finditer(EMAIL_RE)
+    emails = reading.finditer(EMAIL_RE, ("@",))
     for match in emails:
         reading.claim(*match.span())
     references = _references(reading)

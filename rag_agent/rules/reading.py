@@ -18,6 +18,8 @@ from rag_agent.specs import Condition, Ignored
 __all__ = ["Reading", "plural"]
 
 _MASK = "\x00"
+# The pre-check regexes of :meth:`Reading.may_hold`, by word list (module constants: bounded).
+_NEEDS: dict[tuple[str, ...], re.Pattern[str]] = {}
 
 
 def plural(table: str) -> str:
@@ -37,6 +39,25 @@ class Reading:
 
     def __post_init__(self) -> None:
         self.text = self.text or self.original
+        # Lower-cased once, for the cheap pre-checks of :meth:`may_hold`; ``None`` when the text
+        # is not ASCII (case-insensitive matching then has cases ``lower`` does not show).
+        self._folded = self.original.lower() if self.original.isascii() else None
+
+    @property
+    def may_capitalise(self) -> bool:
+        """Whether the text may hold an upper-case letter: ``False`` only for lower-case ASCII."""
+        return self._folded is None or self._folded != self.original
+
+    def may_hold(self, words: tuple[str, ...]) -> bool:
+        """Whether the text may hold one of ``words`` (lower case), read case-insensitively:
+        ``False`` only when none occurs, so a rule whose every match holds one can be skipped."""
+        folded = self._folded
+        if folded is None:
+            return True
+        regex = _NEEDS.get(words)
+        if regex is None:  # one regex per word list, the literal words as alternatives
+            regex = _NEEDS[words] = re.compile("|".join(map(re.escape, words)))
+        return regex.search(folded) is not None
 
     @property
     def known(self) -> bool:
@@ -78,6 +99,12 @@ class Reading:
         else:
             self.ignore(start, end, f"{plural(self.table)} have no {what}")
 
-    def finditer(self, regex: re.Pattern[str]) -> list[re.Match[str]]:
-        """The matches of ``regex`` in the unclaimed text (computed before any is claimed)."""
+    def finditer(self, regex: re.Pattern[str], needs: tuple[str, ...] = ()) -> list[re.Match[str]]:
+        """The matches of ``regex`` in the unclaimed text (computed before any is claimed).
+
+        ``needs``: words (lower case) one of which every match holds; when the text holds none,
+        the regex is not run (claiming only masks text, so the original text is checked).
+        """
+        if needs and not self.may_hold(needs):
+            return []
         return list(regex.finditer(self.text))

@@ -29,7 +29,7 @@ def read_related(reading: Reading) -> tuple[str, ...]:
     """The tables whose rows the text asks to see with each row, in order; their words are
     claimed."""
     wanted: list[str] = []
-    for match in reading.finditer(_RELATED_RE):
+    for match in reading.finditer(_RELATED_RE, ("with", "including", "plus", "and")):
         for group in ("first", "second"):
             word = match[group]
             if word is not None:
