@@ -162,6 +162,12 @@ class RankingInfo(_Frozen):
         exclude_if=_unset,
         description="What could not run and what ran instead, when not all did.",
     )
+    corrections: dict[str, str] | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="Misspelled words of the text and the table's own words the legs read "
+        "instead (typed -> read as), when any was corrected.",
+    )
 
 
 class Record(BaseModel):

@@ -126,6 +126,7 @@ def ranking_info(result: SearchResult) -> RankingInfo:
         query=result.query,
         legs=list(result.legs),
         degraded=result.degraded,
+        corrections=dict(result.corrections) or None,
     )
 
 

@@ -246,6 +246,15 @@ class TestRankedRun:
         assert "degraded" not in ranking
         assert len(data["records"]) == len(INQUIRIES)  # every row is ranked by the semantic leg
 
+    def test_a_corrected_word_is_said_in_the_ranking(self, store: MemoryStore) -> None:
+        """A misspelled topic word is read as the table's own word, and the ranking says so."""
+        agent = _agent(store)
+        data = valid(agent.run("inquiries from customers who want to stop payng", return_json=True))
+        ranking = data["metadata"]["ranking"]
+        assert ranking["corrections"] == {"payng": "paying"}
+        assert "paying" in ranking["query"]
+        assert {record["id"] for record in data["records"]} >= {1, 4, 6}
+
     def test_no_ranked_row_without_a_condition_falls_back(self, agent: RAGAgent) -> None:
         """A topic no row shares a word with, and no condition: no rows (never the table)."""
         data = valid(agent.run("inquiries about zeppelins", return_json=True, table="messages"))
