@@ -15,11 +15,10 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from persistence.backends._pg_vectors import embeddings_table
+from persistence.backends._pg_vectors import EF_SEARCH_FLOOR, embeddings_table
 from persistence.errors import ConfigurationError
 from persistence.search.feedback import FEEDBACK_ROWS, FEEDBACK_WEIGHT
 from persistence.search.fusion import RRF_K
-from persistence.backends._pg_vectors import EF_SEARCH_FLOOR
 from persistence.search.model import LEG_DEPTH, MAX_K, MAX_OFFSET, TIER_DEPTH, TIER_ROWS
 from persistence.search.text import is_short_text_column
 
@@ -245,9 +244,11 @@ begin
   if match_mode <> 'keyword' and query_embedding is not null then
     probe := query_embedding::{vs}.vector;
     -- One round of pseudo-relevance feedback, as persistence.search.feedback.refine, computed
-    -- once for both tiers: the query moved toward the mean of the {feedback_rows} nearest filtered rows (their vectors read as the
-    -- library reads them, from their text), normalised, summed in the library's order.
-    -- As deep as the legs, then cut: a tie at the last place breaks by id, as in the library.
+    -- once for both tiers: the query moved toward the mean of the {feedback_rows} nearest
+    -- filtered rows (their vectors read as the library reads them, from their text),
+    -- normalised, summed in the library's order.
+    -- As deep as the first tier's legs, then cut: a tie at the last place breaks by id, as in
+    -- the library.
     with nearest as materialized (
       select e.row_id as id, e.embedding <=> probe as distance, e.embedding as v
       from {side} e join {relation} t on t.id = e.row_id
