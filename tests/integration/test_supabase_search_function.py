@@ -174,7 +174,8 @@ def test_fusion_is_the_library_fusion(world: World) -> None:
     for text in (*TEXTS, IDENTIFIER_TEXT):
         rows = call(world, text, k=100)
         ranked = [r for r in rows if any(x is not None for x in r[2:5])]
-        assert ranked and all(r[4] is not None for r in ranked)  # the semantic leg ran
+        # The semantic leg ran (cut at 200 for the first tier, it need not rank every row).
+        assert ranked and any(r[4] is not None for r in ranked)
         legs = {}
         for name, i in (("keyword", 2), ("trigram", 3), ("semantic", 4)):
             at = {r[i]: r[0] for r in ranked if r[i] is not None}
@@ -287,7 +288,9 @@ def test_hybrid_pages_are_the_postgres_backend_pages(world: World) -> None:
             ]
 
 
-def _plans(world: World, text: str, filters: dict[str, Any]) -> list[str]:
+def _plans(
+    world: World, text: str, filters: dict[str, Any], k: int = 10, offset: int = 0
+) -> list[str]:
     """The plans of the statements the function runs, as the reader (auto_explain's notices)."""
     plans: list[str] = []
     with psycopg.connect(world.db.admin_dsn) as conn:
@@ -305,13 +308,16 @@ def _plans(world: World, text: str, filters: dict[str, Any]) -> list[str]:
         embedder = Embedder(HashEmbeddings())
         vector = "[" + ",".join(map(repr, embedder.embed_query(topical_text(text)))) + "]"
         conn.execute(
-            b"SELECT * FROM public.search_inquiries(%s, %s::jsonb, %s, %s, %s::jsonb)",
+            b"SELECT * FROM public.search_inquiries(%s, %s::jsonb, %s, %s, %s::jsonb, "
+            b"'hybrid', %s, %s)",
             (
                 topical_text(text),
                 json.dumps(list(keyword_terms(text))),
                 vector,
                 embedder.model_id,
                 json.dumps(filters),
+                k,
+                offset,
             ),
         ).fetchall()
     return plans
@@ -326,13 +332,32 @@ def test_a_selective_filter_uses_its_index_in_every_leg(world: World) -> None:
     statements = [json.loads(p[p.index("{") :]) for p in plans if "{" in p]
     reads = '"Relation Name": "inquiries"'
     ranked = [s for s in statements if reads in json.dumps(s["Plan"])]
-    assert len(ranked) == 2  # the feedback step and the ranking statement
+    # The feedback step, each tier (4 rows fill no first tier of 10) and the page.
+    assert len(ranked) == 4
     for statement in ranked:
         nodes = json.dumps(statement["Plan"])
         # Each read of the table is an index scan of the btree, or a heap scan over one.
         assert nodes.count(f'"Index Name": "{CLIENT_INDEX}"') == nodes.count(reads)
         assert not re.search(r'"Node Type": "Seq Scan", [^{}]*' + reads, nodes)
-    assert json.dumps(ranked[1]["Plan"]).count(reads) >= 5  # keyword, trigram, nearest, ...
+    for tier in ranked[1:3]:
+        assert json.dumps(tier["Plan"]).count(reads) >= 3  # keyword, trigram, nearest
+    assert json.dumps(ranked[3]["Plan"]).count(reads) >= 2  # the filler, the count
+
+
+def _tier_statements(plans: list[str]) -> list[str]:
+    texts = [json.loads(p[p.index("{") :])["Query Text"] for p in plans if "{" in p]
+    return [t for t in texts if "row_number() over (order by f.score desc" in t]
+
+
+def test_the_deep_legs_run_only_for_a_page_past_the_first_tier(world: World) -> None:
+    """A page inside the first 100 rows runs the legs once, cut at 200; a page ending past them
+    runs them again, cut at 1,100 (the nested statements auto_explain saw executed)."""
+    for k, offset, tiers in ((10, 0, 1), (45, 45, 1), (10, 90, 1), (45, 90, 2), (10, 100, 2)):
+        run = _tier_statements(_plans(world, "refund invoice", {}, k, offset))
+        assert len(run) == tiers, (k, offset)
+        assert "o.position <= 100" in run[0]
+        if tiers == 2:
+            assert "o.id <> all" in run[1]
 
 
 def test_without_a_filter_every_row_is_ranked(world: World) -> None:
@@ -345,3 +370,48 @@ def test_a_column_it_does_not_filter_by_is_refused(world: World) -> None:
     """A key outside the function's filterable columns is an error, not a silent no-op."""
     with pytest.raises(psycopg.errors.RaiseException, match="filters may name only"):
         call(world, "refund", filters={"subject": "refund"}, k=3)
+
+
+#: Pages across the tier boundary (``TIER_ROWS`` = 100): ``(k, offset)``.
+TIER_PAGES = ((45, 0), (45, 45), (45, 90), (45, 100), (50, 150), (45, 200), (45, 340))
+
+
+def _backend_page(
+    world: World, text: str, client: uuid.UUID | None, k: int, offset: int
+) -> tuple[Any, int]:
+    with create_read_only_facade(
+        kind="postgres", dsn=world.db.reader_dsn, embeddings=HashEmbeddings()
+    ) as facade:
+        filters = [] if client is None else [Filter("client_id", Op.EQ, client)]
+        result = facade.search("inquiries", text, filters=filters, k=k, offset=offset)
+        return result.hits, result.total_count
+
+
+def test_pages_across_the_tiers_are_the_postgres_backend_pages(world: World) -> None:
+    """The first 100 rows come from the legs cut at 200, later rows from the legs cut at
+    1,100 without those, as the PostgreSQL backend orders them: every page equals the
+    backend's, across the boundary, and holds k rows where that many match."""
+    crossed = 0
+    for client in (None, world.clients[0]):
+        filters = None if client is None else {"client_id": str(client)}
+        for text in (*TEXTS, IDENTIFIER_TEXT):
+            seen: list[Any] = []
+            for k, offset in TIER_PAGES:
+                want, total = _backend_page(world, text, client, k, offset)
+                got = call(world, text, filters=filters, k=k, offset=offset)
+                assert [(r[0], r[1]) for r in got] == [(h.row["id"], h.score) for h in want]
+                assert [r[2:5] for r in got] == [
+                    (h.ranks["keyword"], h.ranks["trigram"], h.ranks["semantic"]) for h in want
+                ]
+                assert len(got) == min(k, max(total - offset, 0))
+                assert all(r[5] == total for r in got)
+                if offset in (0, 45, 90, 100):
+                    seen[offset:] = [r[0] for r in got]
+            whole = call(world, text, filters=filters, k=100)
+            whole += call(world, text, filters=filters, k=100, offset=100)
+            assert [r[0] for r in whole][: len(seen)] == seen  # pages never overlap
+            scores = [r[1] for r in whole]
+            # A deep row outscoring the 100th: one fusion at 1,100 would have ranked it
+            # higher, so the order here is the tiered one (the test fails on a single tier).
+            crossed += len(scores) > 100 and max(scores[100:]) > scores[99]
+    assert crossed

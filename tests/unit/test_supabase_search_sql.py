@@ -13,12 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from persistence.backends._pg_vectors import EF_SEARCH_FLOOR
 from persistence.backends._postgrest_search import filtered_columns, ranked_columns
 from persistence.backends._supabase_search_sql import search_function_sql
 from persistence.errors import ConfigurationError
 from persistence.search.feedback import FEEDBACK_ROWS, FEEDBACK_WEIGHT
 from persistence.search.fusion import RRF_K
-from persistence.search.model import LEG_DEPTH
+from persistence.search.model import LEG_DEPTH, TIER_DEPTH, TIER_ROWS
 from rag_agent.cli.app import main
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "search-supabase.md"
@@ -43,14 +44,17 @@ class TestSearchFunctionSql:
 
     def test_ranks_with_the_library_constants(self) -> None:
         sql = search_function_sql("inquiries", ["subject", "body"])
-        assert f"depth int := {LEG_DEPTH};" in sql
+        assert f"depth int := {TIER_DEPTH};" in sql
+        assert f"depth := {LEG_DEPTH};" in sql
+        assert f"where o.position <= {TIER_ROWS};" in sql
+        assert f"greatest(depth, {EF_SEARCH_FLOOR})" in sql
         assert f"limit {FEEDBACK_ROWS}\n" in sql
         assert f"{FEEDBACK_WEIGHT!r}::float8 * mean.m" in sql
-        assert sql.count(f"({RRF_K} + x.") == 3
+        assert sql.count(f"({RRF_K} + x.") == 6  # three legs, in each tier
 
     def test_each_filter_is_a_typed_predicate_in_every_read(self) -> None:
-        """One predicate per filterable column, in the feedback step, the three legs, the
-        filler and the count; no ``to_jsonb`` containment left."""
+        """One predicate per filterable column, in the feedback step, the three legs of each
+        tier, the filler and the count; no ``to_jsonb`` containment left."""
         sql = search_function_sql(
             "tickets", ["title", "body"], filters={"client_id": "bigint", "status": "text"}
         )
@@ -58,7 +62,7 @@ class TestSearchFunctionSql:
             predicate = (
                 f"(filters->'{column}' is null or t.{column} = (filters->>'{column}')::{kind})"
             )
-            assert sql.count(predicate) == 6
+            assert sql.count(predicate) == 9
         assert "to_jsonb" not in sql
         assert "array['client_id', 'status']::text[]" in sql
         assert "set plan_cache_mode = force_custom_plan" in sql
