@@ -149,7 +149,13 @@ def lookups(config: Config, results: Results) -> None:
     for index, rows in enumerate((config.lookup_rows, *config.more_lookup_rows)):
         report = pg_lookups.measure(rows, quick=config.quick, with_peer=config.peer)
         results.sections.append(report.section)
-        results.targets += report.targets
+        # Several table sizes: each target names its own, or two rows would read the same.
+        results.targets += [
+            dataclasses.replace(target, name=f"{target.name} ({rows:,} leads)")
+            if config.more_lookup_rows
+            else target
+            for target in report.targets
+        ]
         results.figures["lookups" if index == 0 else f"lookups_{rows}"] = report.figures
 
 
