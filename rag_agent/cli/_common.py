@@ -37,3 +37,11 @@ def isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def column_list(value: str) -> list[str]:
+    """A ``--columns`` value (``subject,body``) as its column names; none is a usage error."""
+    columns = [c.strip() for c in value.split(",") if c.strip()]
+    if not columns:
+        raise UsageError("--columns names no column")
+    return columns

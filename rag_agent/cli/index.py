@@ -15,7 +15,7 @@ import importlib
 import json
 from typing import Any, TextIO
 
-from rag_agent.cli._common import EXIT_OK, UsageError, isatty
+from rag_agent.cli._common import EXIT_OK, UsageError, column_list, isatty
 
 __all__ = ["add_index_parser", "cmd_index", "load_embeddings"]
 
@@ -79,9 +79,7 @@ def load_embeddings(spec: str) -> Any:
 def cmd_index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from persistence.backends.pg_index import index_table
 
-    columns = [c.strip() for c in args.columns.split(",") if c.strip()]
-    if not columns:
-        raise UsageError("--columns names no column")
+    columns = column_list(args.columns)
     if args.batch_size <= 0:
         raise UsageError("--batch-size must be at least 1")
     embeddings = load_embeddings(args.embeddings)

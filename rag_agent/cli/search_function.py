@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-from rag_agent.cli._common import EXIT_OK, UsageError
+from rag_agent.cli._common import EXIT_OK, UsageError, column_list
 
 __all__ = ["add_search_function_parser", "cmd_search_function"]
 
@@ -60,7 +60,7 @@ def add_search_function_parser(commands: Any) -> None:
 def cmd_search_function(args: argparse.Namespace, out: TextIO) -> int:
     from persistence.backends._supabase_search_sql import search_function_sql
 
-    columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+    columns = column_list(args.columns)
     filters: dict[str, str] = {}
     for spec in args.filter:
         column, colon, kind = spec.partition(":")

@@ -133,3 +133,10 @@ class TestSearchFunctionCommand:
             ["search-function", "inquiries", "--columns", "subject", *extra], stdout=out, stderr=err
         )
         assert code == 2 and out.getvalue() == ""
+
+    def test_columns_naming_no_column_is_a_usage_error(self) -> None:
+        """``--columns ,`` names nothing: exit 2, the reason on stderr, no SQL."""
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["search-function", "inquiries", "--columns", " , "], stdout=out, stderr=err)
+        assert code == 2 and out.getvalue() == ""
+        assert "--columns names no column" in err.getvalue()
