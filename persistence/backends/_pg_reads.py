@@ -234,9 +234,8 @@ class ShapeReader:
 
     @staticmethod
     def params(filters: Sequence[Filter], query: Query) -> list[Any]:
-        """The statement's values: the filters' twice (page, total), then limit and offset."""
-        values = _pg_sql.filter_params(filters)
-        return [*values, *values, query.limit, query.offset]
+        """The statement's values for ``query``, with its ``filters`` as coerced."""
+        return _pg_sql.read_params(query, filters)
 
     def parse(self, rows: list[Any]) -> Page:
         """Rows ``(total, hit, *columns)`` as a page: no row but the total when none matched."""
