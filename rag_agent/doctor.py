@@ -36,11 +36,12 @@ trigram operator class; index names are never trusted.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from persistence.backends._pg_indexes import IndexKind, serving_index
 
 if TYPE_CHECKING:  # the facts come from the postgres backend, which needs psycopg
     from persistence.backends.postgres import IndexFacts, RoleFacts
@@ -80,14 +81,6 @@ _RESERVED = frozenset(
     symmetric system_user table tablesample then to trailing true union unique user using
     variadic verbose when where window with""".split()  # noqa: SIM905
 )
-
-
-class IndexKind(enum.StrEnum):
-    """The three index shapes the generated SQL needs."""
-
-    BTREE = "btree"
-    LOWER_BTREE = "btree on lower()"
-    TRIGRAM = "gin_trgm_ops"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,39 +194,6 @@ def _index_kind(operator: str, *, over_postgrest: bool) -> IndexKind:
     if operator == "icontains" or (operator == "ieq" and over_postgrest):
         return IndexKind.TRIGRAM
     return IndexKind.LOWER_BTREE if operator == "ieq" else IndexKind.BTREE
-
-
-def _is_lower_of(expression: str, column: str) -> bool:
-    # pg_get_indexdef prints lower(email), lower((email)::text) for varchar, or quotes a name.
-    name = re.escape(column)
-    pattern = rf'lower\((?:\(?"?{name}"?\)?(?:::text)?)\)'
-    return re.fullmatch(pattern, expression.replace(" ", "")) is not None
-
-
-def serving_index(
-    table: str, column: str, kind: IndexKind, indexes: Iterable[IndexFacts]
-) -> str | None:
-    """The name of an index of ``table`` that serves a ``kind`` lookup on ``column``."""
-    for index in indexes:
-        if index.table != table or not index.valid or index.partial or not index.keys:
-            continue
-        leading = index.keys[0]
-        if kind is IndexKind.BTREE and index.method == "btree" and leading.column == column:
-            return index.name
-        if (
-            kind is IndexKind.LOWER_BTREE
-            and index.method == "btree"
-            and leading.column is None
-            and _is_lower_of(leading.expression, column)
-        ):
-            return index.name
-        if kind is IndexKind.TRIGRAM and any(
-            key.column == column
-            and (index.method, key.opclass) in {("gin", "gin_trgm_ops"), ("gist", "gist_trgm_ops")}
-            for key in index.keys
-        ):
-            return index.name
-    return None
 
 
 def _identifier(name: str) -> str:

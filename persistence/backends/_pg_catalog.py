@@ -15,7 +15,7 @@ few seconds (:meth:`Catalog.may_reload`), so a table created after start-up is f
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -24,7 +24,9 @@ import psycopg
 
 from persistence._logs import get_logger
 from persistence._steps import Steps, drive
+from persistence.backends._pg_indexes import IndexKind, index_kind, served_lookups
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
+from persistence.query import Filter
 from persistence.relations import Relation, foreign_key_relations
 from persistence.types import ColumnType, column_type, enum_type
 
@@ -125,11 +127,17 @@ _RELOAD_SECONDS = 5.0
 
 
 class Table(NamedTuple):
-    """One table of the catalog: its column types, names in table order, and name set."""
+    """One table of the catalog: its column types, names in table order, name set, and the
+    ``(column, kind)`` lookups its indexes serve."""
 
     types: Mapping[str, ColumnType]
     names: tuple[str, ...]
     column_set: frozenset[str]
+    served: frozenset[tuple[str, IndexKind]] = frozenset()
+
+    def indexed(self, flt: Filter) -> bool:
+        """Whether an index of this table serves ``flt`` (see :mod:`._pg_indexes`)."""
+        return (flt.column, index_kind(flt)) in self.served
 
     def require(self, table: str, names: Collection[str], operation: str) -> Table:
         """This entry, once every one of ``names`` is a column; ``ColumnNotAllowedError`` names
@@ -181,9 +189,15 @@ class Catalog:
             if can_write:
                 writable.add(table)
         keys = [tuple(row) for row in (yield (_RELATIONS_SQL, (self._schema, self._schema)))]
+        indexes = index_facts((yield (_INDEXES_SQL, (self._schema,))))
         self._snapshot = _Snapshot(
             {
-                table: Table(MappingProxyType(columns), tuple(columns), frozenset(columns))
+                table: Table(
+                    MappingProxyType(columns),
+                    tuple(columns),
+                    frozenset(columns),
+                    served_lookups(table, columns, indexes),
+                )
                 for table, columns in tables.items()
             },
             frozenset(writable),
@@ -268,10 +282,13 @@ class IndexFacts(NamedTuple):
 
 def read_indexes(conn: psycopg.Connection[Any], schema: str) -> tuple[IndexFacts, ...]:
     """Every index on the tables of ``schema``, from ``pg_catalog.pg_index``."""
+    return index_facts(conn.execute(_INDEXES_SQL, (schema,)).fetchall())
+
+
+def index_facts(rows: Iterable[Any]) -> tuple[IndexFacts, ...]:
+    """The indexes described by the rows of ``_INDEXES_SQL`` (one row per key)."""
     found: dict[tuple[str, str], IndexFacts] = {}
-    for table, name, method, valid, partial, column, expression, opclass in conn.execute(
-        _INDEXES_SQL, (schema,)
-    ):
+    for table, name, method, valid, partial, column, expression, opclass in rows:
         key = IndexKey(column, str(expression), str(opclass or ""))
         entry = found.get((table, name))
         keys = (*entry.keys, key) if entry is not None else (key,)

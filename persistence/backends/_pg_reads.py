@@ -73,10 +73,15 @@ class _PostgresReads(_PostgresSession):
             # Filter, order and projected columns alike must exist.
             entry.require(table, query.referenced_columns(), "read")
             columns = entry.names if query.columns is None else query.columns
-            composed = _pg_sql.build_read(query, self._schema, columns, "id" in entry.column_set)
+            # Without an index to serve any filter, the planner's guess of the matches is what
+            # the probe stands in for (see _pg_sql); an unfiltered read has nothing to guess.
+            probe = bool(query.filters) and not any(map(entry.indexed, query.filters))
+            composed = _pg_sql.build_read(
+                query, self._schema, columns, "id" in entry.column_set, probe=probe
+            )
             if len(self._statements) >= _STATEMENT_CACHE_SIZE:
                 self._statements = {}
-            reader = ShapeReader(self, composed.as_bytes(None), columns, entry)
+            reader = ShapeReader(self, composed.as_bytes(None), columns, entry, probe)
             self._statements[shape] = reader
         return reader
 
@@ -222,20 +227,25 @@ class ShapeReader:
     of that shape whose values the caller coerced against :attr:`entry` (the facade's read
     plans do; :meth:`_PostgresReads.read` coerces first). Immutable; thread-safe."""
 
-    __slots__ = ("_backend", "columns", "entry", "statement")
+    __slots__ = ("_backend", "columns", "entry", "probe", "statement")
 
     def __init__(
-        self, backend: _PostgresReads, statement: bytes, columns: tuple[str, ...], entry: Table
+        self,
+        backend: _PostgresReads,
+        statement: bytes,
+        columns: tuple[str, ...],
+        entry: Table,
+        probe: bool,
     ) -> None:
         self._backend = backend
         self.statement = statement
         self.columns = columns
         self.entry = entry
+        self.probe = probe
 
-    @staticmethod
-    def params(filters: Sequence[Filter], query: Query) -> list[Any]:
+    def params(self, filters: Sequence[Filter], query: Query) -> list[Any]:
         """The statement's values for ``query``, with its ``filters`` as coerced."""
-        return _pg_sql.read_params(query, filters)
+        return _pg_sql.read_params(query, filters, probe=self.probe)
 
     def parse(self, rows: list[Any]) -> Page:
         """Rows ``(total, hit, *columns)`` as a page: no row but the total when none matched."""

@@ -5,7 +5,14 @@ parameter. Text from a user never becomes SQL, and ``icontains`` text never beco
 it is escaped and matched with an explicit ``ESCAPE``. ``ieq`` is ``lower(col) = lower(%s)``,
 the shape an expression index ``ON t (lower(col))`` serves.
 
-Page and count share one statement, which first probes for the matches up to the page's end::
+Page and count share one statement::
+
+    SELECT c.total, p.* FROM (SELECT count(*) AS total FROM t WHERE w) AS c
+    LEFT JOIN LATERAL (SELECT 1, cols FROM t WHERE w ORDER BY ..., id LIMIT n OFFSET m) AS p
+    ON true
+
+When no index serves any of the filters, the statement first probes for the matches up to the
+page's end (``probe=True``)::
 
     WITH probe AS MATERIALIZED (SELECT needed FROM t WHERE w LIMIT offset + limit + 1),
          s AS (SELECT count(*) AS n, coalesce(count(*) < offset + limit + 1, true) AS complete
@@ -17,14 +24,14 @@ Page and count share one statement, which first probes for the matches up to the
         (SELECT 1, cols FROM t WHERE w AND NOT s.complete ORDER BY ..., id LIMIT n OFFSET m)
     ) AS p ON true
 
-When the probe holds every match (the page is the last one, the common case of a lookup), the
-total is its row count and the page is sorted from it: one pass over the matches. Otherwise the
-total is counted and the page read in order, as a plain ``count(*)`` and ``ORDER BY ... LIMIT``
-would. The branch not taken is skipped by a one-time filter and never runs. Why: without the
-probe, a selective filter no index serves (``lower(email) = lower($1)`` over a plain btree on
-``email``) cost two passes, and the second walked the primary key in its order to find the page:
-on a uuid key, every row fetched at random, 3 to 6 times a sequential scan. The probe's own cost
-when there are more matches than the page's end is reading up to ``offset + limit + 1`` of them.
+When the probe holds every match (a lookup, the last page), the total is its row count and the
+page is sorted from it: one pass over the table. Otherwise the total is counted and the page read
+in order, as by the plain statement; the branch not taken is skipped by a one-time filter. Why:
+without an index the planner guesses how many rows match, and for a selective filter it guesses
+too many, so the plain statement scanned the table twice, the second time walking the primary
+key in its order to find the page: on a uuid key, every row fetched at random (3 to 6 times a
+sequential scan). Where an index serves a filter the plain statement is kept: there the probe
+would be a third index scan, for nothing.
 
 Chosen over ``count(*) OVER ()`` by measurement (see docs/backends/postgres.md): it returns the
 total even when the page is past the end, and lets PostgreSQL use an index for ``ORDER BY ...
@@ -130,16 +137,26 @@ def _order(query: Query, has_id: bool) -> sql.Composable:
     return sql.SQL(" ORDER BY ") + sql.SQL(", ").join(keys)
 
 
-def build_read(query: Query, schema: str, columns: Sequence[str], has_id: bool) -> sql.Composed:
+def build_read(
+    query: Query, schema: str, columns: Sequence[str], has_id: bool, *, probe: bool = False
+) -> sql.Composed:
     """The page-and-total statement for ``query``, projecting ``columns`` (the module's docstring
-    draws it).
+    draws both forms; ``probe`` picks the probing one).
 
-    Its values are :func:`read_params`; result rows are ``(total, hit, *columns)``, where ``hit``
-    is NULL on the single row returned when the page is empty.
+    Its values are :func:`read_params` (with the same ``probe``); result rows are
+    ``(total, hit, *columns)``, where ``hit`` is NULL on the single row returned when the page is
+    empty.
     """
     table = sql.Identifier(schema, query.table)
     where = _where(query.filters)
     order = _order(query, has_id)
+    projected = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+    if not probe:
+        return sql.SQL(
+            "SELECT c.total, p.* FROM (SELECT count(*) AS total FROM {table}{where}) AS c "
+            "LEFT JOIN LATERAL (SELECT 1 AS hit, {columns} FROM {table}{where}{order} "
+            "LIMIT %s OFFSET %s) AS p ON true"
+        ).format(table=table, where=where, columns=projected, order=order)
     # The probe keeps what the page's projection and its order need, and nothing else: a role
     # granted SELECT on some columns only can still read.
     needed = list(dict.fromkeys([*columns, *(o.column for o in query.order)]))
@@ -158,7 +175,7 @@ def build_read(query: Query, schema: str, columns: Sequence[str], has_id: bool) 
         needed=sql.SQL(", ").join(sql.Identifier(c) for c in needed),
         table=table,
         where=where,
-        columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+        columns=projected,
         order=order,
         where_incomplete=sql.SQL(" WHERE ")
         + sql.SQL(" AND ").join([*(_condition(f) for f in query.filters), _INCOMPLETE]),
@@ -168,12 +185,17 @@ def build_read(query: Query, schema: str, columns: Sequence[str], has_id: bool) 
 _INCOMPLETE = sql.SQL("NOT s.complete")
 
 
-def read_params(query: Query, filters: Sequence[Filter] | None = None) -> list[Any]:
+def read_params(
+    query: Query, filters: Sequence[Filter] | None = None, *, probe: bool = False
+) -> list[Any]:
     """The values of :func:`build_read`'s statement for ``query`` (its filters, or ``filters``
-    where the caller coerced them): the probe's, the count's and the ordered page's filters, the
-    probe's bound (NULL, no bound, without a limit), then each page's limit and offset."""
+    where the caller coerced them). Plain: the count's and the page's filters, then limit and
+    offset. Probing: the probe's, the count's and the ordered page's filters, the probe's bound
+    (NULL, no bound, without a limit), then each page's limit and offset."""
     values = filter_params(query.filters if filters is None else filters)
     limit, offset = query.limit, query.offset
+    if not probe:
+        return [*values, *values, limit, offset]
     bound = None if limit is None else offset + limit + 1
     return [*values, bound, bound, *values, limit, offset, *values, limit, offset]
 

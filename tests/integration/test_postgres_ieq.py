@@ -78,8 +78,7 @@ class TestIeqSql:
         text = _pg_sql.build_read(query, "public", ("id",), True).as_string(None)
         assert 'WHERE pg_catalog.lower("email") = pg_catalog.lower(%s)' in text
         assert "1=1" not in text
-        params = _pg_sql.read_params(query)
-        assert [p for p in params if isinstance(p, str)] == [hostile] * 3  # probe, count, page
+        assert _pg_sql.read_params(query)[:2] == [hostile, hostile]
         count = _pg_sql.build_count("leads", "public", query.filters).as_string(None)
         assert count.endswith('WHERE pg_catalog.lower("email") = pg_catalog.lower(%s)')
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from persistence import Filter, Op, Order, Query, create_read_only_facade
 from persistence.backends import _pg_sql
+from persistence.backends.postgres import create_backend
 from persistence.facade import ReadOnlyPersistenceFacade
 from tests.conftest import PostgresDatabase
 
@@ -91,6 +92,28 @@ class TestPagesAroundTheBound:
         assert page.total_count == MATCHES
         assert [(row["score"], row["id"]) for row in page.rows] == expected(db, limit, offset)
 
+    @pytest.mark.parametrize("company", ["Probe", "Nobody"])
+    def test_agrees_with_the_plain_statement(self, db: PostgresDatabase, company: str) -> None:
+        """Both forms give the same rows for every page, as the reader role."""
+        for limit, offset in [(1, 0), (50, 0), (50, 100), (None, 7), (200, 0), (10, 500)]:
+            query = Query(
+                "leads",
+                (Filter("company_name", Op.EQ, company),),
+                order=(Order("score"),),
+                limit=limit,
+                offset=offset,
+            )
+            answers = []
+            for probe in (False, True):
+                statement = _pg_sql.build_read(query, "public", ("id", "score"), True, probe=probe)
+                with psycopg.connect(db.reader_dsn) as conn:
+                    answers.append(
+                        conn.execute(
+                            statement.as_bytes(None), _pg_sql.read_params(query, probe=probe)
+                        ).fetchall()
+                    )
+            assert answers[0] == answers[1]
+
     @pytest.mark.parametrize("limit", [MATCHES - 1, MATCHES, MATCHES + 1])
     def test_the_bound_exactly(
         self, db: PostgresDatabase, facade: ReadOnlyPersistenceFacade, limit: int
@@ -114,11 +137,10 @@ class TestPagesAroundTheBound:
 
 def executed_scans(dsn: str, query: Query, columns: tuple[str, ...]) -> list[dict[str, Any]]:
     """The plan nodes of the read statement that read ``leads`` and ran (as the reader)."""
-    statement = _pg_sql.build_read(query, "public", columns, True).as_bytes(None)
+    statement = _pg_sql.build_read(query, "public", columns, True, probe=True).as_bytes(None)
+    params = _pg_sql.read_params(query, probe=True)
     with psycopg.connect(dsn) as conn:
-        row = conn.execute(
-            b"EXPLAIN (ANALYZE, FORMAT JSON) " + statement, _pg_sql.read_params(query)
-        ).fetchone()
+        row = conn.execute(b"EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params).fetchone()
     assert row is not None
     document = row[0] if not isinstance(row[0], str) else json.loads(row[0])
 
@@ -132,6 +154,29 @@ def executed_scans(dsn: str, query: Query, columns: tuple[str, ...]) -> list[dic
         for node in nodes(document[0]["Plan"])
         if node.get("Relation Name") == "leads" and node.get("Actual Loops", 0) > 0
     ]
+
+
+class TestWhenToProbe:
+    """The backend probes only where no index serves any filter (the catalog's indexes)."""
+
+    @pytest.mark.parametrize(
+        ("filters", "probes"),
+        [
+            ((Filter("email", Op.IEQ, "a@b.c"),), True),  # a plain btree cannot serve lower()
+            ((Filter("company_name", Op.EQ, "Probe"),), True),  # no index at all
+            ((Filter("email", Op.EQ, "a@b.c"),), False),  # the plain btree on email
+            ((Filter("id", Op.EQ, "6f1c8a52-9a43-4bde-9a0c-4d2b7d1e0f00"),), False),
+            ((Filter("company_name", Op.EQ, "Probe"), Filter("email", Op.EQ, "a@b.c")), False),
+            ((), False),
+        ],
+    )
+    def test_probe_where_no_index_serves(
+        self, db: PostgresDatabase, filters: tuple[Filter, ...], probes: bool
+    ) -> None:
+        with create_backend(dsn=db.reader_dsn) as backend:
+            reader = backend.read_statement(Query("leads", filters, limit=10))
+        assert reader.probe is probes
+        assert (b"probe" in reader.statement) is probes
 
 
 class TestOnePass:

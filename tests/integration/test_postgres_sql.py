@@ -81,8 +81,26 @@ class TestComposition:
         text = self.sql_text(query)
         assert "\"email\" ILIKE %s ESCAPE E'\\\\'" in text
         assert '"score" = ANY(%s)' in text
-        # Both sides of the page (from the probe, or read in order) keep the order.
-        assert text.count('ORDER BY "score" DESC, "id" LIMIT %s OFFSET %s)') == 2
+        assert text.endswith('ORDER BY "score" DESC, "id" LIMIT %s OFFSET %s) AS p ON true')
+
+    def test_probing_form_keeps_order_and_values(self) -> None:
+        """The probing statement orders both sides of its page alike and binds every value:
+        the filters three times (probe, count, ordered page), the probe's bound twice."""
+        query = Query(
+            "leads",
+            (Filter("email", Op.IEQ, "x' OR 1=1 --"),),
+            order=(Order("score", descending=True),),
+            limit=10,
+            offset=5,
+        )
+        text = _pg_sql.build_read(query, "public", ("id", "email"), True, probe=True)
+        composed = text.as_string(None)
+        assert composed.count('ORDER BY "score" DESC, "id" LIMIT %s OFFSET %s)') == 2
+        assert 'SELECT "id", "email", "score" FROM "public"."leads"' in composed  # the probe
+        assert "1=1" not in composed
+        params = _pg_sql.read_params(query, probe=True)
+        assert params == ["x' OR 1=1 --", 16, 16, "x' OR 1=1 --", 10, 5, "x' OR 1=1 --", 10, 5]
+        assert composed.count("%s") == len(params)
 
     def test_order_on_id_adds_no_second_tie_breaker(self) -> None:
         """An explicit order on id is the tie-breaker already."""
