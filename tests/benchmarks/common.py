@@ -145,6 +145,8 @@ class Target:
     #: When missed: what separates the measurement from the goal, measured (e.g. the time per
     #: call above what the goal allows), so the report states the remaining gap.
     gap: str = ""
+    #: When missed: why, in a sentence, from this run's own figures where they show it.
+    reason: str = ""
 
     @property
     def verdict(self) -> str:

@@ -143,7 +143,16 @@ def _judge(outcome: Outcome, contenders: dict[str, Contender]) -> list[Target]:
     for title, goal, against, most in aims:
         if run not in outcome.stats or against not in outcome.stats:
             failed = outcome.errors.get(run) or outcome.errors.get(against, "not measured")
-            targets.append(Target(title, goal, f"error: {failed}", False, gap="not measured"))
+            targets.append(
+                Target(
+                    title,
+                    goal,
+                    f"error: {failed}",
+                    False,
+                    gap="not measured",
+                    reason="a contender answered wrongly or failed, so nothing was timed.",
+                )
+            )
             continue
         ours, base = outcome.stats[run], outcome.stats[against]
         share = ours.median / base.median
@@ -151,10 +160,31 @@ def _judge(outcome: Outcome, contenders: dict[str, Contender]) -> list[Target]:
         measured = f"{ratio(ours, base)} ({fmt_time(ours.median)} vs {fmt_time(base.median)})"
         calls = max(3, min(2000, int(0.5 / max(ours.median, 1e-6))))
         gap = over(ours.median, most * base.median, "run")
+        reason = _reason(outcome, against, most)
         targets.append(
-            profiled(Target(title, goal, measured, met, gap=gap), contenders[run].call, calls)
+            profiled(
+                Target(title, goal, measured, met, gap=gap, reason=reason),
+                contenders[run].call,
+                calls,
+            )
         )
     return targets
+
+
+def _reason(outcome: Outcome, against: str, most: float) -> str:
+    """Why ``RAGAgent.run`` misses its aim against ``against``, from the outcome's medians."""
+    run, base = outcome.stats["RAGAgent.run"].median, outcome.stats[against].median
+    read = outcome.stats.get("facade.read")
+    if against == PEER:
+        return f"`RAGAgent.run` takes {fmt_time(run)} against the peer's {fmt_time(base)}."
+    through = f"; `facade.read` alone is {read.median / base:.2f}×" if read else ""
+    return (
+        f"`RAGAgent.run` adds {fmt_time(run - base)} of Python per call (reading the question, "
+        "planning, the envelope with each record's provenance hash, the JSON) to a "
+        f"{fmt_time(base)} round trip, where {most:g}× leaves {fmt_time((most - 1) * base)}"
+        f"{through}. It is a fixed cost per question, not per row: where the server works "
+        "longer than a primary-key lookup the ratio falls (the month's page: the table above)."
+    )
 
 
 def _rows(outcome: Outcome, contenders: Sequence[str]) -> list[tuple[Any, ...]]:

@@ -169,6 +169,11 @@ def render(
             lines += [*markdown_table(section.columns, section.rows), ""]
         for note in section.notes:
             lines += [note, ""]
+    explained = [t for t in targets if not t.met]
+    if explained:
+        lines += ["## Why the missed targets are missed", ""]
+        lines += [f"- **{t.name}**: {t.reason or 'no reason measured.'}" for t in explained]
+        lines += [""]
     missed = [t for t in targets if not t.met and t.profile]
     if missed:
         lines += ["## Profiles of missed targets", ""]

@@ -104,6 +104,13 @@ class TestBenchReport:
         assert all(isinstance(target["met"], bool) for target in figures["targets"])
         # A missed target states what still separates it from its goal.
         assert all(target["gap"] for target in figures["targets"] if not target["met"])
+        # ... and why it is missed, in the report's own section.
+        missed = [target for target in figures["targets"] if not target["met"]]
+        assert all(target["reason"] for target in missed)
+        text, _ = report
+        if missed:
+            why = text.split("## Why the missed targets are missed", 1)[1].split("\n## ", 1)[0]
+            assert all(f"**{target['name']}**: {target['reason']}" in why for target in missed)
 
     def test_fast_path_is_one_round_trip(self, report: tuple[str, dict[str, Any]]) -> None:
         """A warm facade.read and count each cost exactly one round trip, like raw psycopg."""
