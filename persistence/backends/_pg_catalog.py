@@ -24,9 +24,8 @@ import psycopg
 
 from persistence._logs import get_logger
 from persistence._steps import Steps, drive
-from persistence.backends._pg_indexes import IndexKind, index_kind, served_lookups
+from persistence.backends._pg_indexes import IndexKind, served_lookups
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
-from persistence.query import Filter
 from persistence.relations import Relation, foreign_key_relations
 from persistence.types import ColumnType, column_type, enum_type
 
@@ -134,10 +133,6 @@ class Table(NamedTuple):
     names: tuple[str, ...]
     column_set: frozenset[str]
     served: frozenset[tuple[str, IndexKind]] = frozenset()
-
-    def indexed(self, flt: Filter) -> bool:
-        """Whether an index of this table serves ``flt`` (see :mod:`._pg_indexes`)."""
-        return (flt.column, index_kind(flt)) in self.served
 
     def require(self, table: str, names: Collection[str], operation: str) -> Table:
         """This entry, once every one of ``names`` is a column; ``ColumnNotAllowedError`` names

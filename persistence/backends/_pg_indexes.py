@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
 from persistence.query import Filter, Op
@@ -18,7 +18,7 @@ from persistence.query import Filter, Op
 if TYPE_CHECKING:
     from persistence.backends._pg_catalog import IndexFacts
 
-__all__ = ["IndexKind", "index_kind", "served_lookups", "serving_index"]
+__all__ = ["IndexKind", "index_kind", "served_lookups", "serving_index", "unserved"]
 
 
 class IndexKind(enum.StrEnum):
@@ -47,6 +47,13 @@ def index_kind(flt: Filter) -> IndexKind | None:
     """The index shape that could serve ``flt`` as the backend writes it (``None``: none can,
     as for ``neq``)."""
     return _KIND_OF_OP.get(flt.op)
+
+
+def unserved(filters: Iterable[Filter], served: Collection[tuple[str, IndexKind]]) -> bool:
+    """Whether there are ``filters`` and no index serves any of them (``served``: the table's
+    :func:`served_lookups`): the reads whose statement probes (see ``_pg_sql``)."""
+    kinds = [(f.column, index_kind(f)) for f in filters]
+    return bool(kinds) and not any(kind in served for kind in kinds)
 
 
 def _is_lower_of(expression: str, column: str) -> bool:

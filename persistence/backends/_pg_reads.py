@@ -10,6 +10,7 @@ from persistence._steps import adrive
 from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.backends import _pg_sql
 from persistence.backends._pg_catalog import Table
+from persistence.backends._pg_indexes import unserved
 from persistence.backends._pg_session import _PostgresSession
 from persistence.query import Filter, Page, Query
 from persistence.relations import (
@@ -75,7 +76,7 @@ class _PostgresReads(_PostgresSession):
             columns = entry.names if query.columns is None else query.columns
             # Without an index to serve any filter, the planner's guess of the matches is what
             # the probe stands in for (see _pg_sql); an unfiltered read has nothing to guess.
-            probe = bool(query.filters) and not any(map(entry.indexed, query.filters))
+            probe = unserved(query.filters, entry.served)
             composed = _pg_sql.build_read(
                 query, self._schema, columns, "id" in entry.column_set, probe=probe
             )

@@ -76,11 +76,11 @@ class GrowthReport:
 
 def _time(dsn: str, query: Query, *, quick: bool) -> tuple[Stats, Stats]:
     """``facade.read`` of ``query`` against raw psycopg running the backend's statement."""
-    statement, params = raw_statement(query)
     with (
         create_read_only_facade(kind="postgres", dsn=dsn) as facade,
         psycopg.connect(dsn, autocommit=True) as conn,
     ):
+        statement, params = raw_statement(query, conn)
         cursor = conn.cursor()
 
         def raw() -> object:

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from persistence import Filter, Op, Query, create_read_only_facade
@@ -147,9 +148,11 @@ async def run_tasks(
     load.pool_waits = (load.pool_waits or 0) + _queued(pool()) - before
 
 
-def _statement() -> bytes:
+def _statement(dsn: str) -> bytes:
     """The backend's statement for an id lookup; its values are ``_params(id)``."""
-    statement, params = raw_statement(Query("leads", (Filter("id", Op.EQ, 1),), limit=PAGE))
+    with psycopg.connect(dsn) as conn:
+        query = Query("leads", (Filter("id", Op.EQ, 1),), limit=PAGE)
+        statement, params = raw_statement(query, conn)
     if params != _params(1):
         raise AssertionError(f"the backend binds {params}, not {_params(1)}")
     return statement
@@ -183,7 +186,7 @@ def _facade(dsn: str) -> ReadOnlyPersistenceFacade:
 def threaded(dsn: str, rows: int, calls: int, rounds: int) -> list[Load]:
     """Raw pool, ``facade.read`` and ``RAGAgent.run`` from ``THREADS`` threads, interleaved in
     ``rounds`` (drift on a shared machine is charged to every contender alike)."""
-    statement = _statement()
+    statement = _statement(dsn)
     kwargs = {"autocommit": True, "prepare_threshold": 5}
     agent = _agent(dsn)
     with (
@@ -221,7 +224,7 @@ def threaded(dsn: str, rows: int, calls: int, rounds: int) -> list[Load]:
 async def awaited(dsn: str, rows: int, calls: int, rounds: int) -> list[Load]:
     """Raw async pool, ``facade.aread`` and ``RAGAgent.arun`` from ``TASKS`` tasks, interleaved
     in ``rounds``."""
-    statement = _statement()
+    statement = _statement(dsn)
     kwargs = {"autocommit": True, "prepare_threshold": 5}
     facade, agent = _facade(dsn), _agent(dsn)
     try:

@@ -88,11 +88,11 @@ def timed(
 
 def lookup(db: ScratchDatabase, flt: Filter, rounds: int, expect: int = 1) -> dict[str, Timing]:
     """Raw psycopg and ``facade.read`` for one equality filter (page of 50 and its total)."""
-    statement, params = raw_statement(Query("leads", (flt,), limit=50))
     with (
         create_read_only_facade(kind="postgres", dsn=db.reader_dsn) as facade,
         psycopg.connect(db.reader_dsn, autocommit=True) as conn,
     ):
+        statement, params = raw_statement(Query("leads", (flt,), limit=50), conn)
         cursor = conn.cursor()
         assert facade.read("leads", [flt], limit=50).total_count == expect
         assert len(cursor.execute(statement, params).fetchall()) == expect

@@ -25,6 +25,8 @@ import psycopg
 
 from persistence import Filter, Op, Query, create_read_only_facade
 from persistence.backends import _pg_sql
+from persistence.backends._pg_catalog import read_indexes
+from persistence.backends._pg_indexes import served_lookups, unserved
 from persistence.facade import ReadOnlyPersistenceFacade
 from persistence.schema import TABLE_COLUMNS
 from rag_agent import RAGAgent, RAGSettings, create_rag_agent
@@ -40,10 +42,15 @@ PAGE = 50
 TRGM_INDEX = create_statement("public", "leads", "company_name", IndexKind.TRIGRAM)
 
 
-def raw_statement(query: Query) -> tuple[bytes, list[Any]]:
-    """The statement and values the backend sends for ``query`` (all columns, catalog order)."""
-    statement = _pg_sql.build_read(query, "public", TABLE_COLUMNS["leads"], True).as_bytes(None)
-    return statement, _pg_sql.read_params(query)
+def raw_statement(query: Query, conn: psycopg.Connection[Any]) -> tuple[bytes, list[Any]]:
+    """The statement and values the backend sends for ``query`` (all columns, catalog order):
+    the probing form where no index of the table on ``conn``'s database serves any filter, by
+    the backend's own rule."""
+    served = served_lookups(query.table, TABLE_COLUMNS[query.table], read_indexes(conn, "public"))
+    probe = unserved(query.filters, served)
+    columns = TABLE_COLUMNS[query.table]
+    statement = _pg_sql.build_read(query, "public", columns, True, probe=probe).as_bytes(None)
+    return statement, _pg_sql.read_params(query, probe=probe)
 
 
 def agent_query(text: str) -> Query:
@@ -107,7 +114,7 @@ def scenarios(rows: int) -> list[Scenario]:
 def contenders(clients: Clients, scenario: Scenario) -> dict[str, Callable[[], object]]:
     """The callables timed against each other for ``scenario``."""
     query = Query("leads", scenario.filters, limit=PAGE, offset=0)
-    statement, params = raw_statement(query)
+    statement, params = raw_statement(query, clients.raw)
     run_query = agent_query(scenario.question)
     assert run_query.filters[0].column == scenario.filters[0].column, "run() reads the same column"
     cursor = clients.raw.cursor()
@@ -183,7 +190,6 @@ def round_trips(
     results: dict[str, tuple[float, int]] = {}
     with counting_dsn(db.reader_dsn) as (dsn, counter):
         query = Query("leads", scenario.filters, limit=PAGE, offset=0)
-        statement, params = raw_statement(query)
 
         def measure(name: str, func: Callable[[], object]) -> None:
             for _ in range(30):
@@ -200,6 +206,7 @@ def round_trips(
             results[name] = (statistics.median(windows), counter.connections - connections)
 
         with psycopg.connect(dsn, autocommit=True) as conn:
+            statement, params = raw_statement(query, conn)
             cursor = conn.cursor()
             measure("raw psycopg", lambda: cursor.execute(statement, params).fetchall())
         with create_read_only_facade(kind="postgres", dsn=dsn) as facade:
