@@ -116,10 +116,12 @@ def filter_params(filters: Sequence[Filter]) -> list[Any]:
     return params
 
 
-def _where(filters: Sequence[Filter]) -> sql.Composable:
-    if not filters:
+def _where(filters: Sequence[Filter], *also: sql.Composable) -> sql.Composable:
+    """`` WHERE`` and the filters' conditions, then ``also`` (nothing when there are none)."""
+    conditions = [*(_condition(f) for f in filters), *also]
+    if not conditions:
         return sql.SQL("")
-    return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(_condition(f) for f in filters)
+    return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions)
 
 
 def _order(query: Query, has_id: bool) -> sql.Composable:
@@ -177,12 +179,8 @@ def build_read(
         where=where,
         columns=projected,
         order=order,
-        where_incomplete=sql.SQL(" WHERE ")
-        + sql.SQL(" AND ").join([*(_condition(f) for f in query.filters), _INCOMPLETE]),
+        where_incomplete=_where(query.filters, sql.SQL("NOT s.complete")),
     )
-
-
-_INCOMPLETE = sql.SQL("NOT s.complete")
 
 
 def read_params(

@@ -176,7 +176,8 @@ def _reason(outcome: Outcome, against: str, most: float) -> str:
     run, base = outcome.stats["RAGAgent.run"].median, outcome.stats[against].median
     read = outcome.stats.get("facade.read")
     if against == PEER:
-        return f"`RAGAgent.run` takes {fmt_time(run)} against the peer's {fmt_time(base)}."
+        alone = f"`facade.read` alone is {read.median / base:.2f}× the peer; " if read else ""
+        return f"{alone}`RAGAgent.run` adds the question's parsing, plan and envelope to it."
     through = f"; `facade.read` alone is {read.median / base:.2f}×" if read else ""
     return (
         f"`RAGAgent.run` adds {fmt_time(run - base)} of Python per call (reading the question, "

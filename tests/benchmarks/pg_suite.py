@@ -46,9 +46,10 @@ def raw_statement(query: Query, conn: psycopg.Connection[Any]) -> tuple[bytes, l
     """The statement and values the backend sends for ``query`` (all columns, catalog order):
     the probing form where no index of the table on ``conn``'s database serves any filter, by
     the backend's own rule."""
-    served = served_lookups(query.table, TABLE_COLUMNS[query.table], read_indexes(conn, "public"))
-    probe = unserved(query.filters, served)
     columns = TABLE_COLUMNS[query.table]
+    probe = unserved(
+        query.filters, served_lookups(query.table, columns, read_indexes(conn, "public"))
+    )
     statement = _pg_sql.build_read(query, "public", columns, True, probe=probe).as_bytes(None)
     return statement, _pg_sql.read_params(query, probe=probe)
 
