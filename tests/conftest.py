@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, settings
 
 from persistence import MemoryStore, PersistenceAgent, ReadOnlyPersistenceFacade
 from persistence.schema import REFERENCE, SUPABASE_STYLE, SchemaVariant
+from tests.data.hostile_payloads import external_payloads, own_payloads
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-CORPUS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "sqli"
 
 settings.register_profile(
     "default",
@@ -42,13 +42,12 @@ def require_service(available: bool, reason: str) -> None:
 
 
 def corpus_lines() -> list[str]:
-    """Every payload line of the shared SQL-injection corpus (empty lines dropped)."""
-    require_service(CORPUS_DIR.is_dir(), f"payload corpus not found at {CORPUS_DIR}")
-    lines: list[str] = []
-    for path in sorted(CORPUS_DIR.glob("*.txt")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        lines.extend(line for line in text.splitlines() if line.strip())
-    return lines
+    """The project's own hostile payloads, plus an external corpus when one is named.
+
+    Nothing outside the repository is read unless ``RAG_TEST_PAYLOAD_CORPUS`` names a folder;
+    call this inside a test or fixture, never at import time.
+    """
+    return list(dict.fromkeys((*own_payloads(), *external_payloads())))
 
 
 def _loopback_only(address: object) -> bool:

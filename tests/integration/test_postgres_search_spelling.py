@@ -13,7 +13,7 @@ import pytest
 from persistence import create_read_only_facade
 from persistence.backends.pg_index import index_table
 from persistence.backends.postgres import SearchSettings
-from tests.conftest import corpus_lines
+from tests.data.hostile_payloads import own_payloads
 from tests.support.pgvector import pgvector_database, pgvector_server
 from tests.support.search import HashEmbeddings, inquiries_store
 
@@ -80,7 +80,7 @@ def test_without_a_words_table_nothing_is_corrected_and_it_is_said(pgvector_serv
     assert plain.degraded is None  # nothing to correct: no note, no round trip
 
 
-@pytest.mark.parametrize("line", [x for x in corpus_lines()[::60] if "\x00" not in x])
+@pytest.mark.parametrize("line", [x for x in own_payloads()[::20] if "\x00" not in x])
 def test_hostile_rows_and_text_stay_values(pgvector_server: str, line: str) -> None:
     """Rows holding injection payloads feed the words table; the same payloads as search text
     are corrected against it and ranked without any error but the library's own."""
