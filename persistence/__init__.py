@@ -7,15 +7,11 @@ Supabase backends. Knows nothing about LLMs.
 0
 """
 
-from persistence._closing import Closing
-from persistence._logs import get_logger
-from persistence._secrets import RedactingFormatter, redact_secrets, redact_text, register_secret
 from persistence.aggregate import AggregateResult, Group, Metric
-from persistence.backends._like import escape_like
 from persistence.backends.base import Backend
 from persistence.backends.memory import MemoryBackend, MemoryStore, default_store
-from persistence.canonical import canonical_value, non_finite_text
 from persistence.capabilities import Capabilities
+from persistence.closing import Closing
 from persistence.errors import (
     AggregatesDisabledError,
     BackendError,
@@ -36,6 +32,7 @@ from persistence.factory import (
     known_kinds,
     register_backend,
 )
+from persistence.logs import get_logger
 from persistence.policy import BUSINESS_TABLES, GOVERNANCE_TABLES, AccessPolicy
 from persistence.query import Filter, Op, Order, Page, Query, is_identifier
 from persistence.redaction import (
@@ -53,8 +50,11 @@ from persistence.relations import (
     RelatedRows,
     Relation,
 )
+from persistence.secrets import RedactingFormatter, redact_secrets, redact_text, register_secret
 from persistence.settings import PersistenceSettings
-from persistence.types import ColumnKind, ColumnType, column_type
+from persistence.values.canonical import canonical_value, non_finite_text
+from persistence.values.like import escape_like
+from persistence.values.types import ColumnKind, ColumnType, column_type
 
 __all__ = [
     "BUSINESS_TABLES",

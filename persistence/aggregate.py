@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from persistence._column_kinds import ColumnKind, ColumnType
 from persistence.errors import InvalidQueryError
 from persistence.query import is_identifier
+from persistence.values.column_kinds import ColumnKind, ColumnType
 
 __all__ = [
     "DEFAULT_GROUP_LIMIT",

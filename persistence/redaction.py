@@ -18,7 +18,7 @@ Rows of :meth:`~persistence.ReadOnlyPersistenceFacade.read` (related rows includ
 ``redaction`` (a :class:`RowRedaction`) says which fields were redacted and how, and carries:
 
 * ``source_hash``: HMAC-SHA256, under the policy's key, of ``["row", table, original_row]`` in
-  canonical JSON (:mod:`persistence.canonical`): the original row's own columns, before any
+  canonical JSON (:mod:`persistence.values.canonical`): the original row's own columns, before any
   redaction;
 * per redacted field a ``commitment``: HMAC-SHA256 of ``["field", table, original_id, column,
   value]``, so one field can be checked without the rest of the row.
@@ -51,12 +51,12 @@ from typing import Any, Literal
 
 from pydantic import SecretStr
 
-from persistence._logs import get_logger
-from persistence._secrets import register_secret
-from persistence.canonical import canonical_json, canonical_value
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
+from persistence.logs import get_logger
 from persistence.query import Filter, Op, Order, Page, is_identifier
 from persistence.relations import RelatedRows
+from persistence.secrets import register_secret
+from persistence.values.canonical import canonical_json, canonical_value
 
 __all__ = [
     "EXACT_OPERATORS",

@@ -29,9 +29,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from persistence._steps import Steps, drive
 from persistence.errors import ConfigurationError, InvalidQueryError
 from persistence.query import Filter, Page, Query, is_identifier
+from persistence.steps import Steps, drive
 
 __all__ = [
     "DEFAULT_RELATED_LIMIT",
@@ -336,7 +336,7 @@ FetchRequest = tuple[RelatedPlan, Sequence[Row], int]
 def attach_steps(
     parents: list[Row], plans: Sequence[RelatedPlan], total: int | None = None
 ) -> Steps[FetchRequest, bool]:
-    """:func:`attach` as steps (see :mod:`persistence._steps`): each fetch is yielded, so a
+    """:func:`attach` as steps (see :mod:`persistence.steps`): each fetch is yielded, so a
     backend fetches the children blocking or awaited with one implementation of the bounds."""
     budget = _Budget(RELATED_TOTAL_LIMIT if total is None else total)
     yield from _attach(parents, plans, budget)

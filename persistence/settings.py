@@ -52,9 +52,9 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from persistence._options import check_options
-from persistence._secrets import mask_url, register_secret, register_url_secret
 from persistence.errors import ConfigurationError
+from persistence.options import check_options
+from persistence.secrets import mask_url, register_secret, register_url_secret
 
 __all__ = [
     "Count",

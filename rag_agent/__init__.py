@@ -19,7 +19,6 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from rag_agent.agent import RAGAgent
-    from rag_agent.cache import QueryCache
     from rag_agent.envelope import (
         Envelope,
         ErrorInfo,
@@ -31,13 +30,8 @@ if _typing.TYPE_CHECKING:
         envelope_json_schema,
         row_hash,
     )
+    from rag_agent.envelope.summary import summarize
     from rag_agent.factory import create_rag_agent
-    from rag_agent.filters import (
-        filters_to_query,
-        normalize_filters,
-        parse_filters_from_text,
-        understand,
-    )
     from rag_agent.hooks import (
         FallbackCall,
         FallbackRead,
@@ -46,15 +40,15 @@ if _typing.TYPE_CHECKING:
         FallbackRunner,
         FilterExtractor,
     )
-    from rag_agent.llm_filters import SchemaFilterExtractor, parse_filters_with_llm
-    from rag_agent.ratelimit import (
+    from rag_agent.pipeline.reformulation import REFORMULATION_ORDER, reformulations
+    from rag_agent.runtime.cache import QueryCache
+    from rag_agent.runtime.ratelimit import (
         MemorySlidingWindowLimiter,
         RateLimiter,
         RateLimiterUnavailableError,
         RedisSlidingWindowLimiter,
         create_limiter,
     )
-    from rag_agent.reformulation import REFORMULATION_ORDER, reformulations
     from rag_agent.settings import RAGSettings
     from rag_agent.specs import (
         ColumnInfo,
@@ -64,8 +58,14 @@ if _typing.TYPE_CHECKING:
         Ignored,
         Understanding,
     )
-    from rag_agent.summary import summarize
     from rag_agent.tools import build_tools, openai_tool_schemas
+    from rag_agent.understanding.filters import (
+        filters_to_query,
+        normalize_filters,
+        parse_filters_from_text,
+        understand,
+    )
+    from rag_agent.understanding.llm.extract import SchemaFilterExtractor, parse_filters_with_llm
 
 #: Each public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -82,34 +82,34 @@ _EXPORTS: dict[str, str] = {
     "FilterExtractor": "rag_agent.hooks",
     "FilterSpec": "rag_agent.specs",
     "Ignored": "rag_agent.specs",
-    "MemorySlidingWindowLimiter": "rag_agent.ratelimit",
+    "MemorySlidingWindowLimiter": "rag_agent.runtime.ratelimit",
     "Metadata": "rag_agent.envelope",
     "Provenance": "rag_agent.envelope",
-    "QueryCache": "rag_agent.cache",
+    "QueryCache": "rag_agent.runtime.cache",
     "RAGAgent": "rag_agent.agent",
     "RAGSettings": "rag_agent.settings",
-    "REFORMULATION_ORDER": "rag_agent.reformulation",
-    "RateLimiter": "rag_agent.ratelimit",
-    "RateLimiterUnavailableError": "rag_agent.ratelimit",
+    "REFORMULATION_ORDER": "rag_agent.pipeline.reformulation",
+    "RateLimiter": "rag_agent.runtime.ratelimit",
+    "RateLimiterUnavailableError": "rag_agent.runtime.ratelimit",
     "Record": "rag_agent.envelope",
-    "RedisSlidingWindowLimiter": "rag_agent.ratelimit",
+    "RedisSlidingWindowLimiter": "rag_agent.runtime.ratelimit",
     "ReformulationAttempt": "rag_agent.envelope",
-    "SchemaFilterExtractor": "rag_agent.llm_filters",
+    "SchemaFilterExtractor": "rag_agent.understanding.llm.extract",
     "Understanding": "rag_agent.specs",
     "build_records": "rag_agent.envelope",
     "build_tools": "rag_agent.tools",
-    "create_limiter": "rag_agent.ratelimit",
+    "create_limiter": "rag_agent.runtime.ratelimit",
     "create_rag_agent": "rag_agent.factory",
     "envelope_json_schema": "rag_agent.envelope",
-    "filters_to_query": "rag_agent.filters",
-    "normalize_filters": "rag_agent.filters",
+    "filters_to_query": "rag_agent.understanding.filters",
+    "normalize_filters": "rag_agent.understanding.filters",
     "openai_tool_schemas": "rag_agent.tools",
-    "parse_filters_from_text": "rag_agent.filters",
-    "parse_filters_with_llm": "rag_agent.llm_filters",
-    "reformulations": "rag_agent.reformulation",
+    "parse_filters_from_text": "rag_agent.understanding.filters",
+    "parse_filters_with_llm": "rag_agent.understanding.llm.extract",
+    "reformulations": "rag_agent.pipeline.reformulation",
     "row_hash": "rag_agent.envelope",
-    "summarize": "rag_agent.summary",
-    "understand": "rag_agent.filters",
+    "summarize": "rag_agent.envelope.summary",
+    "understand": "rag_agent.understanding.filters",
 }
 
 __all__ = [

@@ -2,16 +2,17 @@
 
 The pipeline of :meth:`RAGAgent.run`:
 
-1. rules: :func:`~rag_agent.filters.understand` (conditions, the table named, count or rows);
+1. rules: :func:`~rag_agent.understanding.filters.understand` (conditions, the table named, count or
+rows);
 2. nothing found (or only weak evidence) and an LLM configured: the **extraction hook**
    (``extractor``, or a legacy ``llm_filters``), metered by the agent's limiter;
    then every condition, whatever its source, goes through the facade's own checks: applied
    with its value coerced to the column's type, or reported in ``metadata.ignored``;
 3. a paginated, cached read (or a count) through the read-only facade;
-4. zero rows: deterministic reformulations (:mod:`rag_agent.reformulation`);
+4. zero rows: deterministic reformulations (:mod:`rag_agent.pipeline.reformulation`);
 5. still zero, or no filter at all: the **fallback hook** (``fallback``), if configured and the
    sliding-window limiter allows it;
-6. the envelope (:func:`rag_agent.assemble.assemble`).
+6. the envelope (:func:`rag_agent.envelope.assemble.assemble`).
 
 :meth:`RAGAgent.read` is step 3 alone for a plain filtered read of any allow-listed table (what
 the ``query_table`` tool does): the same window clamping, cache, records, summary and envelope.
@@ -19,20 +20,21 @@ the ``query_table`` tool does): the same window clamping, cache, records, summar
 The two LLM steps are seams (:mod:`rag_agent.hooks`). ``extractor`` is any
 ``Callable[[ExtractionRequest], Understanding]`` (:mod:`rag_agent.specs`); ``llm_filters``, the
 older seam, any ``Callable[[str], Mapping]`` of the keys ``id``, ``email``, ``company``,
-``client_id``, validated by :func:`~rag_agent.filters.normalize_filters`. Either way anything
-invalid counts as empty. ``fallback`` is any :class:`~rag_agent.hooks.FallbackRunner`: it gets a
-``FallbackRequest`` and returns a ``FallbackResult`` listing the rows its tool calls actually
+``client_id``, validated by :func:`~rag_agent.understanding.filters.normalize_filters`. Either way
+anything invalid counts as empty. ``fallback`` is any :class:`~rag_agent.hooks.FallbackRunner`: it
+gets a ``FallbackRequest`` and returns a ``FallbackResult`` listing the rows its tool calls actually
 read. With ``llm=`` and no explicit hooks, the agent builds them with
-:class:`~rag_agent.llm_filters.SchemaFilterExtractor` (metered by the agent's limiter, cached per
-question) and :func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no
+:class:`~rag_agent.understanding.llm.extract.SchemaFilterExtractor` (metered by the agent's limiter,
+cached per question) and :func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no
 explicit hook) a step is disabled.
 
 This module is the public class; its wiring is :func:`rag_agent.agent_wiring.wire_pipeline`, its
 async twins the mixin :class:`rag_agent.agent_async.AsyncTwins`, and the steps are
-:class:`rag_agent.pipeline.Pipeline`.
+:class:`rag_agent.pipeline.pipeline.Pipeline`.
 
 :meth:`RAGAgent.arun`, :meth:`RAGAgent.aread` and :meth:`RAGAgent.aaggregate` are their async
-twins: the same pipeline (one implementation, see :mod:`rag_agent.effects`), its I/O awaited.
+twins: the same pipeline (one implementation, see :mod:`rag_agent.runtime.effects`), its I/O
+awaited.
 
 Thread-safety: ``run`` and ``read`` may be called from many threads at once. The agent's own
 state is its cache and limiter, both thread-safe; the facade's backends are thread-safe.
@@ -55,22 +57,22 @@ from persistence import (
     ReadOnlyPersistenceFacade,
     get_logger,
 )
-from persistence._steps import drive
 from persistence.search import DEFAULT_K
+from persistence.steps import drive
 from rag_agent.agent_async import AsyncTwins
 from rag_agent.agent_options import _AggregateOptions, _ReadOptions, _RunOptions, _SearchOptions
 from rag_agent.agent_wiring import wire_pipeline
-from rag_agent.assemble import utc_now
-from rag_agent.cache import QueryCache
-from rag_agent.effects import perform
 from rag_agent.envelope import Envelope
+from rag_agent.envelope.assemble import utc_now
 from rag_agent.fallback.scope import FallbackScope
 from rag_agent.hooks import FallbackRunner, FilterExtractor
-from rag_agent.ranking import DEFAULT_MODE, search_steps
-from rag_agent.ratelimit import RateLimiter
+from rag_agent.pipeline.ranking import DEFAULT_MODE, search_steps
+from rag_agent.runtime.cache import QueryCache
+from rag_agent.runtime.effects import perform
+from rag_agent.runtime.ratelimit import RateLimiter
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition
-from rag_agent.understanding import ConditionExtractor
+from rag_agent.understanding.request import ConditionExtractor
 
 __all__ = ["RAGAgent"]
 

@@ -7,13 +7,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Unpack, overload
 
 from persistence import Filter, Include, Metric, Order, get_logger
-from persistence._steps import adrive
 from persistence.search import DEFAULT_K
+from persistence.steps import adrive
 from rag_agent.agent_options import _RunOptions
-from rag_agent.effects import perform_async
 from rag_agent.envelope import Envelope
-from rag_agent.pipeline import Pipeline
-from rag_agent.ranking import DEFAULT_MODE, search_steps
+from rag_agent.pipeline.pipeline import Pipeline
+from rag_agent.pipeline.ranking import DEFAULT_MODE, search_steps
+from rag_agent.runtime.effects import perform_async
 from rag_agent.specs import Condition
 
 _log = get_logger("rag_agent")

@@ -8,18 +8,18 @@ from collections.abc import Callable
 from typing import Any
 
 from persistence import ReadOnlyPersistenceFacade
-from rag_agent.cache import QueryCache
-from rag_agent.conditions import legacy_conditions
 from rag_agent.fallback import create_fallback_runner
 from rag_agent.fallback.scope import FallbackScope
-from rag_agent.filters import normalize_filters
 from rag_agent.hooks import FallbackRunner, FilterExtractor
-from rag_agent.llm_filters import SchemaFilterExtractor
-from rag_agent.pipeline import Pipeline
-from rag_agent.ratelimit import RateLimiter, create_limiter
+from rag_agent.pipeline.pipeline import Pipeline
+from rag_agent.runtime.cache import QueryCache
+from rag_agent.runtime.ratelimit import RateLimiter, create_limiter
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import ExtractionRequest, Ignored, Understanding
-from rag_agent.understanding import ConditionExtractor
+from rag_agent.understanding.conditions import legacy_conditions
+from rag_agent.understanding.filters import normalize_filters
+from rag_agent.understanding.llm.extract import SchemaFilterExtractor
+from rag_agent.understanding.request import ConditionExtractor
 
 
 def wire_pipeline(

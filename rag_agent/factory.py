@@ -6,9 +6,9 @@ from typing import Any
 
 from persistence.factory import create_read_only_facade
 from rag_agent.agent import RAGAgent
-from rag_agent.embeddings import embeddings_from_setting
-from rag_agent.llm import resolve_llm
+from rag_agent.pipeline.embeddings import embeddings_from_setting
 from rag_agent.settings import RAGSettings
+from rag_agent.understanding.llm.chat_model import resolve_llm
 
 __all__ = ["create_rag_agent"]
 
@@ -31,7 +31,7 @@ def create_rag_agent(
     is set, and otherwise the LLM steps are off (``fallback: "disabled"``), with a warning once per
     process; ``llm=False`` (or ``RAG_LLM=off``) turns them off on purpose, without it.
     ``embeddings`` (any LangChain ``Embeddings``) serves the semantic leg of search; without it,
-    ``RAG_EMBEDDINGS`` decides (``none`` by default; see :mod:`rag_agent.embeddings`).
+    ``RAG_EMBEDDINGS`` decides (``none`` by default; see :mod:`rag_agent.pipeline.embeddings`).
 
     >>> rag = create_rag_agent(kind="memory")
     >>> rag.run("find leads at acme", return_json=True)["metadata"]["total_count"]

@@ -13,7 +13,7 @@ description and argument schema, annotated ``readOnlyHint``, ``idempotentHint``,
 and not open-world. ``deliver_data`` is not exposed: it is disabled, and a server only advertises
 what it can do. A call runs the LangChain tool itself, so the allow-list, the page and fallback
 budgets, the input coercion and the refusal of nested input are the tools' own, not a copy. The
-answer carries the compact view (:mod:`rag_agent.compact`: rows without provenance, counts,
+answer carries the compact view (:mod:`rag_agent.envelope.compact`: rows without provenance, counts,
 paging hints, what was applied and ignored; row text between untrusted-data markers) as text in
 ``content``, for the model, and the whole envelope in ``structuredContent`` (validated by
 clients against the envelope's JSON Schema, the tool's ``outputSchema``), for the program; an
@@ -43,9 +43,9 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from rag_agent.agent import RAGAgent
-from rag_agent.assemble import error_envelope
-from rag_agent.compact import compact_text
 from rag_agent.envelope import Envelope, envelope_json_schema
+from rag_agent.envelope.assemble import error_envelope
+from rag_agent.envelope.compact import compact_text
 from rag_agent.tools import DeliverDataTool, _EnvelopeTool, build_tools
 
 __all__ = [

@@ -11,7 +11,7 @@
     RAG_CACHE_DISABLED [unset]        RAG_DEBUG [0]
     RAG_FALLBACK_SCOPE [related]      RAG_CACHE_MAX_BYTES [67108864]
     RAG_LLM [on]                      RAG_BACKEND [inferred by the CLI]
-    RAG_EMBEDDINGS [none]: none | default | openai:<model> (see rag_agent.embeddings)
+    RAG_EMBEDDINGS [none]: none | default | openai:<model> (see rag_agent.pipeline.embeddings)
     RAG_LLM_DEADLINE_S [30]
     RAG_POSTGRES_DSN, SUPABASE_URL, SUPABASE_KEY, OPENAI_API_KEY, OPENAI_BASE_URL,
     RAG_OPENAI_MODEL [gpt-4o-mini]
@@ -43,9 +43,9 @@ from persistence.settings import (
     Text,
     unprefixed,
 )
-from rag_agent.cache import DEFAULT_CACHE_MAX_BYTES
-from rag_agent.deadline import DEFAULT_LLM_DEADLINE_SECONDS
-from rag_agent.ratelimit import STORAGE_SCHEMES
+from rag_agent.runtime.cache import DEFAULT_CACHE_MAX_BYTES
+from rag_agent.runtime.deadline import DEFAULT_LLM_DEADLINE_SECONDS
+from rag_agent.runtime.ratelimit import STORAGE_SCHEMES
 
 __all__ = ["BACKEND_KINDS", "ENV_VARIABLES", "RAGSettings"]
 
@@ -106,7 +106,7 @@ class RAGSettings(PersistenceSettings):
     #: The backend the ``rag-agent`` CLI reads when no option names one (else it is inferred).
     backend: Literal["memory", "postgres", "supabase"] | None = None
     #: What embeds text for the semantic leg of search: ``none``, ``default`` (wordllama's
-    #: bundled model, offline) or ``openai:<model>`` (:mod:`rag_agent.embeddings`).
+    #: bundled model, offline) or ``openai:<model>`` (:mod:`rag_agent.pipeline.embeddings`).
     embeddings: Text = "none"
 
     @field_validator("backend", mode="before")

@@ -147,7 +147,7 @@ class Understanding:
     them ("average score by status" → ``("avg:score",)``); empty means the count alone.
     ``topic`` is what the text is about beyond its conditions: the words no rule read, request
     framing removed ("inquiries from customers who want to stop paying" → ``"stop paying"``);
-    ``""`` when nothing is left. Rows are ranked by it (:mod:`rag_agent.ranking`).
+    ``""`` when nothing is left. Rows are ranked by it (:mod:`rag_agent.pipeline.ranking`).
     """
 
     table: str | None = None

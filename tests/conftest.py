@@ -6,7 +6,6 @@ import contextlib
 import os
 import socket
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -129,7 +128,7 @@ def store() -> Iterator[MemoryStore]:
 @pytest.fixture(autouse=True)
 def _fresh_memory_budgets() -> None:
     """Every test starts with the process-wide memory:// fallback budgets unspent."""
-    from rag_agent.ratelimit import reset_memory_budgets
+    from rag_agent.runtime.ratelimit import reset_memory_budgets
 
     reset_memory_budgets()
 

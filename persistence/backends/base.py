@@ -15,7 +15,7 @@ from persistence.capabilities import Capabilities
 from persistence.query import Filter, Page, Query
 from persistence.search import SearchRequest, SearchResult
 from persistence.search.embedder import Embedder
-from persistence.types import ColumnType
+from persistence.values.types import ColumnType
 
 __all__ = ["AsyncReads", "Backend", "SearchingBackend"]
 

@@ -39,8 +39,9 @@ _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
 #: A keyword term is a run of letters and digits, as the keyword legs tokenise rows (BM25's
 #: tokens; PostgreSQL's parser splits "can't" and "INV-2025-7" the same way).
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
-#: The one list of request framing (the rules' topical remainder, :mod:`rag_agent.rules.topic`,
-#: uses it too): articles, pronouns, prepositions, question words and the words that ask for rows.
+#: The one list of request framing (the rules' topical remainder,
+#: :mod:`rag_agent.understanding.rules.topic`, uses it too): articles, pronouns, prepositions,
+#: question words and the words that ask for rows.
 #: Both search legs drop these from a search text.
 FRAMING_WORDS = frozenset(
     """a an the of to in on for from with about by at as and or is are was were be been it its

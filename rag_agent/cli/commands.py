@@ -174,7 +174,7 @@ def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: 
 
 def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Load the sample dataset into PostgreSQL or Supabase."""
-    from rag_agent.sample import SAMPLE_TABLES
+    from rag_agent.ops.sample import SAMPLE_TABLES
 
     if args.backend == "memory":
         raise UsageError(
@@ -233,7 +233,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RA
 
 
 def _demo_steps() -> list[tuple[str, str, dict[str, Any]]]:
-    from rag_agent.sample import sample_rows
+    from rag_agent.ops.sample import sample_rows
 
     email = next(r["email"] for r in sample_rows("leads") if r["company_name"] == "Acme Inc.")
     return [

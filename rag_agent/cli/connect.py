@@ -166,7 +166,7 @@ def connect(
 
     The memory backend gets a private store with the sample data, unless ``--empty``.
     """
-    from rag_agent.sample import load_sample
+    from rag_agent.ops.sample import load_sample
 
     options = backend_options(args, settings)
     loaded = None
@@ -198,7 +198,7 @@ def writable_backend(kind: str, options: Mapping[str, Any]) -> Backend:
 def load_sample_into(kind: str, options: Mapping[str, Any]) -> dict[str, int]:
     """Write the bundled sample into a ``kind`` backend; rows written per table."""
     from persistence import GOVERNANCE_TABLES, AccessPolicy, PersistenceAgent
-    from rag_agent.sample import SAMPLE_TABLES, load_sample
+    from rag_agent.ops.sample import SAMPLE_TABLES, load_sample
 
     backend = writable_backend(kind, options)
     try:

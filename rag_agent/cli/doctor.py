@@ -1,8 +1,8 @@
 """``rag-agent doctor``: the connected role's privileges and the indexes the generated SQL needs,
 and, on PostgreSQL, the extensions and indexes each search leg needs
-(:mod:`rag_agent.doctor_search`).
+(:mod:`rag_agent.ops.doctor_search`).
 
-The knowledge (which columns, which operators, which index) is :mod:`rag_agent.doctor`; this
+The knowledge (which columns, which operators, which index) is :mod:`rag_agent.ops.doctor`; this
 module reads the facts for the chosen backend and prints the report.
 """
 
@@ -17,8 +17,14 @@ from persistence.schema import TABLE_COLUMNS
 from rag_agent.cli import connect as connection  # backend_options, looked up at each call
 from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR
 from rag_agent.cli.render import _inert, wants_json
-from rag_agent.doctor import Report, format_report, memory_report, postgres_report, supabase_report
-from rag_agent.doctor_search import SearchAdvice, format_search, search_advice
+from rag_agent.ops.doctor import (
+    Report,
+    format_report,
+    memory_report,
+    postgres_report,
+    supabase_report,
+)
+from rag_agent.ops.doctor_search import SearchAdvice, format_search, search_advice
 from rag_agent.settings import RAGSettings
 
 SCHEMA = "public"

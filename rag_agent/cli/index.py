@@ -1,10 +1,10 @@
 """``rag-agent index TABLE --columns a,b --dsn WRITER_DSN``: store a table's row vectors.
 
-The admin step of the semantic leg on PostgreSQL (:mod:`persistence.backends.pg_index`): it
+The admin step of the semantic leg on PostgreSQL (:mod:`persistence.admin.index_build`): it
 connects as the writer role named by ``--dsn`` (never the read-only facade's), is idempotent and
 incremental, builds the HNSW index, and prints its progress on stderr and its report on stdout.
 
-``--embeddings``: ``default`` (the offline default model, ``rag_agent.embeddings``), or
+``--embeddings``: ``default`` (the offline default model, ``rag_agent.pipeline.embeddings``), or
 ``module:attribute`` naming an ``Embeddings`` object or a callable returning one.
 """
 
@@ -50,7 +50,7 @@ def load_embeddings(spec: str) -> Any:
     """The embeddings ``spec`` names (see the module docstring)."""
     if spec == "default":
         try:
-            module = importlib.import_module("rag_agent.embeddings")
+            module = importlib.import_module("rag_agent.pipeline.embeddings")
         except ImportError:
             module = None
         made = module.default_embeddings() if module is not None else None
@@ -77,7 +77,7 @@ def load_embeddings(spec: str) -> Any:
 
 
 def cmd_index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from persistence.backends.pg_index import index_table
+    from persistence.admin.index_build import index_table
 
     columns = column_list(args.columns)
     if args.batch_size <= 0:

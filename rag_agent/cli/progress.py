@@ -1,9 +1,9 @@
 """A progress line on stderr while a model is thinking (the CLI's; the library never prints).
 
 A run may wait up to ``RAG_LLM_DEADLINE_S`` seconds for a model; silence that long looks like a
-hang. :func:`show_progress` listens to :func:`rag_agent.deadline.thinking` and, on a terminal,
-keeps one line up to date (``… waiting for the language model (filters) 3s``), erased when the
-model is done. Off a terminal (pipes, scripts, logs) it writes nothing.
+hang. :func:`show_progress` listens to :func:`rag_agent.runtime.deadline.thinking` and, on a
+terminal, keeps one line up to date (``… waiting for the language model (filters) 3s``), erased when
+the model is done. Off a terminal (pipes, scripts, logs) it writes nothing.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ _STEPS = {"filters": "reading the request", "fallback": "searching the tables"}
 class ProgressLine:
     """One self-updating line on ``stream`` while a model is thinking.
 
-    A listener for :func:`rag_agent.deadline.add_thinking_listener`. Its ticker thread runs only
-    while a model is thinking and is joined when the model is done, so it never outlives a run.
+    A listener for :func:`rag_agent.runtime.deadline.add_thinking_listener`. Its ticker thread runs
+    only while a model is thinking and is joined when the model is done, so it never outlives a run.
     Thread-safe.
     """
 
@@ -96,7 +96,7 @@ def show_progress(stream: TextIO) -> Iterator[ProgressLine | None]:
     if not isatty(stream):
         yield None
         return
-    from rag_agent.deadline import add_thinking_listener, remove_thinking_listener
+    from rag_agent.runtime.deadline import add_thinking_listener, remove_thinking_listener
 
     line = ProgressLine(stream)
     add_thinking_listener(line)

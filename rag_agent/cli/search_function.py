@@ -58,7 +58,7 @@ def add_search_function_parser(commands: Any) -> None:
 
 
 def cmd_search_function(args: argparse.Namespace, out: TextIO) -> int:
-    from persistence.backends._supabase_search_sql import search_function_sql
+    from persistence.admin.supabase_search_sql import search_function_sql
 
     columns = column_list(args.columns)
     filters: dict[str, str] = {}

@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rag_agent.llm_filters import message_text, read_json_object
+from rag_agent.understanding.llm.extract import message_text, read_json_object
 from rag_agent.untrusted import boundary_block
 
 __all__ = [

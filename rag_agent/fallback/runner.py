@@ -2,7 +2,7 @@
 
 :class:`AgentFallback` builds an agent graph (LangChain's ``create_agent``) over the run's own
 tools (:mod:`.tools`), waits for it on a worker thread within the overall timeout (the run's LLM
-deadline, :mod:`rag_agent.deadline`: what extraction left of it), and turns the
+deadline, :mod:`rag_agent.runtime.deadline`: what extraction left of it), and turns the
 model's final answer into :class:`FallbackOutcome`: the ledger entries of the rows it cited *and*
 read, the number of cited ids dropped because nothing read them, and counters. A model that
 raises, the step limit or the timeout give an outcome with ``error``, never an exception.
@@ -33,13 +33,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from persistence import ReadOnlyPersistenceFacade, get_logger
-from rag_agent.assemble import utc_now
-from rag_agent.deadline import thinking, timeout_kwargs
+from rag_agent.envelope.assemble import utc_now
 from rag_agent.fallback.ledger import LedgerEntry, id_key
 from rag_agent.fallback.prompt import FinalAnswer, final_answer, request_message, system_prompt
 from rag_agent.fallback.scope import FallbackScope
 from rag_agent.fallback.tools import FallbackSession, FallbackStopped, FallbackTimeoutError
 from rag_agent.hooks import FallbackCall, FallbackRead, FallbackRequest, FallbackResult
+from rag_agent.runtime.deadline import thinking, timeout_kwargs
 from rag_agent.settings import RAGSettings
 
 __all__ = [

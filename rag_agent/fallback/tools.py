@@ -41,7 +41,7 @@ from persistence import (
     TableNotAllowedError,
     get_logger,
 )
-from rag_agent.assemble import aggregates_info
+from rag_agent.envelope.assemble import aggregates_info
 from rag_agent.fallback.ledger import ReadLedger, Row
 from rag_agent.hooks import FallbackCall
 from rag_agent.specs import FilterSpec, to_filters

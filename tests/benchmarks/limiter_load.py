@@ -43,7 +43,7 @@ def limiter_load(
     url: str, callers: int, *, limit: int, window: float, seconds: float
 ) -> LimiterRun:
     """``callers`` threads calling ``try_acquire`` for ``seconds`` on a fresh key."""
-    from rag_agent.ratelimit import RedisSlidingWindowLimiter
+    from rag_agent.runtime.ratelimit import RedisSlidingWindowLimiter
 
     key = f"rag_bench:limiter:{secrets.token_hex(4)}"
     limiter = RedisSlidingWindowLimiter(url, limit, window, key=key, socket_timeout=2.0)

@@ -17,7 +17,7 @@ import psycopg
 
 from persistence import Filter, Op, Order
 from persistence.schema import TABLE_COLUMNS, TABLE_DDL
-from rag_agent.doctor import IndexKind, create_statement
+from rag_agent.ops.doctor import IndexKind, create_statement
 from tests.benchmarks.common import LeadsTable, ScratchDatabase, standalone
 from tests.benchmarks.peer import inline
 from tests.benchmarks.pg_suite import PAGE, Clients

@@ -100,7 +100,7 @@ def _high_water() -> int:
 
 def _measure_here(rows: int) -> dict[str, Any]:
     from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
-    from persistence.backends._memory_vectors import MAX_VECTOR_BYTES, vector_cache
+    from persistence.backends.memory.vectors import MAX_VECTOR_BYTES, vector_cache
     from tests.benchmarks.common import quiet_logging
     from tests.benchmarks.pg_search import bench_embeddings
 

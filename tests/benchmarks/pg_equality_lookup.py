@@ -34,7 +34,7 @@ from typing import Any
 import psycopg
 
 from persistence import Filter, Op, Order, Query, create_read_only_facade
-from persistence.backends import _pg_sql
+from persistence.backends.postgres import sql as _pg_sql
 from tests.benchmarks.common import ScratchDatabase, Stats, compare, scratch_database
 from tests.benchmarks.lookup_scenarios import LOWER_EMAIL_INDEX, UUID_LEADS
 from tests.benchmarks.pg_suite import raw_statement

@@ -8,8 +8,9 @@ selectivity, with the indexes docs/search-postgres.md lists.
 installed. With ``langchain-postgres`` installed (the ``bench`` extra) the same database also
 measures its ``PGVectorStore`` hybrid search (:mod:`tests.benchmarks.pg_search_peer`).
 
-Embeddings: the library's offline default model (``rag_agent.embeddings.default_embeddings``,
-256 dimensions), or the tests' deterministic 64-dimension hashing model when it is missing.
+Embeddings: the library's offline default model
+(``rag_agent.pipeline.embeddings.default_embeddings``, 256 dimensions), or the tests' deterministic
+64-dimension hashing model when it is missing.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import structlog
 from structlog.testing import capture_logs
 
 from persistence import Filter, Op, create_read_only_facade
-from persistence.backends.pg_index import index_table
+from persistence.admin.index_build import index_table
 from tests.benchmarks import pg_search_peer
 from tests.benchmarks.common import Section, quiet_logging
 from tests.benchmarks.report import fmt_time, markdown_table
@@ -70,7 +71,7 @@ class SearchReport:
 def bench_embeddings() -> tuple[Any, str]:
     """The offline default model and how the report names it; the hashing model without it."""
     try:
-        from rag_agent.embeddings import default_embeddings
+        from rag_agent.pipeline.embeddings import default_embeddings
 
         embeddings = default_embeddings()
     except ImportError:  # pragma: no cover - rag_agent ships with the library

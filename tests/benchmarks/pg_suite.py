@@ -24,14 +24,14 @@ from typing import Any
 import psycopg
 
 from persistence import Filter, Op, Query, create_read_only_facade
-from persistence.backends import _pg_sql
-from persistence.backends._pg_catalog import read_indexes
-from persistence.backends._pg_indexes import served_lookups, unserved
+from persistence.backends.postgres import sql as _pg_sql
+from persistence.backends.postgres.catalog import read_indexes
+from persistence.backends.postgres.indexes import served_lookups, unserved
 from persistence.facade import ReadOnlyPersistenceFacade
 from persistence.schema import TABLE_COLUMNS
 from rag_agent import RAGAgent, RAGSettings, create_rag_agent
-from rag_agent.doctor import IndexKind, create_statement
-from rag_agent.filters import filters_to_query, parse_filters_from_text
+from rag_agent.ops.doctor import IndexKind, create_statement
+from rag_agent.understanding.filters import filters_to_query, parse_filters_from_text
 from tests.benchmarks.common import ScratchDatabase, Stats, compare
 from tests.benchmarks.datagen import NEEDLE, NEEDLE_QUESTION
 from tests.benchmarks.peer import PeerTool, inline

@@ -33,8 +33,8 @@ import regex
 
 from persistence import MemoryStore
 from rag_agent import build_tools, create_rag_agent
-from rag_agent.compact import compact_view
-from rag_agent.sample import load_sample
+from rag_agent.envelope.compact import compact_view
+from rag_agent.ops.sample import load_sample
 from tests.benchmarks.common import Section
 
 #: (label, tool, arguments): the representative calls.

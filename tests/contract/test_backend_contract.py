@@ -22,7 +22,7 @@ from persistence import (
     TableNotAllowedError,
 )
 from persistence.schema import SchemaVariant
-from persistence.types import ColumnKind, column_type
+from persistence.values.types import ColumnKind, column_type
 
 LEADS = [
     {"email": "ann@acme.io", "company_name": "Acme Inc.", "score": 10, "status": "new"},

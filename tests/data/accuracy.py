@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rag_agent.filters import understand
 from rag_agent.specs import Understanding
+from rag_agent.understanding.filters import understand
 
 LABELLED = Path(__file__).resolve().parent / "understanding_queries.jsonl"
 #: The clock every relative date of the set is read against (a Wednesday).

@@ -93,7 +93,7 @@ def default_embeddings() -> Any:
     """The library's offline default model; a local loader of the same bundled files when the
     library does not provide it yet."""
     try:
-        from rag_agent.embeddings import default_embeddings as library_default
+        from rag_agent.pipeline.embeddings import default_embeddings as library_default
     except ImportError:
         return _BundledWordLlama()
     embeddings = library_default()

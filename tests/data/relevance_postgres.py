@@ -73,7 +73,7 @@ def postgres_facade(corpus: Corpus, embeddings: Any, dsn: str) -> Any:
             )
         )
     if "vector" in available and embeddings is not None:
-        from persistence.backends.pg_index import index_table
+        from persistence.admin.index_build import index_table
 
         for table, columns in _SEARCHED.items():
             index_table(scratch, table, columns, embeddings, grant_to=[name])

@@ -14,7 +14,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from rag_agent.cli import main
 from rag_agent.cli.setup import reader_dsn
-from rag_agent.sample import SAMPLE_TABLES, sample_rows
+from rag_agent.ops.sample import SAMPLE_TABLES, sample_rows
 from tests.conftest import POSTGRES_ADMIN_DSN, require_service
 
 pytestmark = pytest.mark.postgres

@@ -16,7 +16,7 @@ import pytest
 from persistence import ReadOnlyPersistenceFacade, create_read_only_facade
 from persistence.backends.postgres import PostgresBackend
 from rag_agent import RAGAgent, RAGSettings
-from rag_agent.sample import SAMPLE_TABLES, sample_rows
+from rag_agent.ops.sample import SAMPLE_TABLES, sample_rows
 from rag_agent.tools import build_tools
 from tests.conftest import PostgresDatabase
 

@@ -189,7 +189,7 @@ class TestReadOnlyEnforcement:
     def test_a_role_the_catalog_does_not_show_is_not_vouched_for(self) -> None:
         """No row for the connected role (a shadowed or filtered catalog) is a problem, never a
         pass; a plain reader has none."""
-        from persistence.backends._pg_catalog import RoleFacts, role_problems
+        from persistence.backends.postgres.catalog import RoleFacts, role_problems
 
         assert role_problems(None, ()) == [
             "the connected role is not visible in pg_catalog.pg_roles"

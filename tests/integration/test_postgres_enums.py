@@ -27,7 +27,7 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence.types import ColumnKind, column_type, enum_type
+from persistence.values.types import ColumnKind, column_type, enum_type
 from tests.conftest import PostgresDatabase
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, fake_key
 

@@ -17,7 +17,7 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence.backends import _pg_sql
+from persistence.backends.postgres import sql as _pg_sql
 from tests.conftest import PostgresDatabase
 
 pytestmark = pytest.mark.postgres

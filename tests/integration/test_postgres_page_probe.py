@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from persistence import Filter, Op, Order, Query, create_read_only_facade
-from persistence.backends import _pg_sql
 from persistence.backends.postgres import create_backend
+from persistence.backends.postgres import sql as _pg_sql
 from persistence.facade import ReadOnlyPersistenceFacade
 from tests.conftest import PostgresDatabase
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from persistence import ReadOnlyPersistenceFacade, create_persistence_agent, create_read_only_facade
-from persistence.backends._pg_pool import Connections
+from persistence.backends.postgres.pool import Connections
 from persistence.relations import Include
 from persistence.schema import REFERENCE, SUPABASE_STYLE
 from tests.conftest import PostgresDatabase

@@ -19,9 +19,9 @@ import pytest
 from structlog.testing import capture_logs
 
 from persistence import Filter, Op, create_read_only_facade
-from persistence.backends import _pg_search_sql as q
-from persistence.backends.pg_index import index_table
+from persistence.admin.index_build import index_table
 from persistence.backends.postgres import SearchSettings
+from persistence.backends.postgres import search_sql as q
 from persistence.errors import InvalidQueryError, PersistenceError
 from persistence.search import fuse
 from persistence.search.fusion import weights_for
@@ -418,9 +418,11 @@ class TestHostileInput:
         few = Filter("client_id", Op.EQ, world.clients[1])
         with _facade(world.db.reader_dsn) as facade:
             for line in lines:
-                for filters in ([few], [Filter("subject", Op.ICONTAINS, line[:200])]):
-                    with contextlib.suppress(PersistenceError):
-                        facade.search("inquiries", line, filters=filters, k=5)
+                with contextlib.suppress(PersistenceError):
+                    facade.search("inquiries", line, filters=[few], k=5)
+                with contextlib.suppress(PersistenceError):  # a NUL is refused by Filter itself
+                    own = Filter("subject", Op.ICONTAINS, line[:200])
+                    facade.search("inquiries", line, filters=[own], k=5)
                 with pytest.raises(PersistenceError):
                     facade.search("inquiries", "refund", filters=[Filter("client_id", Op.EQ, line)])
         assert world.db.execute("SELECT count(*) FROM inquiries") == [(ROWS,)]

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from persistence import create_read_only_facade
-from persistence.backends.pg_index import index_table
+from persistence.admin.index_build import index_table
 from persistence.backends.postgres import SearchSettings
 from tests.data.hostile_payloads import own_payloads
 from tests.support.pgvector import pgvector_database, pgvector_server

@@ -18,8 +18,8 @@ from persistence import (
     Query,
     QueryTimeoutError,
 )
-from persistence.backends import _pg_sql
-from persistence.backends._pg_errors import is_connection_lost, translate
+from persistence.backends.postgres import sql as _pg_sql
+from persistence.backends.postgres.errors import is_connection_lost, translate
 
 
 def unescape_like(pattern: str) -> str:

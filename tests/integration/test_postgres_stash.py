@@ -19,8 +19,8 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence._read_plans import ReadPlans
 from persistence.backends.postgres import PostgresBackend, create_backend
+from persistence.facade.read_plans import ReadPlans
 from tests.conftest import PostgresDatabase
 from tests.support.read_plans import LEADS, outcome, reads
 

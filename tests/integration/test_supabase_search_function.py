@@ -18,9 +18,9 @@ import psycopg
 import pytest
 
 from persistence import Filter, Op, create_read_only_facade
-from persistence.backends._postgrest_search import filtered_columns, ranked_columns
-from persistence.backends.pg_index import index_table
+from persistence.admin.index_build import index_table
 from persistence.backends.postgres import SearchSettings
+from persistence.backends.supabase.postgrest.search import filtered_columns, ranked_columns
 from persistence.search import fuse, weights_for
 from persistence.search.embedder import Embedder
 from persistence.search.text import keyword_terms, topical_text

@@ -41,8 +41,8 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence.backends._like import fold_case
 from persistence.schema import SUPABASE_STYLE
+from persistence.values.like import fold_case
 from tests.conftest import PostgresDatabase
 
 pytestmark = pytest.mark.postgres

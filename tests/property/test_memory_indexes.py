@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from persistence import Filter, MemoryBackend, MemoryStore, Op
-from persistence.backends._like import fold_case
 from persistence.query import Query
+from persistence.values.like import fold_case
 
 # Case pairs, PostgreSQL's special folds (İ, Σ) and a character lower() leaves alone (ß).
 EMAIL = st.text(alphabet="aAbBİiΣσß@.", max_size=5)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from persistence import MemoryStore, create_persistence_agent
 from rag_agent import RAGAgent, RAGSettings, create_rag_agent, envelope_json_schema, row_hash
 from rag_agent.envelope import Envelope, Metadata, build_records
-from rag_agent.filters import FILTER_KEYS, filters_to_query, parse_filters_from_text
+from rag_agent.understanding.filters import FILTER_KEYS, filters_to_query, parse_filters_from_text
 from tests.conftest import corpus_lines
 from tests.unit.test_rag_envelope import reference_hash
 

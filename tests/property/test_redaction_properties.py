@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from persistence import RedactedRow, RedactionPolicy
-from persistence.canonical import canonical_json, canonical_value
+from persistence.values.canonical import canonical_json, canonical_value
 from rag_agent.envelope import build_records, row_hash
 
 KEY = "property test key, long enough"

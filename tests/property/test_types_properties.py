@@ -26,7 +26,7 @@ from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from persistence import Filter, InvalidQueryError, Op
-from persistence.types import ColumnKind, coerce_filter, coerce_value, column_type
+from persistence.values.types import ColumnKind, coerce_filter, coerce_value, column_type
 from tests.conftest import PostgresDatabase
 
 TYPE_NAMES = ("uuid", "int2", "int4", "int8", "numeric", "float8", "float4", "bool", "date",

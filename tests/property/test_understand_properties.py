@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from persistence import Op
 from persistence.schema import TABLE_COLUMNS
-from rag_agent.filters import MAX_TEXT_LENGTH, understand
-from rag_agent.rules import vocabulary
 from rag_agent.specs import Understanding
+from rag_agent.understanding.filters import MAX_TEXT_LENGTH, understand
+from rag_agent.understanding.rules import vocabulary
 
 NOW = dt.datetime(2025, 6, 18, 12, tzinfo=dt.UTC)
 TABLES = st.one_of(st.sampled_from([None, *TABLE_COLUMNS]), st.text(max_size=10))

@@ -18,9 +18,9 @@ from persistence import (
 )
 from persistence.query import MAX_IN_VALUES, MAX_TEXT_VALUE_LENGTH
 from rag_agent import RAGAgent, RAGSettings
-from rag_agent.cache import DEFAULT_CACHE_MAX_BYTES, QueryCache, approximate_size
 from rag_agent.hooks import FallbackRequest, FallbackResult
-from rag_agent.ratelimit import create_limiter
+from rag_agent.runtime.cache import DEFAULT_CACHE_MAX_BYTES, QueryCache, approximate_size
+from rag_agent.runtime.ratelimit import create_limiter
 from rag_agent.specs import MAX_TOOL_IN_VALUES, FilterSpec
 from rag_agent.tools import build_tools
 

@@ -16,8 +16,8 @@ import pytest
 
 from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
 from rag_agent import RAGAgent
-from rag_agent.rules import names
 from rag_agent.settings import RAGSettings
+from rag_agent.understanding.rules import names
 from tests.conftest import PostgresDatabase, corpus_lines
 
 SCHEMA = json.loads(

@@ -24,8 +24,8 @@ from persistence import (
     QueryTimeoutError,
     TableNotAllowedError,
 )
-from persistence.backends._like import fold_case
 from persistence.query import MAX_IN_VALUES, MAX_TEXT_VALUE_LENGTH
+from persistence.values.like import fold_case
 from rag_agent.untrusted import unwrap_boundary
 from tests.conftest import corpus_lines
 from tests.faults.worlds import (

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from persistence.backends._like import fold_case
+from persistence.values.like import fold_case
 from rag_agent.envelope import OUTSIDE_ROW, row_hash
 from tests.conftest import corpus_lines
 from tests.faults.worlds import (

@@ -59,7 +59,7 @@ def _snapshot(store: MemoryStore) -> list[dict[str, Any]]:
 def _facades(store: MemoryStore) -> Iterator[tuple[str, ReadOnlyPersistenceFacade]]:
     yield "hash", create_read_only_facade(kind="memory", store=store, embeddings=HashEmbeddings())
     if importlib.util.find_spec("wordllama") is not None:
-        from rag_agent.embeddings import default_embeddings
+        from rag_agent.pipeline.embeddings import default_embeddings
 
         yield (
             "default",

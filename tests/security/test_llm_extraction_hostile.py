@@ -15,9 +15,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from persistence import Op
-from rag_agent.llm_filters import SchemaFilterExtractor
-from rag_agent.llm_grounding import understand_answer
-from rag_agent.llm_schema import SCHEMA_NAME
+from rag_agent.understanding.llm.extract import SchemaFilterExtractor
+from rag_agent.understanding.llm.grounding import understand_answer
+from rag_agent.understanding.llm.schema import SCHEMA_NAME
 from tests.conftest import corpus_lines
 from tests.faults.worlds import World, open_world, seed_leads
 from tests.support.extraction import answer, cond, extraction_request

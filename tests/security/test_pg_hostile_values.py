@@ -39,7 +39,7 @@ def _seed_rows(payloads: list[str]) -> list[dict[str, object]]:
         {"email": "bob@acme.io", "company_name": '100% O\'Reilly_\\ "quoted"', "score": 2},
     ]
     # A few payloads stored as data, so that literal matches exist and must be found exactly.
-    for index, payload in enumerate(payloads[::97]):
+    for index, payload in enumerate(payloads[:: max(1, len(payloads) // 12)]):
         if "\x00" not in payload:
             rows.append({"email": payload, "company_name": payload, "score": index})
     return rows

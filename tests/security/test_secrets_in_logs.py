@@ -20,10 +20,10 @@ from persistence import (
     redact_text,
     register_secret,
 )
-from persistence._secrets import mask_url
+from persistence.secrets import mask_url
 from rag_agent.cli.logs import configure_logging
 from rag_agent.factory import create_rag_agent
-from rag_agent.ratelimit import create_limiter
+from rag_agent.runtime.ratelimit import create_limiter
 from rag_agent.settings import RAGSettings
 from tests.support.cli import run
 from tests.support.postgrest import BASE_URL, fake_key

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from mcp import ClientSession
 from mcp.types import CallToolResult, TextContent
 
-from rag_agent.compact import carries_rows, compact_view
+from rag_agent.envelope.compact import carries_rows, compact_view
 from rag_agent.untrusted import unwrap_boundary
 
 __all__ = [

@@ -50,10 +50,10 @@ from urllib.parse import unquote_plus
 import httpx
 
 from persistence import BackendError, InvalidQueryError, MemoryStore
-from persistence.backends._like import compile_like, fold_case
 from persistence.relations import Relation
 from persistence.schema import REFERENCE
-from persistence.types import ColumnKind, ColumnType, coerce_value
+from persistence.values.like import compile_like, fold_case
+from persistence.values.types import ColumnKind, ColumnType, coerce_value
 from tests.support import postgrest_aggregates
 from tests.support.postgrest_embed import Embed, EmbedError, parse_select, resolve
 

@@ -4,7 +4,7 @@ Strict, as the rest of the emulator: a ``select`` item is ``[alias:]column``,
 ``[alias:]count()`` or ``[alias:]column.fn()`` with ``fn`` one of ``avg``, ``count``, ``max``,
 ``min``, ``sum``; the plain columns are the grouping (PostgREST's automatic ``GROUP BY``); an
 ``order`` term must name a grouped column (PostgREST cannot order by an aggregate). Values are
-computed as PostgreSQL computes them (by :func:`persistence.backends._aggregate_rows`, whose
+computed as PostgreSQL computes them (by :func:`persistence.values.aggregate_rows`, whose
 agreement with PostgreSQL the differential test holds) and answered as PostgREST encodes them:
 numbers as JSON numbers with ``numeric``'s digits, everything else as text.
 """
@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from persistence.aggregate import Metric
-from persistence.backends._aggregate_rows import aggregate_rows
-from persistence.types import ColumnType
+from persistence.values.aggregate_rows import aggregate_rows
+from persistence.values.types import ColumnType
 
 __all__ = ["AggregateItem", "encode_json", "is_aggregate_select", "parse_aggregate_select", "run"]
 

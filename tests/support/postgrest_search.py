@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from persistence import MemoryStore
-from persistence.backends._memory_search import search_rows, vector_cache
+from persistence.backends.memory.search import search_rows, vector_cache
 from persistence.search import SearchMode, SearchRequest
 from persistence.search.embedder import Embedder
 from tests.support.postgrest import RpcFunction

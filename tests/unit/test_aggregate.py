@@ -319,7 +319,7 @@ class TestPostgrestAggregate:
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """More distinct pairs than the bound is a typed refusal, never a long scan."""
-        from persistence.backends import _postgrest_distinct
+        from persistence.backends.supabase.postgrest import distinct as _postgrest_distinct
 
         monkeypatch.setattr(_postgrest_distinct, "MAX_DISTINCT_PAIRS", 3)
         store = MemoryStore()

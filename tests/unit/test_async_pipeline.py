@@ -24,7 +24,7 @@ from persistence import (
 from persistence.policy import BUSINESS_TABLES, AccessPolicy
 from persistence.query import Filter, Op, Page, Query
 from rag_agent import FallbackRead, FallbackRequest, FallbackResult, RAGAgent, RAGSettings
-from rag_agent.sample import SAMPLE_TABLES, sample_rows
+from rag_agent.ops.sample import SAMPLE_TABLES, sample_rows
 from rag_agent.specs import ExtractionRequest, Understanding
 from rag_agent.tools import build_tools
 from rag_agent.untrusted import unwrap_boundary

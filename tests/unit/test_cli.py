@@ -13,7 +13,7 @@ import pytest
 from rag_agent import cli
 from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE, format_envelope, format_grid
 from rag_agent.cli.connect import backend_options
-from rag_agent.sample import SAMPLE_TABLES, sample_rows
+from rag_agent.ops.sample import SAMPLE_TABLES, sample_rows
 from rag_agent.settings import RAGSettings
 from tests.conftest import require_service
 from tests.support.cli import run

@@ -17,7 +17,7 @@ from rag_agent.cli import (
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
 )
-from rag_agent.llm import _reset_disabled_warning
+from rag_agent.understanding.llm.chat_model import _reset_disabled_warning
 from tests.conftest import PostgresDatabase
 from tests.support.cli import run
 

@@ -8,7 +8,7 @@ import threading
 from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
 from rag_agent import RAGAgent, RAGSettings
 from rag_agent.cli.progress import ProgressLine, show_progress
-from rag_agent.deadline import thinking
+from rag_agent.runtime.deadline import thinking
 from tests.support.extraction import answer
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 

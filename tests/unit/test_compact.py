@@ -13,17 +13,17 @@ from langchain_core.messages import ToolMessage
 
 from persistence import MemoryStore
 from rag_agent import Envelope, RAGAgent, build_tools, create_rag_agent
-from rag_agent.assemble import error_envelope
-from rag_agent.compact import (
+from rag_agent.envelope import OUTSIDE_ROW, build_records
+from rag_agent.envelope.assemble import error_envelope
+from rag_agent.envelope.compact import (
     COMPACT_HEADER,
     carries_rows,
     compact_records,
     compact_text,
     compact_view,
 )
-from rag_agent.envelope import OUTSIDE_ROW, build_records
 from rag_agent.mcp_server import create_mcp_server
-from rag_agent.sample import load_sample
+from rag_agent.ops.sample import load_sample
 from rag_agent.untrusted import unwrap_boundary
 from tests.support.mcp import in_process, text_of
 

@@ -20,7 +20,7 @@ from persistence import (
 )
 from persistence.policy import AccessPolicy
 from rag_agent import RAGAgent
-from rag_agent.company_link import MAX_LINKED_KEYS
+from rag_agent.pipeline.company_link import MAX_LINKED_KEYS
 from rag_agent.settings import RAGSettings
 
 SCHEMA = json.loads(

@@ -25,11 +25,11 @@ from persistence import (
     ReadOnlyPersistenceFacade,
     create_read_only_facade,
 )
-from persistence._steps import drive
 from persistence.policy import AccessPolicy
+from persistence.steps import drive
 from rag_agent import RAGAgent
-from rag_agent.company_link import MAX_HOP_KEYS, LinkedCondition, company_links
-from rag_agent.effects import Call
+from rag_agent.pipeline.company_link import MAX_HOP_KEYS, LinkedCondition, company_links
+from rag_agent.runtime.effects import Call
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Ignored
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, fake_key

@@ -20,8 +20,8 @@ from persistence import (
     create_read_only_facade,
     register_backend,
 )
-from persistence._versions import WriteVersions
 from persistence.backends.postgres import data_target
+from persistence.facade.versions import WriteVersions
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, fake_key
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from persistence import AccessPolicy, MemoryBackend, MemoryStore, ReadOnlyPersistenceFacade
 from rag_agent import RAGAgent, build_tools
-from rag_agent.discovery import DescribeTableTool, describe_table
-from rag_agent.sample import load_sample
+from rag_agent.ops.sample import load_sample
+from rag_agent.tools.discovery import DescribeTableTool, describe_table
 from rag_agent.untrusted import unwrap_boundary
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from persistence.backends._pg_catalog import IndexFacts, IndexKey, RoleFacts
-from rag_agent.doctor import (
+from persistence.backends.postgres.catalog import IndexFacts, IndexKey, RoleFacts
+from rag_agent.ops.doctor import (
     TRGM_EXTENSION,
     IndexKind,
     column_operator,

@@ -15,14 +15,14 @@ from langchain_core.embeddings import Embeddings
 
 from persistence import ConfigurationError, MemoryStore, create_persistence_agent
 from persistence.search.embedder import Embedder
-from rag_agent import embeddings as embeddings_module
-from rag_agent.embeddings import (
+from rag_agent.factory import create_rag_agent
+from rag_agent.pipeline import embeddings as embeddings_module
+from rag_agent.pipeline.embeddings import (
     DEFAULT_EMBEDDINGS_MODEL_ID,
     WordLlamaEmbeddings,
     default_embeddings,
     embeddings_from_setting,
 )
-from rag_agent.factory import create_rag_agent
 from rag_agent.settings import RAGSettings
 from tests.support.search import HashEmbeddings
 

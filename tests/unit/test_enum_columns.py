@@ -18,13 +18,13 @@ from persistence import (
     create_read_only_facade,
 )
 from persistence.aggregate import Metric
-from persistence.backends import _pg_sql
-from persistence.backends._postgrest_schema import parse_description
-from persistence.types import ColumnKind, ColumnType, coerce_filter, coerce_value, enum_type
-from rag_agent.discovery import describe_table
-from rag_agent.llm_schema import extraction_messages
+from persistence.backends.postgres import sql as _pg_sql
+from persistence.backends.supabase.postgrest.schema import parse_description
+from persistence.values.types import ColumnKind, ColumnType, coerce_filter, coerce_value, enum_type
 from rag_agent.specs import ExtractionRequest
-from rag_agent.understanding import column_infos
+from rag_agent.tools.discovery import describe_table
+from rag_agent.understanding.llm.schema import extraction_messages
+from rag_agent.understanding.request import column_infos
 from tests.conftest import corpus_lines
 
 STAGE = enum_type("lead_stage", ["new", "Qualified", "lost", "won"])

@@ -21,7 +21,7 @@ from persistence import (
     UnsupportedOperatorError,
     create_read_only_facade,
 )
-from persistence.types import ColumnType
+from persistence.values.types import ColumnType
 from tests.support.memory import SpyBackend, one_lead_store
 
 

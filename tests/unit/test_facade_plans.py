@@ -25,8 +25,8 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence._read_plans import ReadPlans, read_shape
-from persistence.types import ColumnType
+from persistence.facade.read_plans import ReadPlans, read_shape
+from persistence.values.types import ColumnType
 from tests.support.read_plans import LEADS, outcome, reads
 
 

@@ -14,7 +14,11 @@ from langchain_core.runnables import Runnable
 from persistence import MemoryStore, ReadOnlyPersistenceFacade, create_read_only_facade
 from rag_agent import RAGAgent, RAGSettings
 from rag_agent.fallback import create_fallback_runner
-from rag_agent.ratelimit import MemorySlidingWindowLimiter, RateLimiter, RedisSlidingWindowLimiter
+from rag_agent.runtime.ratelimit import (
+    MemorySlidingWindowLimiter,
+    RateLimiter,
+    RedisSlidingWindowLimiter,
+)
 from tests.unit.test_llm_scripted import ScriptedChatModel, final
 
 NO_FILTERS = "???"  # the rules find nothing here, so every run goes to the fallback

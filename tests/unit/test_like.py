@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from persistence import Filter, Op
 from persistence.backends import memory
-from persistence.backends._like import compile_like, escape_like, fold_case, text_predicate
+from persistence.values.like import compile_like, escape_like, fold_case, text_predicate
 
 
 def _reference(pattern: str) -> re.Pattern[str]:

@@ -21,7 +21,9 @@ from persistence import (
     create_read_only_facade,
 )
 from rag_agent import RAGAgent, RAGSettings
-from rag_agent.deadline import (
+from rag_agent.fallback import AgentFallback
+from rag_agent.fallback import runner as fallback_runner
+from rag_agent.runtime.deadline import (
     LLMDeadline,
     add_thinking_listener,
     current_deadline,
@@ -31,9 +33,7 @@ from rag_agent.deadline import (
     thinking,
     timeout_kwargs,
 )
-from rag_agent.fallback import AgentFallback
-from rag_agent.fallback import runner as fallback_runner
-from rag_agent.llm import resolve_llm
+from rag_agent.understanding.llm.chat_model import resolve_llm
 from tests.support.extraction import answer
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 

@@ -17,12 +17,12 @@ from pydantic import Field
 from structlog.testing import capture_logs
 
 from persistence import ConfigurationError, Op
-from rag_agent.llm import resolve_llm
-from rag_agent.llm_filters import SchemaFilterExtractor
-from rag_agent.llm_schema import SCHEMA_NAME
-from rag_agent.ratelimit import MemorySlidingWindowLimiter
+from rag_agent.runtime.ratelimit import MemorySlidingWindowLimiter
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import ColumnInfo, Condition, ExtractionRequest, Understanding
+from rag_agent.understanding.llm.chat_model import resolve_llm
+from rag_agent.understanding.llm.extract import SchemaFilterExtractor
+from rag_agent.understanding.llm.schema import SCHEMA_NAME
 from tests.support.clocks import FakeClock
 from tests.support.extraction import (
     LEADS_COLUMNS,

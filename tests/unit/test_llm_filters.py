@@ -11,7 +11,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage
 from structlog.testing import capture_logs
 
-from rag_agent.llm_filters import (
+from rag_agent.understanding.llm.extract import (
     message_text,
     parse_filters_with_llm,
     read_json_object,

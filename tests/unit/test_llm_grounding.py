@@ -12,15 +12,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from persistence import Op
-from rag_agent.llm_grounding import (
+from rag_agent.specs import Condition, Understanding
+from rag_agent.understanding.llm.grounding import (
     column_mentioned,
     number_grounded,
     text_grounded,
     understand_answer,
     uuid_grounded,
 )
-from rag_agent.llm_schema import MAX_CONDITIONS, MAX_IGNORED, MAX_IN_VALUES, offered_columns
-from rag_agent.specs import Condition, Understanding
+from rag_agent.understanding.llm.schema import (
+    MAX_CONDITIONS,
+    MAX_IGNORED,
+    MAX_IN_VALUES,
+    offered_columns,
+)
 from tests.support.extraction import answer, cond, extraction_request
 
 CLIENT = uuid.UUID("6f1c2a9e-3b7d-4c1e-9a0b-5d8e7f6a1b2c")

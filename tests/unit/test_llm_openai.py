@@ -13,9 +13,9 @@ from langchain_core.language_models import BaseChatModel
 
 from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
 from rag_agent.fallback import AgentFallback
-from rag_agent.llm import resolve_llm
-from rag_agent.llm_filters import parse_filters_with_llm
 from rag_agent.settings import RAGSettings
+from rag_agent.understanding.llm.chat_model import resolve_llm
+from rag_agent.understanding.llm.extract import parse_filters_with_llm
 
 BASE_URL = "http://llm.test/v1"
 NOW = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)

@@ -8,7 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag_agent.llm_schema import (
+from rag_agent.specs import LLM_OPERATORS, ColumnInfo
+from rag_agent.understanding.llm.schema import (
     MAX_CONDITIONS,
     MAX_IN_VALUES,
     SCHEMA_NAME,
@@ -17,7 +18,6 @@ from rag_agent.llm_schema import (
     offered_columns,
     schema_fingerprint,
 )
-from rag_agent.specs import LLM_OPERATORS, ColumnInfo
 from tests.support.extraction import (
     LEADS_COLUMNS,
     extraction_request,

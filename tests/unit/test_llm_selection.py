@@ -12,15 +12,15 @@ from pydantic import SecretStr
 from structlog.testing import capture_logs
 
 from persistence import ConfigurationError
-from rag_agent import llm as llm_module
-from rag_agent.deadline import extraction_timeout
-from rag_agent.llm import (
+from rag_agent.runtime.deadline import extraction_timeout
+from rag_agent.settings import RAGSettings
+from rag_agent.understanding.llm import chat_model as llm_module
+from rag_agent.understanding.llm.chat_model import (
     DEFAULT_MAX_RETRIES,
     OPENAI_INSTALL_HINT,
     build_openai_chat_model,
     resolve_llm,
 )
-from rag_agent.settings import RAGSettings
 from tests.unit.test_llm_scripted import ScriptedChatModel
 
 

@@ -17,12 +17,12 @@ from langchain_core.messages import AIMessage
 from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
 from rag_agent import FallbackRequest, FallbackResult, RAGAgent
 from rag_agent.envelope import envelope_json_schema
-from rag_agent.llm_filters import SchemaFilterExtractor
-from rag_agent.llm_grounding import understand_answer
-from rag_agent.llm_schema import SCHEMA_NAME, extraction_messages, extraction_schema
-from rag_agent.llm_shape import group_columns, metric_columns, shape_properties
 from rag_agent.specs import ExtractionRequest, Understanding
-from rag_agent.understanding import understand_request
+from rag_agent.understanding.llm.extract import SchemaFilterExtractor
+from rag_agent.understanding.llm.grounding import understand_answer
+from rag_agent.understanding.llm.schema import SCHEMA_NAME, extraction_messages, extraction_schema
+from rag_agent.understanding.llm.shape import group_columns, metric_columns, shape_properties
+from rag_agent.understanding.request import understand_request
 from tests.support.extraction import NOW, answer, cond, extraction_request, strict_schema_problems
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls
 

@@ -15,7 +15,7 @@ from mcp.types import CallToolResult
 from persistence import MemoryStore
 from rag_agent import RAGAgent, build_tools, create_rag_agent, envelope_json_schema
 from rag_agent.mcp_server import INSTRUCTIONS, create_mcp_server, mcp_tools
-from rag_agent.sample import load_sample
+from rag_agent.ops.sample import load_sample
 from rag_agent.settings import RAGSettings
 from tests.conftest import corpus_lines
 from tests.faults.worlds import seed_leads
@@ -38,7 +38,7 @@ def agent() -> RAGAgent:
 @pytest.fixture(scope="module")
 def payloads() -> list[str]:
     """A sample of the shared SQL-injection corpus, and a prompt injection."""
-    return [*corpus_lines()[::97][:12], INJECTION]
+    return [*corpus_lines()[::27][:12], INJECTION]
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence.backends._memory_search import VectorCache, vector_cache
+from persistence.backends.memory.search import VectorCache, vector_cache
 from persistence.search import RRF_K, SearchMode
 from persistence.search.embedder import Embedder
 from persistence.search.fusion import DEFAULT_WEIGHTS

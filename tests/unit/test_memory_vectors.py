@@ -1,4 +1,4 @@
-"""The memory backend's row vectors (:mod:`persistence.backends._memory_vectors`): kept current
+"""The memory backend's row vectors (:mod:`persistence.backends.memory.vectors`): kept current
 incrementally (a store searched between writes ranks as a fresh one), embedded in bounded
 batches, bounded in memory, safe under concurrent writers and readers, the same without numpy."""
 
@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from persistence import Filter, MemoryStore, Op, create_persistence_agent, create_read_only_facade
-from persistence.backends import _memory_vectors
-from persistence.backends._memory_vectors import VectorCache, vector_cache
+from persistence.backends.memory import vectors as _memory_vectors
+from persistence.backends.memory.vectors import VectorCache, vector_cache
 from persistence.search.embedder import Embedder
 from tests.support.search import HashEmbeddings
 

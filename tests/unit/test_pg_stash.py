@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from psycopg.pq import ConnStatus, TransactionStatus
 
-from persistence.backends._pg_stash import Stash, reusable
+from persistence.backends.postgres.stash import Stash, reusable
 
 
 class Clock:

@@ -162,7 +162,7 @@ class TestPublicSurface:
 
     def test_column_types_vocabulary_is_exported(self) -> None:
         """The names column_types() answers in are importable from the package itself."""
-        assert persistence.ColumnType is persistence.types.ColumnType
+        assert persistence.ColumnType is persistence.values.types.ColumnType
         assert persistence.column_type("int8") == persistence.ColumnType(
             persistence.ColumnKind.INTEGER, "bigint", 64
         )

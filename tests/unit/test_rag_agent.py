@@ -38,8 +38,8 @@ from rag_agent import (
     envelope_json_schema,
     row_hash,
 )
-from rag_agent.filters import MAX_TEXT_LENGTH
-from rag_agent.ratelimit import RateLimiterUnavailableError
+from rag_agent.runtime.ratelimit import RateLimiterUnavailableError
+from rag_agent.understanding.filters import MAX_TEXT_LENGTH
 
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
 SCHEMA = envelope_json_schema()

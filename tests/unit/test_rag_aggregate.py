@@ -12,7 +12,7 @@ import pytest
 from persistence import Filter, MemoryStore, Op, create_persistence_agent, create_read_only_facade
 from rag_agent import FallbackRequest, FallbackResult, RAGAgent, build_tools
 from rag_agent.envelope import envelope_json_schema
-from rag_agent.filters import understand
+from rag_agent.understanding.filters import understand
 from rag_agent.untrusted import unwrap_boundary
 
 NOW = dt.datetime(2025, 6, 18, 12, tzinfo=dt.UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from rag_agent.cache import QueryCache
+from rag_agent.runtime.cache import QueryCache
 from tests.support.clocks import FakeClock
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from persistence import Filter, Op
-from rag_agent.filters import (
+from rag_agent.understanding.filters import (
     FILTER_KEYS,
     MAX_TEXT_LENGTH,
     filters_to_query,

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from persistence import AccessPolicy, MemoryBackend, MemoryStore, ReadOnlyPersistenceFacade
 from rag_agent import RAGAgent, RAGSettings
-from rag_agent import pipeline as pipeline_module
-from rag_agent.plan_memo import Plan, PlanMemo, plan_key
-from rag_agent.sample import load_sample
+from rag_agent.ops.sample import load_sample
+from rag_agent.pipeline import pipeline as pipeline_module
+from rag_agent.pipeline.plan_memo import Plan, PlanMemo, plan_key
 from rag_agent.specs import Understanding
-from rag_agent.understanding import Request
+from rag_agent.understanding.request import Request
 
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
 

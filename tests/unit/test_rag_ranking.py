@@ -24,15 +24,15 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence._steps import drive
 from persistence.policy import AccessPolicy
+from persistence.steps import drive
 from rag_agent import RAGAgent, build_tools
 from rag_agent.envelope import row_hash
-from rag_agent.filters import understand
-from rag_agent.rules.topic import FRAMING_WORDS, topic_of
+from rag_agent.pipeline.similar import similar_company
 from rag_agent.settings import RAGSettings
-from rag_agent.similar import similar_company
 from rag_agent.specs import Condition
+from rag_agent.understanding.filters import understand
+from rag_agent.understanding.rules.topic import FRAMING_WORDS, topic_of
 from rag_agent.untrusted import unwrap_boundary
 
 SCHEMA = json.loads(

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from persistence import ConfigurationError
-from rag_agent.ratelimit import (
+from rag_agent.runtime.ratelimit import (
     MemorySlidingWindowLimiter,
     RateLimiter,
     RedisSlidingWindowLimiter,

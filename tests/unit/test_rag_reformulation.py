@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from persistence import MemoryStore, Op, create_persistence_agent, create_read_only_facade
 from rag_agent import Condition, RAGAgent, RAGSettings, build_tools
-from rag_agent.reformulation import (
+from rag_agent.pipeline.reformulation import (
     REFORMULATION_ORDER,
     reformulations,
     relaxations,

@@ -11,7 +11,7 @@ from persistence import Filter, Include, MemoryStore, Op, create_persistence_age
 from persistence import create_read_only_facade as facade_of
 from rag_agent import RAGAgent, row_hash
 from rag_agent.envelope import OUTSIDE_ROW, build_records
-from rag_agent.filters import understand
+from rag_agent.understanding.filters import understand
 from tests.data.accuracy import NOW
 
 

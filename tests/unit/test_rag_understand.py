@@ -12,10 +12,10 @@ import pytest
 
 from persistence import Op
 from persistence.schema import TABLE_COLUMNS
-from rag_agent import sample
-from rag_agent.filters import MAX_TEXT_LENGTH, parse_filters_from_text, understand
-from rag_agent.rules import dates, parser, vocabulary
+from rag_agent.ops import sample
 from rag_agent.specs import Understanding
+from rag_agent.understanding.filters import MAX_TEXT_LENGTH, parse_filters_from_text, understand
+from rag_agent.understanding.rules import dates, parser, vocabulary
 from tests.data import accuracy
 
 NOW = accuracy.NOW  # Wednesday 2025-06-18 12:00 UTC

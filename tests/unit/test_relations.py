@@ -24,7 +24,7 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence.backends._postgrest_embed import parse_relations
+from persistence.backends.supabase.postgrest.embed import parse_relations
 from persistence.relations import MAX_RELATED_LIMIT, Include, RelatedRows, Relation
 from persistence.schema import REFERENCE, SUPABASE_STYLE
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, describe, fake_key

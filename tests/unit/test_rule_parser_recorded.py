@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_agent.rules import understand
-from rag_agent.rules.reading import Reading
+from rag_agent.understanding.rules import understand
+from rag_agent.understanding.rules.reading import Reading
 from tests.data.accuracy import NOW
 
 _DATA = Path(__file__).resolve().parents[1] / "data"
@@ -53,7 +53,7 @@ _TEXT = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(text=_TEXT, table=st.sampled_from([None, "leads", "campaigns", "messages", "clients"]))
 def test_prechecks_change_nothing(text: str, table: str | None) -> None:
-    import rag_agent.rules.parser as parser
+    import rag_agent.understanding.rules.parser as parser
 
     checked = understand(text, table=table, now=NOW)
     original = parser.Reading

@@ -20,7 +20,7 @@ from persistence import (
 )
 from persistence.backends.memory import MemoryBackend
 from persistence.schema import TABLE_COLUMNS
-from rag_agent.sample import (
+from rag_agent.ops.sample import (
     ACME_COMPANIES,
     LARGE_COMPANY,
     SAMPLE_TABLES,
@@ -130,7 +130,7 @@ class TestShippedFiles:
         """Each shipped file is byte-for-byte what the generator writes (regenerate if not)."""
         shipped = resources.files("rag_agent").joinpath("data", f"{table}.json")
         assert shipped.read_text("utf-8") == _encode(table, generated[table]), (
-            "regenerate with: python -m rag_agent.sample rag_agent/data"
+            "regenerate with: python -m rag_agent.ops.sample rag_agent/data"
         )
 
     def test_small(self) -> None:

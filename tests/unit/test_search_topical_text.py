@@ -14,7 +14,7 @@ from persistence.search.text import (
     keyword_terms,
     topical_text,
 )
-from rag_agent.rules import topic
+from rag_agent.understanding.rules import topic
 
 
 @pytest.mark.parametrize(

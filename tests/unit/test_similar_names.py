@@ -16,11 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
-from persistence._steps import drive
 from persistence.search.trigram import word_similarity
+from persistence.steps import drive
 from rag_agent import RAGAgent
+from rag_agent.pipeline.similar import AMBIGUITY_MARGIN, SIMILARITY_THRESHOLD, Closest, closest_name
 from rag_agent.settings import RAGSettings
-from rag_agent.similar import AMBIGUITY_MARGIN, SIMILARITY_THRESHOLD, Closest, closest_name
 
 SCHEMA = json.loads(
     (Path(__file__).parents[2] / "docs" / "envelope.schema.json").read_text(encoding="utf-8")

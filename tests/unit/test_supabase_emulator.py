@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from persistence import MemoryStore
-from persistence.backends._postgrest_encoding import encode_query_string, in_list
+from persistence.backends.supabase.postgrest.encoding import encode_query_string, in_list
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, parse_in_list
 
 

@@ -7,7 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from persistence import Filter, MemoryBackend, MemoryStore, Op, Query
-from persistence.backends._postgrest_encoding import filter_params, ieq_pattern, needs_client_check
+from persistence.backends.supabase.postgrest.encoding import (
+    filter_params,
+    ieq_pattern,
+    needs_client_check,
+)
 from tests.support.http import ScriptedServer, backend_over, rows_response
 from tests.support.postgrest import PostgrestEmulator
 

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from persistence import BackendError, Filter, MemoryStore, Op, Order, Query
-from persistence.backends._postgrest_encoding import parse_content_range
 from persistence.backends.memory import MemoryBackend
+from persistence.backends.supabase.postgrest.encoding import parse_content_range
 from tests.support.http import ScriptedServer, backend_over, rows_response
 from tests.support.postgrest import PostgrestEmulator, decode_query
 

@@ -22,7 +22,7 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence.backends._postgrest_search import CANDIDATE_ROWS, wfts_condition
+from persistence.backends.supabase.postgrest.search import CANDIDATE_ROWS, wfts_condition
 from persistence.search import SearchResult
 from tests.conftest import corpus_lines
 from tests.support.postgrest import (

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from persistence.backends._pg_vectors import EF_SEARCH_FLOOR
-from persistence.backends._postgrest_search import filtered_columns, ranked_columns
-from persistence.backends._supabase_search_sql import search_function_sql
+from persistence.admin.supabase_search_sql import search_function_sql
+from persistence.backends.postgres.vectors import EF_SEARCH_FLOOR
+from persistence.backends.supabase.postgrest.search import filtered_columns, ranked_columns
 from persistence.errors import ConfigurationError
 from persistence.search.feedback import FEEDBACK_ROWS, FEEDBACK_WEIGHT
 from persistence.search.fusion import RRF_K

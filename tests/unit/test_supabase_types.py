@@ -20,7 +20,7 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence.backends._postgrest_schema import parse_description
+from persistence.backends.supabase.postgrest.schema import parse_description
 from persistence.schema import SUPABASE_STYLE
 from tests.support.http import ScriptedServer, backend_over, rows_response
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, decode_query, describe, fake_key

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from persistence import Filter, Op, Order, Query
-from persistence.backends._postgrest_encoding import (
+from persistence.backends.supabase.postgrest.encoding import (
     encode_query_string,
     filter_params,
     icontains_pattern,

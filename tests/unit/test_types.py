@@ -13,7 +13,7 @@ import pytest
 
 from persistence import Filter, InvalidQueryError, Op
 from persistence.schema import TABLE_DDL
-from persistence.types import (
+from persistence.values.types import (
     MAX_VALUE_LENGTH,
     ColumnKind,
     ColumnType,

@@ -30,11 +30,15 @@ from rag_agent import (
     RAGSettings,
     envelope_json_schema,
 )
-from rag_agent.conditions import legacy_conditions, query_filters_view
 from rag_agent.hooks import FallbackCall
-from rag_agent.llm_schema import SCHEMA_NAME
 from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
-from rag_agent.understanding import apply_conditions, explicit_conditions, understand_request
+from rag_agent.understanding.conditions import legacy_conditions, query_filters_view
+from rag_agent.understanding.llm.schema import SCHEMA_NAME
+from rag_agent.understanding.request import (
+    apply_conditions,
+    explicit_conditions,
+    understand_request,
+)
 from tests.support.extraction import answer, cond
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls
 

@@ -1,0 +1,491 @@
+"""Hybrid search on PostgreSQL: the legs, their fusion and the page, in one read-only transaction.
+
+Legs, each ranking :data:`~persistence.search.model.LEG_DEPTH` rows where that many match the
+filters, on every page, so the pages of one search are windows of one fused order (filters are
+hard constraints inside every leg):
+
+* ``keyword``: full text over the allowed text columns, ``ts_rank(document, query, 1)`` over a
+  bounded candidate set (:mod:`persistence.backends.postgres.search_sql`);
+* ``trigram``: pg_trgm's ``word_similarity`` over short text columns
+  (:func:`persistence.search.text.is_short_text_column`), threshold 0.6; skipped, and said so,
+  without pg_trgm;
+* ``semantic``: cosine distance over stored vectors (pgvector: the side table written by
+  ``rag-agent index``, or a ``vector(n)`` column declared with ``vector_columns=``), with one
+  round of pseudo-relevance feedback. Selective filters take the exact path (every filtered row
+  measured); others the HNSW index with ``hnsw.iterative_scan = relaxed_order`` and
+  ``hnsw.ef_search`` set in the transaction, and the exact path again should the index return
+  too few rows. Without pgvector or stored vectors, at most ``rerank_rows`` filtered rows are
+  embedded in process (cached by text) and ranked there, and ``degraded`` says so.
+
+The fusion is :func:`persistence.search.fusion.fuse` itself, over the legs' id lists, so the
+order and scores are those of every other backend's fusion.
+
+Thread-safety: a :class:`PostgresSearch` is safe to share; its state (the in-process vector cache,
+:class:`~persistence.backends.postgres.vectors.RowVectors`, and whether a GIN index serves a table's
+keyword document) is guarded by locks.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from persistence.backends.postgres import search_sql as q
+from persistence.backends.postgres.catalog import Table
+from persistence.backends.postgres.pool import Connections
+from persistence.backends.postgres.sql import build_count, filter_params
+from persistence.backends.postgres.vectors import (
+    RowVectors,
+    SearchSettings,
+    at_least,
+    by_cosine,
+    ef_search,
+    embeddings_table,
+    parse_vector,
+    row_text,
+    vector_literal,
+)
+from persistence.backends.postgres.words import correct_text
+from persistence.errors import ConfigurationError, InvalidQueryError
+from persistence.logs import get_logger
+from persistence.query import Filter, Query
+from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult
+from persistence.search.embedder import Embedder, Vector
+from persistence.search.feedback import FEEDBACK_ROWS, refine
+from persistence.search.fusion import Fused, fuse_tiers, weights_for
+from persistence.search.model import LEG_DEPTH, TIER_DEPTH
+from persistence.search.text import is_short_text_column, keyword_terms, topical_text
+
+__all__ = ["PostgresSearch", "SearchSettings"]
+
+log = get_logger("persistence.postgres")
+
+#: pg_trgm's ``word_similarity`` a short column's word must reach.
+TRIGRAM_THRESHOLD = 0.6
+_LEG_ORDER = ("keyword", "trigram", "semantic")
+_INDEX_RECHECK_SECONDS = 60.0
+
+
+@dataclass(slots=True)
+class _Facts:
+    vector_schema: str | None
+    trgm_schema: str | None
+    side_dimension: int | None
+    side_meta: dict[str, Any] | None
+    has_hnsw: bool
+    column_dimension: int | None
+    #: pgvector 0.8 brought ``hnsw.iterative_scan``; before it only the exact fallback helps.
+    iterative: bool = False
+
+
+@dataclass(slots=True)
+class _Run:
+    """One search's working state inside its transaction."""
+
+    cursor: psycopg.Cursor[Any]
+    table: sql.Identifier
+    filters: tuple[Filter, ...]
+    depth: int
+    total: int
+    notes: list[str]
+    path: dict[str, Any] = field(default_factory=dict)
+    #: The semantic leg's query after feedback: the same for both tiers, computed once.
+    refined: Vector | None = None
+
+
+class PostgresSearch:
+    """The search of one :class:`~persistence.backends.postgres.PostgresBackend`."""
+
+    def __init__(self, connections: Connections, schema: str, settings: SearchSettings) -> None:
+        self._connections = connections
+        self._schema = schema
+        self.settings = settings
+        self._vectors = RowVectors()
+        self._lock = threading.Lock()
+        self._keyword_indexes: dict[tuple[str, tuple[str, ...]], tuple[bool, float]] = {}
+
+    def search(
+        self,
+        entry: Table,
+        query: Query,
+        filters: tuple[Filter, ...],
+        request: SearchRequest,
+        text_columns: tuple[str, ...],
+        embedder: Embedder | None,
+    ) -> SearchResult:
+        table = query.table
+        if "id" not in entry.column_set:
+            raise InvalidQueryError(f"table {table!r} has no id column to rank rows by")
+        entry.require(table, text_columns, "search")
+        columns = entry.names if query.columns is None else query.columns
+        mode, why = request.runnable_mode(embedder is not None)
+        notes = [] if why is None else [why]
+        corrected = correct_text(
+            self._connections, self._schema, table, request.text, text_columns, notes
+        )
+        text = corrected.text
+        topical = topical_text(text, table)
+        # Embedded before the transaction opens: a model call holds no connection.
+        vector = (
+            embedder.embed_query(topical) if embedder and mode is not SearchMode.KEYWORD else None
+        )
+
+        def work(conn: psycopg.Connection[Any]) -> SearchResult:
+            cursor = conn.cursor()
+            # One snapshot for the count, every leg and the page.
+            cursor.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cursor.execute(self._connections.set_timeout)
+            # Legs are cut at the tiers' fixed depths, never at offset + k: the fused order, and
+            # so each page, must not depend on which page is asked.
+            run = _Run(cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes)
+            count = build_count(table, self._schema, filters).as_bytes(None)
+            run.total = int(cursor.execute(count, filter_params(filters)).fetchall()[0][0])
+            facts = self._probe(cursor, table)
+
+            def legs_at(depth: int) -> dict[str, list[Any]]:
+                run.depth = depth
+                return self._legs(run, facts, mode, text, table, text_columns, vector, embedder)
+
+            def deeper() -> dict[str, list[Any]]:
+                said = list(notes)  # the first tier said it already
+                run.path["tiers"] = 2
+                try:
+                    return legs_at(LEG_DEPTH)
+                finally:
+                    notes[:] = said
+
+            legs = legs_at(TIER_DEPTH)
+            run.path["tiers"] = 1
+            weights = weights_for(text, table)
+            fused = fuse_tiers(_ordered(legs), lambda: _ordered(deeper()), weights, request.depth)
+            hits = self._page(run, fused, tuple(_ordered(legs)), columns, request)
+            cursor.execute(b"COMMIT")
+            log.debug("postgres.search", table=table, legs=list(legs), **run.path)
+            return SearchResult(
+                hits=hits,
+                mode=mode,
+                legs=tuple(legs),
+                query=topical,
+                total_count=run.total,
+                degraded="; ".join(notes) if notes else None,
+                corrections=corrected.changes,
+            )
+
+        result: SearchResult = self._connections.run(work, "search", read=True)
+        return result
+
+    def _legs(
+        self,
+        run: _Run,
+        facts: _Facts,
+        mode: SearchMode,
+        text: str,
+        table: str,
+        text_columns: tuple[str, ...],
+        vector: Vector | None,
+        embedder: Embedder | None,
+    ) -> dict[str, list[Any]]:
+        """Each leg's ids, best first, cut at ``run.depth`` (``text``: the corrected text)."""
+        legs: dict[str, list[Any]] = {}
+        notes = run.notes
+        if mode in (SearchMode.HYBRID, SearchMode.KEYWORD):
+            terms = keyword_terms(text, table)
+            if terms:
+                legs["keyword"] = _timed(run, "keyword", self._keyword, run, text_columns, terms)
+            else:
+                notes.append("the text has no words to match, so the keyword leg ranked nothing")
+            short = tuple(c for c in text_columns if is_short_text_column(c))
+            if short and facts.trgm_schema is None:
+                notes.append("pg_trgm is not installed: no trigram leg for short text columns")
+            elif short and facts.trgm_schema is not None:
+                trgm = facts.trgm_schema
+                topical = topical_text(text, table)
+                legs["trigram"] = _timed(run, "trigram", self._trigram, run, short, topical, trgm)
+        if vector is not None and embedder is not None:
+            legs["semantic"] = _timed(
+                run,
+                "semantic",
+                self._semantic,
+                run,
+                facts,
+                table,
+                text_columns,
+                vector,
+                embedder,
+                legs,
+            )
+        return legs
+
+    # --- facts -----------------------------------------------------------------------------------
+
+    def _probe(self, cursor: psycopg.Cursor[Any], table: str) -> _Facts:
+        side = sql.Identifier(self._schema, embeddings_table(table)).as_string(None)
+        base = sql.Identifier(self._schema, table).as_string(None)
+        column = self.settings.vector_columns.get(table, ("", ""))[0]
+        row = cursor.execute(q.probe_statement(), [column, side, base]).fetchall()[0]
+        meta: dict[str, Any] | None = None
+        if row[3]:
+            try:
+                parsed = json.loads(row[3])
+                meta = parsed if isinstance(parsed, dict) else None
+            except ValueError:
+                meta = None
+        return _Facts(row[0], row[1], row[2], meta, bool(row[4]), row[5], at_least(row[6], 0, 8))
+
+    # --- legs ------------------------------------------------------------------------------------
+
+    def _keyword(self, run: _Run, columns: Sequence[str], terms: Sequence[str]) -> list[Any]:
+        if not run.total:
+            return []
+        config = self.settings.text_search_config
+        indexed = self._indexed(run, columns)
+        statement = q.build_keyword(
+            run.table, run.filters, columns, config, len(terms), indexed=indexed
+        )
+        candidates = max(self.settings.keyword_candidates, run.depth)
+        params = q.keyword_params(run.filters, terms, candidates, run.depth, indexed=indexed)
+        run.path["keyword_index"] = indexed
+        return [r[0] for r in run.cursor.execute(statement, params).fetchall()]
+
+    def _indexed(self, run: _Run, columns: Sequence[str]) -> bool:
+        """Whether the planner serves the keyword document by an index (asked once a minute
+        per table and column set: an index created later is noticed)."""
+        key = (run.table.as_string(None), tuple(columns))
+        now = time.monotonic()
+        with self._lock:
+            known = self._keyword_indexes.get(key)
+        if known is not None and now - known[1] < _INDEX_RECHECK_SECONDS:
+            return known[0]
+        statement = q.build_keyword_probe(run.table, columns, self.settings.text_search_config)
+        plan = json.dumps(run.cursor.execute(statement, ["probe"]).fetchall()[0][0])
+        indexed = '"Bitmap Index Scan"' in plan or '"Index Scan"' in plan
+        with self._lock:
+            self._keyword_indexes[key] = (indexed, now)
+        return indexed
+
+    def _trigram(self, run: _Run, columns: Sequence[str], text: str, schema: str) -> list[Any]:
+        if not run.total:
+            return []
+        # The planner overestimates what a trigram index returns for a text of several words and
+        # scans the table instead, computing word_similarity on every row (100 ms at 10k rows
+        # where the index answers in 0.2 ms): sequential scans are discouraged for this one
+        # statement, then the transaction's setting is restored.
+        previous = run.cursor.execute(
+            b"SELECT pg_catalog.current_setting('enable_seqscan'), "
+            b"pg_catalog.set_config('pg_trgm.word_similarity_threshold', %s, true), "
+            b"pg_catalog.set_config('enable_seqscan', 'off', true)",
+            [str(TRIGRAM_THRESHOLD)],
+        ).fetchall()[0][0]
+        statement = q.build_trigram(run.table, run.filters, columns, schema)
+        # The text appears once per column in the condition, then once per column in the rank.
+        params = [*filter_params(run.filters), *([text] * (2 * len(columns))), run.depth]
+        try:
+            return [r[0] for r in run.cursor.execute(statement, params).fetchall()]
+        finally:
+            run.cursor.execute(
+                b"SELECT pg_catalog.set_config('enable_seqscan', %s, true)", [previous]
+            )
+
+    def _semantic(
+        self,
+        run: _Run,
+        facts: _Facts,
+        table: str,
+        text_columns: tuple[str, ...],
+        vector: Vector,
+        embedder: Embedder,
+        legs: Mapping[str, Sequence[Any]],
+    ) -> list[Any]:
+        source = self._vector_source(facts, table, text_columns, embedder, run.notes)
+        if not run.total:
+            return []  # no row matches the filters: nothing to rank (the source was checked)
+        if source is None or facts.vector_schema is None:
+            return self._rerank(run, text_columns, vector, embedder, legs)
+        if run.refined is None:
+            first = self._nearest(run, source, facts, vector, embedder, FEEDBACK_ROWS, True)
+            run.refined = refine(vector, [parse_vector(row[2]) for row in first])
+        nearest = self._nearest(run, source, facts, run.refined, embedder, run.depth, False)
+        return [r[0] for r in nearest]
+
+    def _vector_source(
+        self,
+        facts: _Facts,
+        table: str,
+        text_columns: tuple[str, ...],
+        embedder: Embedder,
+        notes: list[str],
+    ) -> q.VectorSource | None:
+        """Where ``table``'s stored vectors are, checked against ``embedder``; ``None`` (with a
+        note) when there are none the search may use."""
+        if facts.vector_schema is None:
+            notes.append(
+                "pgvector is not installed on the server: the semantic leg ranked at most "
+                f"{self.settings.rerank_rows} filtered rows embedded in process"
+            )
+            return None
+        declared = self.settings.vector_columns.get(table)
+        if declared is not None:
+            column, model_id = declared
+            if facts.column_dimension is None or facts.column_dimension <= 0:
+                raise ConfigurationError(
+                    f"vector_columns names {table}.{column}, which is not a vector(n) column"
+                )
+            embedder.check_stored(model_id=model_id, dimension=facts.column_dimension)
+            relation = sql.Identifier(self._schema, table)
+            return q.VectorSource(relation, "id", column, facts.column_dimension, None)
+        meta = facts.side_meta
+        if facts.side_dimension is None or meta is None:
+            notes.append(
+                f"no stored vectors of {table!r} this role may read (run `rag-agent index "
+                f"{table}` and grant SELECT on {embeddings_table(table)}): the semantic leg "
+                f"ranked at most {self.settings.rerank_rows} filtered rows embedded in process"
+            )
+            return None
+        indexed = meta.get("columns")
+        if not isinstance(indexed, list) or not set(indexed) <= set(text_columns):
+            notes.append(
+                f"the stored vectors of {table!r} embed columns this search may not read: the "
+                f"semantic leg ranked at most {self.settings.rerank_rows} filtered rows embedded "
+                "in process"
+            )
+            return None
+        embedder.check_stored(model_id=str(meta.get("model_id")), dimension=facts.side_dimension)
+        relation = sql.Identifier(self._schema, embeddings_table(table))
+        return q.VectorSource(relation, "row_id", "embedding", facts.side_dimension, "model_id")
+
+    def _nearest(
+        self,
+        run: _Run,
+        source: q.VectorSource,
+        facts: _Facts,
+        vector: Vector,
+        embedder: Embedder,
+        limit: int,
+        with_vectors: bool,
+    ) -> list[Any]:
+        assert facts.vector_schema is not None
+        literal = vector_literal(vector)
+        params = q.nearest_params(source, run.filters, literal, embedder.model_id, limit)
+        wanted = min(limit, run.total)
+        if facts.has_hnsw and run.total > self.settings.exact_rows:
+            scan = "relaxed_order" if facts.iterative else None
+            applied = run.cursor.execute(
+                b"SELECT pg_catalog.set_config('hnsw.ef_search', %s, true), "
+                b"CASE WHEN %s::text IS NULL THEN 'unavailable' ELSE "
+                b"pg_catalog.set_config('hnsw.iterative_scan', %s, true) END",
+                [str(ef_search(limit)), scan, scan],
+            ).fetchall()[0]
+            statement = q.build_nearest(
+                run.table,
+                run.filters,
+                source,
+                facts.vector_schema,
+                exact=False,
+                with_vectors=with_vectors,
+            )
+            rows = run.cursor.execute(statement, params).fetchall()
+            run.path.update(path="hnsw", ef_search=applied[0], iterative_scan=applied[1])
+            if len(rows) >= wanted:
+                return rows
+            # Fewer than asked although enough rows match: measure every filtered row instead.
+            run.path["fallback"] = True
+        else:
+            run.path.setdefault("path", "exact")
+        statement = q.build_nearest(
+            run.table,
+            run.filters,
+            source,
+            facts.vector_schema,
+            exact=True,
+            with_vectors=with_vectors,
+        )
+        return run.cursor.execute(statement, params).fetchall()
+
+    def _rerank(
+        self,
+        run: _Run,
+        columns: tuple[str, ...],
+        vector: Vector,
+        embedder: Embedder,
+        legs: Mapping[str, Sequence[Any]],
+    ) -> list[Any]:
+        """The semantic leg in process over at most ``rerank_rows`` filtered rows: all of them
+        when that many match, else the keyword legs' rows and then the first rows in id order."""
+        budget = self.settings.rerank_rows
+        rows: dict[Any, str] = {}
+        if run.total > budget:
+            keyed = list(dict.fromkeys(k for leg in legs.values() for k in leg))[:budget]
+            if keyed:
+                statement = q.build_texts(run.table, run.filters, columns, by_id=True)
+                for row in run.cursor.execute(statement, [*filter_params(run.filters), keyed]):
+                    rows[row[0]] = row_text(row[1:])
+        if len(rows) < budget:
+            statement = q.build_texts(run.table, run.filters, columns, by_id=False)
+            params = [*filter_params(run.filters), budget]
+            for row in run.cursor.execute(statement, params):
+                if len(rows) >= budget:
+                    break
+                rows.setdefault(row[0], row_text(row[1:]))
+        vectors = self._vectors.vectors(rows, columns, embedder)
+        ranked = by_cosine(vector, vectors)
+        refined = refine(vector, [vectors[k] for k in ranked[:FEEDBACK_ROWS]])
+        run.path["path"] = "in-process"
+        return by_cosine(refined, vectors)[: run.depth]
+
+    # --- the page --------------------------------------------------------------------------------
+
+    def _page(
+        self,
+        run: _Run,
+        fused: list[Fused],
+        legs: tuple[str, ...],
+        columns: Sequence[str],
+        request: SearchRequest,
+    ) -> tuple[SearchHit, ...]:
+        depth = request.depth
+        if len(fused) < min(depth, run.total):
+            # The legs ranked too few for the page: the other matching rows follow, in id
+            # order, unranked (as on every backend).
+            known = [key for key, _, _ in fused]
+            statement = q.build_fill(run.table, run.filters, exclude=bool(known))
+            params = [*filter_params(run.filters), *([known] if known else []), depth - len(fused)]
+            blank = dict.fromkeys(legs)
+            fused = fused + [
+                (r[0], 0.0, dict(blank)) for r in run.cursor.execute(statement, params)
+            ]
+        page = fused[request.offset : depth]
+        if not page:
+            return ()
+        statement = q.build_rows(run.table, columns)
+        found = {r[0]: r[1:] for r in run.cursor.execute(statement, [[k for k, _, _ in page]])}
+        return tuple(
+            SearchHit(
+                row=dict(zip(columns, found[key], strict=True)),
+                score=score,
+                ranks=MappingProxyType(ranks),
+            )
+            for key, score, ranks in page
+            if key in found
+        )
+
+
+def _ordered(legs: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
+    """``legs`` in fusion order (keyword, trigram, semantic), as every backend fuses."""
+    return {name: legs[name] for name in _LEG_ORDER if name in legs}
+
+
+def _timed(run: _Run, name: str, leg: Callable[..., list[Any]], *args: Any) -> list[Any]:
+    """``leg(*args)``, its milliseconds recorded for the debug log."""
+    started = time.perf_counter()
+    try:
+        return leg(*args)
+    finally:
+        run.path[f"{name}_ms"] = round((time.perf_counter() - started) * 1000, 2)

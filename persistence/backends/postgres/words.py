@@ -1,0 +1,201 @@
+"""The words table of a PostgreSQL table: its vocabulary for spelling correction
+(:mod:`persistence.search.spelling`), written by ``rag-agent index`` and read by the search.
+
+The words table of ``T`` is ``T_words`` in ``T``'s schema::
+
+    CREATE TABLE T_words (word text PRIMARY KEY, rows integer NOT NULL);
+    CREATE INDEX T_words_trgm ON T_words USING gin (word gin_trgm_ops);
+    COMMENT ON TABLE T_words IS '{"columns": [...], "format": 1}';
+
+``rows`` is how many rows of ``T`` hold the word (the words of the indexed columns joined, as the
+memory backend's BM25 tokenises them: runs of letters and digits, case-folded; only ASCII words
+of four letters or more are kept). The index step rewrites it whole on every run (the counts
+need every row) and only where pg_trgm is installed: the search's candidate lookup is pg_trgm's
+``%`` served by that index, one probe per misspelled word, never a scan of ``T``.
+
+Every word the search looks up is a bound value; the relation and pg_trgm's schema come from the
+catalog.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from persistence.backends.postgres.pool import Connections
+from persistence.search.spelling import (
+    CANDIDATE_SIMILARITY,
+    MIN_DOCUMENT_FREQUENCY,
+    Correction,
+    correct,
+    has_correctable,
+)
+
+__all__ = [
+    "WORDS_TABLE_SUFFIX",
+    "PgVocabulary",
+    "correct_text",
+    "probe_words",
+    "words_table",
+    "write_words",
+]
+
+#: The words table of ``T`` is ``T_words``, in ``T``'s schema.
+WORDS_TABLE_SUFFIX = "_words"
+
+_TRGM_SQL = b"""
+SELECT n.nspname FROM pg_catalog.pg_extension e
+JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'
+"""
+# pg_trgm's schema, and the words table's description when it exists and this role may read it.
+_PROBE_SQL = b"""
+SELECT
+  (SELECT n.nspname FROM pg_catalog.pg_extension e
+     JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'),
+  CASE WHEN w.oid IS NOT NULL AND pg_catalog.has_table_privilege(w.oid, 'SELECT')
+       THEN pg_catalog.obj_description(w.oid, 'pg_class') END
+FROM (SELECT pg_catalog.to_regclass(%s) AS oid) AS w
+"""
+
+
+def words_table(table: str) -> str:
+    """The words table of ``table``."""
+    return f"{table}{WORDS_TABLE_SUFFIX}"
+
+
+def write_words(
+    conn: psycopg.Connection[Any],
+    schema: str,
+    table: str,
+    columns: Sequence[str],
+    counts: Mapping[str, int],
+    grant_to: Sequence[str],
+) -> int | None:
+    """Replace ``table``'s words table with ``counts`` (word → rows holding it); the number
+    of words written, or ``None`` when pg_trgm is not installed (no words table then)."""
+    found = conn.execute(_TRGM_SQL).fetchone()
+    if found is None:
+        return None
+    trgm = sql.Identifier(str(found[0]))
+    name = words_table(table)
+    relation = sql.Identifier(schema, name)
+    with conn.transaction():
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (word text PRIMARY KEY, rows integer NOT NULL)"
+            ).format(relation)
+        )
+        conn.execute(sql.SQL("TRUNCATE {}").format(relation))
+        with conn.cursor().copy(sql.SQL("COPY {} (word, rows) FROM STDIN").format(relation)) as cp:
+            for word, rows in sorted(counts.items()):
+                cp.write_row((word, rows))
+        conn.execute(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (word {}.gin_trgm_ops)").format(
+                sql.Identifier(f"{name}_trgm"), relation, trgm
+            )
+        )
+        meta = {"columns": list(columns), "format": 1}
+        conn.execute(
+            sql.SQL("COMMENT ON TABLE {} IS {}").format(relation, sql.Literal(json.dumps(meta)))
+        )
+        for role in grant_to:
+            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(relation, sql.Identifier(role)))
+    conn.execute(sql.SQL("ANALYZE {}").format(relation))
+    return len(counts)
+
+
+def correct_text(
+    connections: Connections,
+    schema: str,
+    table: str,
+    text: str,
+    text_columns: Sequence[str],
+    notes: list[str],
+) -> Correction:
+    """``text`` with its misspelled words corrected against ``table``'s words table, in a
+    short read-only transaction of its own (the search embeds the corrected text before its
+    own transaction opens); unchanged, with a note, when there is no words table to read. No
+    round trip for a text without a word that could be corrected."""
+    if not has_correctable(text):
+        return Correction(text)
+
+    def work(conn: psycopg.Connection[Any]) -> tuple[Correction, str | None]:
+        cursor = conn.cursor()
+        cursor.execute(b"BEGIN READ ONLY")
+        cursor.execute(connections.set_timeout)
+        vocabulary, why = probe_words(cursor, schema, table, text_columns)
+        found = Correction(text) if vocabulary is None else correct(text, vocabulary)
+        cursor.execute(b"COMMIT")
+        return found, why
+
+    found: tuple[Correction, str | None] = connections.run(work, "search", read=True)
+    corrected, why = found
+    if why is not None:
+        notes.append(why)
+    return corrected
+
+
+def probe_words(
+    cursor: psycopg.Cursor[Any], schema: str, table: str, text_columns: Sequence[str]
+) -> tuple[PgVocabulary | None, str | None]:
+    """``table``'s vocabulary when its words table exists, this role may read it, it counts
+    only columns the search may read, and pg_trgm is installed; else ``None`` and why."""
+    relation = sql.Identifier(schema, words_table(table))
+    row = cursor.execute(_PROBE_SQL, [relation.as_string(None)]).fetchall()[0]
+    trgm, description = row[0], row[1]
+    skipped = "misspelled words were not corrected"
+    if trgm is None:
+        return None, f"pg_trgm is not installed: {skipped}"
+    if description is None:
+        return None, (
+            f"no words table of {table!r} this role may read (run `rag-agent index {table}` "
+            f"and grant SELECT on {words_table(table)}): {skipped}"
+        )
+    try:
+        columns = json.loads(description).get("columns")
+    except (ValueError, AttributeError):
+        columns = None
+    if not isinstance(columns, list) or not set(columns) <= set(text_columns):
+        return (
+            None,
+            f"the words table of {table!r} counts columns this search may not read: {skipped}",
+        )
+    return PgVocabulary(cursor, relation, sql.Identifier(str(trgm))), None
+
+
+class PgVocabulary:
+    """A :class:`~persistence.search.spelling.Vocabulary` read from a words table inside the
+    caller's transaction (one statement per call)."""
+
+    def __init__(
+        self, cursor: psycopg.Cursor[Any], relation: sql.Identifier, trgm: sql.Identifier
+    ) -> None:
+        self._cursor = cursor
+        self._relation = relation
+        self._trgm = trgm
+
+    def known(self, words: Sequence[str]) -> set[str]:
+        statement = sql.SQL("SELECT word FROM {} WHERE word = ANY(%s)").format(self._relation)
+        return {str(r[0]) for r in self._cursor.execute(statement, [list(words)])}
+
+    def similar(self, words: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
+        self._cursor.execute(
+            b"SELECT pg_catalog.set_config('pg_trgm.similarity_threshold', %s, true)",
+            [repr(CANDIDATE_SIMILARITY)],
+        )
+        statement = sql.SQL(
+            "SELECT q.typed, c.word, c.rows FROM pg_catalog.unnest(CAST(%s AS text[])) AS "
+            "q(typed) CROSS JOIN LATERAL (SELECT w.word, w.rows FROM {} AS w "
+            "WHERE w.word OPERATOR({}.%%) q.typed AND w.rows >= %s) AS c "
+            "ORDER BY q.typed, c.word"
+        ).format(self._relation, self._trgm)
+        found: dict[str, list[tuple[str, int]]] = {w: [] for w in words}
+        for typed, word, rows in self._cursor.execute(
+            statement, [list(words), MIN_DOCUMENT_FREQUENCY]
+        ):
+            found[str(typed)].append((str(word), int(rows)))
+        return found

@@ -1,0 +1,1 @@
+"""Operations around the agent: `doctor` (privileges and indexes) and the bundled sample data."""

@@ -1,0 +1,104 @@
+"""The plan of a question, memoised: what the rules read in a text and what the facade applied.
+
+``RAGAgent.run`` asked the same question again (a dashboard, a retry, the next page) would read
+the text with the rules and check every condition against the facade's catalog again, for the
+same answer: both are pure, the rules given the text, the table asked for and the UTC day, the
+checks given the conditions and the table's columns. :class:`PlanMemo` keeps that answer, a
+:class:`Plan`, per ``(text, table, count_only, day)``:
+
+* only for plans the rules alone made: a run whose text went to the extraction hook, or that
+  brought the caller's own conditions, is never memoised (the hook caches its own answers);
+* with the table's column types as the facade reported them when the plan was made: a plan is
+  reused only while ``facade.column_types(table)`` is still equal to them, so a catalog reload
+  that changed a column (a migration) makes the next run check its conditions anew; a backend
+  that cannot tell its columns' types is never memoised;
+* bounded: at most ``maxsize`` plans, the least recently used evicted first (``maxsize=0``
+  memoises nothing).
+
+Only the plan is kept, never a row: the data is read (or taken from the result cache, which has
+its own key and versions) on every run. Thread-safe: one lock guards the entries.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from typing import Any, NamedTuple
+
+from rag_agent.specs import Condition, Ignored
+from rag_agent.understanding.request import Request
+
+__all__ = ["DEFAULT_PLAN_MEMO_SIZE", "Plan", "PlanMemo"]
+
+#: How many plans an agent keeps by default.
+DEFAULT_PLAN_MEMO_SIZE = 256
+
+
+class Plan(NamedTuple):
+    """A question's plan: the request the rules read, the table it reads (checked by the
+    policy), the conditions the facade applied (values coerced) and those it refused."""
+
+    request: Request
+    table: str
+    applied: tuple[Condition, ...]
+    refused: tuple[tuple[Condition, Ignored], ...]
+
+
+def plan_key(
+    text: str, table: str | None, count_only: bool | None, now: dt.datetime
+) -> tuple[Hashable, ...]:
+    """The memo key of a run: the text, the table and ``count_only`` as given, the UTC day (the
+    rules read the clock to the day)."""
+    return (text, table, count_only, now.astimezone(dt.UTC).date())
+
+
+class PlanMemo:
+    """At most ``maxsize`` plans, each valid while its table's column types are unchanged."""
+
+    __slots__ = ("_entries", "_lock", "maxsize")
+
+    def __init__(self, maxsize: int = DEFAULT_PLAN_MEMO_SIZE) -> None:
+        if type(maxsize) is not int or maxsize < 0:
+            raise ValueError(f"maxsize must be a non-negative int, not {maxsize!r}")
+        self.maxsize = maxsize
+        self._entries: OrderedDict[Hashable, tuple[Plan, Mapping[str, Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, facade: Any) -> Plan | None:
+        """The plan kept under ``key``, if its table's column types are still those ``facade``
+        reports (else it is dropped)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+        plan, types = entry
+        if facade.column_types(plan.table) != types:  # the catalog changed under the plan
+            with self._lock:
+                if self._entries.get(key) is entry:
+                    del self._entries[key]
+            return None
+        return plan
+
+    def put(self, key: Hashable, plan: Plan, types: Mapping[str, Any]) -> None:
+        """Keep ``plan`` under ``key`` with ``types``, its table's column types as the facade
+        reported them *before* the plan's conditions were checked; nothing is kept when the
+        backend cannot tell them."""
+        if self.maxsize == 0 or not types:
+            return
+        with self._lock:
+            self._entries[key] = (plan, types)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every plan."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)

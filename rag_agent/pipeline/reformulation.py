@@ -1,0 +1,113 @@
+"""Deterministic reformulations tried, in order, when a query finds no rows.
+
+Each step relaxes the filters of the step before it, and only where it applies:
+
+1. ``drop_email``: forget the email (addresses are often mistyped or stale);
+2. ``shorten_company_suffix``: ``"Acme Inc."`` → ``"Acme"`` (legal suffixes vary by source);
+3. ``drop_company``: forget the company.
+
+A step is skipped when it would drop a condition that the caller gave explicitly, or leave no
+identifying condition (id, e-mail, company, client): a relaxed query never answers a broader
+question than the one asked ("qualified leads at Nowhere Ltd" never becomes "qualified leads"),
+and an unfiltered table is never returned.
+
+>>> [reason for reason, _ in reformulations({"email": "a@x.io", "company": "Acme Inc."})]
+['drop_email', 'shorten_company_suffix']
+
+:func:`relaxations` does the same over the pipeline's conditions: the email is the ``email``
+column's conditions, the company the ``icontains`` condition on ``company_name``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from persistence import Op
+from rag_agent.specs import Condition
+from rag_agent.understanding.conditions import legacy_conditions, query_filters_view
+
+__all__ = ["REFORMULATION_ORDER", "reformulations", "relaxations", "shorten_company_suffix"]
+
+#: The reformulations, in the order they are tried.
+REFORMULATION_ORDER = ("drop_email", "shorten_company_suffix", "drop_company")
+
+_SUFFIX_RE = re.compile(
+    r"(?:[\s,]+(?:inc|incorporated|corp|corporation|co|company|ltd|limited|llc|l\.l\.c|llp|lp|"
+    r"plc|gmbh|ag|sa|s\.a|sas|sarl|srl|s\.r\.l|bv|b\.v|nv|n\.v|oy|ab|as|pty|pte|kk|spa|s\.p\.a)"
+    r"\.?)+\s*$",
+    re.IGNORECASE,
+)
+
+
+def shorten_company_suffix(company: str) -> str | None:
+    """``company`` without its trailing legal suffixes, or ``None`` when there is none to drop.
+
+    >>> shorten_company_suffix("Acme, Inc.")
+    'Acme'
+    """
+    match = _SUFFIX_RE.search(company)
+    if match is None or match.start() == 0:
+        return None  # no suffix, or the whole name is a "suffix" (a company called "Co")
+    shortened = company[: match.start()].rstrip(" ,")
+    return shortened or None
+
+
+def reformulations(filters: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``(reason, relaxed_filters)`` for legacy filters (keys ``id``, ``email``,
+    ``company``, ``client_id``), in :data:`REFORMULATION_ORDER`, each relaxing the last.
+
+    Never yields an empty filter set. The caller bounds the number of attempts.
+    """
+    for reason, relaxed in relaxations(legacy_conditions(filters, "rules")):
+        yield reason, query_filters_view(relaxed)
+
+
+_IDENTIFYING = frozenset(
+    {("id", Op.EQ), ("email", Op.IEQ), ("company_name", Op.ICONTAINS), ("client_id", Op.EQ)}
+)
+
+
+def _is_company(condition: Condition) -> bool:
+    return condition.column == "company_name" and condition.op is Op.ICONTAINS
+
+
+def _identifies(condition: Condition) -> bool:
+    # The conditions that name a row or an account (id, e-mail, company, client): a relaxed
+    # query must keep one, or it answers a much broader question than the one asked.
+    return (condition.column, Op(condition.op)) in _IDENTIFYING
+
+
+def relaxations(
+    conditions: tuple[Condition, ...],
+) -> Iterator[tuple[str, tuple[Condition, ...]]]:
+    """Yield ``(reason, relaxed_conditions)`` in :data:`REFORMULATION_ORDER`, each relaxing the
+    last.
+
+    A condition is only dropped when another identifying one (id, e-mail, company, client)
+    remains, so "qualified leads at Nowhere Ltd" never becomes "qualified leads"; and a condition
+    a caller gave explicitly (``source="tool"``) is never dropped: it is what was asked.
+    """
+    current = conditions
+
+    def droppable(victim: Condition) -> bool:
+        rest = [c for c in current if c is not victim]
+        return victim.source != "tool" and any(_identifies(c) for c in rest)
+
+    emails = [c for c in current if c.column == "email"]
+    if emails and all(droppable(c) for c in emails):
+        current = tuple(c for c in current if c.column != "email")
+        yield "drop_email", current
+    company = next((c for c in current if _is_company(c)), None)
+    if company is not None and isinstance(company.value, str):
+        shortened = shorten_company_suffix(company.value)
+        if shortened is not None:
+            company_now = dataclasses.replace(company, value=shortened)
+            current = tuple(company_now if c is company else c for c in current)
+            company = company_now
+            yield "shorten_company_suffix", current
+    if company is not None and droppable(company):
+        current = tuple(c for c in current if c is not company)
+        yield "drop_company", current
