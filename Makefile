@@ -28,6 +28,7 @@ lint: install
 	$(PYTHON) -m ruff check persistence rag_agent tests
 	$(PYTHON) -m ruff format --check persistence rag_agent tests
 	$(PYTHON) -m mypy --strict persistence rag_agent
+	$(PYTHON) -c "from importlinter.cli import lint_imports_command; lint_imports_command()"
 
 format: install
 	$(PYTHON) -m ruff format persistence rag_agent tests

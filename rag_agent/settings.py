@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Literal, Self
+from typing import Annotated, Literal, Self, get_args
 
 from pydantic import BeforeValidator, Field, StrictFloat, field_validator, model_validator
 
@@ -47,7 +47,12 @@ from rag_agent.runtime.cache import DEFAULT_CACHE_MAX_BYTES
 from rag_agent.runtime.deadline import DEFAULT_LLM_DEADLINE_SECONDS
 from rag_agent.runtime.ratelimit import STORAGE_SCHEMES
 
-__all__ = ["BACKEND_KINDS", "ENV_VARIABLES", "RAGSettings"]
+__all__ = ["BACKEND_KINDS", "ENV_VARIABLES", "SCOPE_MODES", "RAGSettings", "ScopeMode"]
+
+#: How far the fallback's tools may read (see :mod:`rag_agent.fallback.scope`).
+ScopeMode = Literal["table", "related", "related+governance"]
+#: The accepted modes, for settings and errors.
+SCOPE_MODES: tuple[str, ...] = get_args(ScopeMode)
 
 #: The bundled backends, as ``RAG_BACKEND`` and the CLI's ``--backend`` name them.
 BACKEND_KINDS = ("memory", "postgres", "supabase")
@@ -142,9 +147,6 @@ class RAGSettings(PersistenceSettings):
     @field_validator("fallback_scope")
     @classmethod
     def _scope_mode(cls, value: str) -> str:
-        # Imported here: the fallback package imports these settings.
-        from rag_agent.fallback.scope import SCOPE_MODES
-
         if value not in SCOPE_MODES:
             raise ValueError(f"is not a fallback scope; expected one of {', '.join(SCOPE_MODES)}")
         return value

@@ -21,17 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, get_args
 
 from persistence import GOVERNANCE_TABLES
 from persistence.errors import ConfigurationError
 from persistence.schema import TABLE_COLUMNS
+from rag_agent.settings import SCOPE_MODES, ScopeMode
 
 __all__ = ["REFERENCE_RELATIONS", "SCOPE_MODES", "FallbackScope", "ScopeMode"]
-
-ScopeMode = Literal["table", "related", "related+governance"]
-#: The accepted modes, for settings and errors.
-SCOPE_MODES: tuple[str, ...] = get_args(ScopeMode)
 
 
 def _relations(columns: Mapping[str, tuple[str, ...]]) -> Mapping[str, frozenset[str]]:

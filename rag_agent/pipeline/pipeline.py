@@ -15,7 +15,7 @@ step.
 
 The run, read and aggregate steps are here; the steps they share are mixins over the agent's
 parts (:class:`~rag_agent.pipeline.parts.PipelineParts`): understanding and extraction
-(:mod:`rag_agent.understanding.steps`), the cached read, count, aggregate and reformulations
+(:mod:`rag_agent.pipeline.understanding_step`), the cached read, count, aggregate and reformulations
 (:mod:`rag_agent.pipeline.retrieval`), and the fallback (:mod:`rag_agent.pipeline.fallback_step`).
 
 Thread-safety: a ``Pipeline`` holds no state of its own beyond the agent's parts (facade, cache,
@@ -49,6 +49,7 @@ from rag_agent.pipeline.plan_memo import Plan, PlanMemo, plan_key
 from rag_agent.pipeline.ranking import text_conditions
 from rag_agent.pipeline.related import checked_includes, resolve_words
 from rag_agent.pipeline.retrieval import RetrievalSteps
+from rag_agent.pipeline.understanding_step import UnderstandingSteps
 from rag_agent.runtime.cache import QueryCache
 from rag_agent.runtime.deadline import LLMDeadline
 from rag_agent.runtime.effects import PREPARE, Steps, perform, perform_async
@@ -63,7 +64,6 @@ from rag_agent.understanding.request import (
     apply_conditions,
     explicit_conditions,
 )
-from rag_agent.understanding.steps import UnderstandingSteps
 
 __all__ = ["Pipeline"]
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from persistence.backends.postgres.catalog import IndexFacts, IndexKey, RoleFacts
+from persistence.backends.postgres.catalog import RoleFacts
+from persistence.backends.postgres.indexes import IndexFacts, IndexKey
 from rag_agent.ops.doctor import (
     TRGM_EXTENSION,
     IndexKind,

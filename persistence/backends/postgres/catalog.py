@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 
-from persistence.backends.postgres.indexes import IndexKind, served_lookups
+from persistence.backends.postgres.indexes import IndexFacts, IndexKey, IndexKind, served_lookups
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
 from persistence.logs import get_logger
 from persistence.relations import Relation, foreign_key_relations
@@ -252,27 +252,6 @@ def read_role_steps() -> Steps[Statement, RoleFacts | None]:
 def fetch_all(conn: psycopg.Connection[Any], statement: Statement) -> list[Any]:
     """The rows of one catalog ``statement`` on ``conn``."""
     return conn.execute(*statement).fetchall()
-
-
-class IndexKey(NamedTuple):
-    """One key of an index: ``column`` for a plain column (else ``None``), ``expression`` as
-    PostgreSQL prints it (``email``, ``lower(email)``), and its operator class."""
-
-    column: str | None
-    expression: str
-    opclass: str
-
-
-class IndexFacts(NamedTuple):
-    """An index of a table: access method (``btree``, ``gin``...), its keys in order, whether
-    it is valid (built and usable) and partial (has a ``WHERE``)."""
-
-    table: str
-    name: str
-    method: str
-    keys: tuple[IndexKey, ...]
-    valid: bool
-    partial: bool
 
 
 def read_indexes(conn: psycopg.Connection[Any], schema: str) -> tuple[IndexFacts, ...]:

@@ -11,14 +11,40 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from persistence.query import Filter, Op
 
-if TYPE_CHECKING:
-    from persistence.backends.postgres.catalog import IndexFacts
+__all__ = [
+    "IndexFacts",
+    "IndexKey",
+    "IndexKind",
+    "index_kind",
+    "served_lookups",
+    "serving_index",
+    "unserved",
+]
 
-__all__ = ["IndexKind", "index_kind", "served_lookups", "serving_index", "unserved"]
+
+class IndexKey(NamedTuple):
+    """One key of an index: ``column`` for a plain column (else ``None``), ``expression`` as
+    PostgreSQL prints it (``email``, ``lower(email)``), and its operator class."""
+
+    column: str | None
+    expression: str
+    opclass: str
+
+
+class IndexFacts(NamedTuple):
+    """An index of a table: access method (``btree``, ``gin``...), its keys in order, whether
+    it is valid (built and usable) and partial (has a ``WHERE``)."""
+
+    table: str
+    name: str
+    method: str
+    keys: tuple[IndexKey, ...]
+    valid: bool
+    partial: bool
 
 
 class IndexKind(enum.StrEnum):
