@@ -10,8 +10,8 @@ and "enabled" meet ``referral``, ``qualified`` and ``is_enabled`` the same way o
 
 :meth:`SchemaVocabulary.learn` reads only through a :class:`ReadOnlyPersistenceFacade`, within
 its allow-lists, and boundedly: the catalog's column types and relations (enum labels come with
-the types), then for each text column a probe of at most :data:`PROBE_ROWS` rows, and only when
-that probe finds few distinct values a grouped count of at most :data:`MAX_VALUES` groups.
+the types), then for each text column one grouped count returning at most :data:`MAX_VALUES`
+groups (the facade's aggregate, under the backend's statement timeout); no row is read.
 A column with more values, long values or a redaction rule is kept without values, and
 :attr:`ColumnWords.skipped` says why. Nothing is learned from a column the policy hides.
 
@@ -31,19 +31,16 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from persistence.aggregate import AggregateResult
 from persistence.errors import PersistenceError
 from persistence.relations import Relation
 from persistence.values.types import ColumnKind, ColumnType
 
-if TYPE_CHECKING:
-    from persistence.facade import ReadOnlyPersistenceFacade
-
 __all__ = [
     "MAX_VALUES",
     "MAX_VALUE_LENGTH",
-    "PROBE_ROWS",
     "ColumnWords",
     "SchemaVocabulary",
     "TableWords",
@@ -56,8 +53,17 @@ __all__ = [
 MAX_VALUES = 200
 #: A value longer than this is text, not a category: its column is skipped.
 MAX_VALUE_LENGTH = 60
-#: Rows read first to tell a few-valued column from a many-valued one before grouping it.
-PROBE_ROWS = 2000
+
+
+class Readable(Protocol):
+    """What learning reads: the read-only facade's catalog, reads and aggregates."""
+
+    def tables(self) -> tuple[str, ...]: ...
+    def column_types(self, table: str) -> Mapping[str, ColumnType]: ...
+    def relations(self, table: str) -> tuple[Relation, ...]: ...
+    def redacted_columns(self, table: str) -> Mapping[str, str]: ...
+    def aggregate(self, table: str, *, group_by: list[str], limit: int) -> AggregateResult: ...
+
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _NUMERIC_KINDS = frozenset({ColumnKind.INTEGER, ColumnKind.NUMERIC, ColumnKind.FLOAT})
@@ -171,7 +177,7 @@ class TableWords:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: a cache key for what was read with it
 class SchemaVocabulary:
     """Every readable table's :class:`TableWords`, learned by :meth:`learn`."""
 
@@ -189,11 +195,10 @@ class SchemaVocabulary:
     @classmethod
     def learn(
         cls,
-        facade: ReadOnlyPersistenceFacade,
+        facade: Readable,
         *,
         tables: Iterable[str] | None = None,
         max_values: int = MAX_VALUES,
-        probe_rows: int = PROBE_ROWS,
     ) -> SchemaVocabulary:
         """Learn the vocabulary of ``tables`` (every readable table by default) through
         ``facade``; a table the backend cannot describe is left out, never an error."""
@@ -211,8 +216,7 @@ class SchemaVocabulary:
             redacted = facade.redacted_columns(table)
             columns = {
                 name: _learn_column(
-                    facade, table, name, kind, references.get(name), redacted, max_values,
-                    probe_rows,
+                    facade, table, name, kind, references.get(name), redacted, max_values
                 )
                 for name, kind in types.items()
             }  # fmt: skip
@@ -221,7 +225,7 @@ class SchemaVocabulary:
         return cls(learned)
 
 
-def _relations(facade: ReadOnlyPersistenceFacade, tables: tuple[str, ...]) -> tuple[Relation, ...]:
+def _relations(facade: Readable, tables: tuple[str, ...]) -> tuple[Relation, ...]:
     found: dict[tuple[str, str, str, str], Relation] = {}
     for table in tables:
         try:
@@ -235,14 +239,13 @@ def _relations(facade: ReadOnlyPersistenceFacade, tables: tuple[str, ...]) -> tu
 
 
 def _learn_column(
-    facade: ReadOnlyPersistenceFacade,
+    facade: Readable,
     table: str,
     name: str,
     column_type: ColumnType,
     references: str | None,
     redacted: Mapping[str, str],
     max_values: int,
-    probe_rows: int,
 ) -> ColumnWords:
     plain = ColumnWords(name, column_type, references=references)
     if name in redacted:
@@ -254,12 +257,6 @@ def _learn_column(
     if column_type.kind is not ColumnKind.TEXT or plain.is_key:
         return plain
     try:
-        probe = facade.read(table, columns=[name], limit=probe_rows).rows
-        seen = {row.get(name) for row in probe} - {None}
-        if len(seen) > max_values:
-            return _skip(plain, f"more than {max_values} distinct values")
-        if any(not isinstance(v, str) or len(v) > MAX_VALUE_LENGTH for v in seen):
-            return _skip(plain, f"values longer than {MAX_VALUE_LENGTH} characters")
         result = facade.aggregate(table, group_by=[name], limit=max_values)
     except PersistenceError as exc:
         return _skip(plain, f"not readable: {type(exc).__name__}")

@@ -100,6 +100,9 @@ class RAGSettings(PersistenceSettings):
     rate_limit_storage: Text = "memory://"
     fallback_max_steps: Count = Field(6, ge=1)
     fallback_scope: Text = "related"
+    #: Words the rules read as values beyond the generic synonym layer: ``{"vip": ["gold"]}``
+    #: (``RAG_SYNONYMS`` as JSON); a synonym applies only where its target is a learned value.
+    synonyms: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     debug: Flag = False
     openai_api_key: Secret = unprefixed("OPENAI_API_KEY")
     openai_base_url: OptionalText = unprefixed("OPENAI_BASE_URL")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import fields, replace
 from types import MappingProxyType
@@ -23,13 +25,21 @@ from persistence.query import Filter, Query
 from persistence.redaction import RedactionPolicy
 from persistence.search.embedder import Embedder
 from persistence.values.types import ColumnType, coerce_filters
+from persistence.vocabulary import SchemaVocabulary
+
+#: A learned vocabulary is learned again after this long even when no write was seen (another
+#: process may have written the database).
+VOCABULARY_TTL_SECONDS = 300.0
 
 
 class _ReaderCore(Closing):
     """The backend, policies and embeddings both facades hold, and the checks of every read.
     Thread-safe when the backend is (all bundled ones are)."""
 
-    __slots__ = ("__backend", "__embedder", "__policy", "__redaction", "_plans")
+    __slots__ = (
+        "__backend", "__embedder", "__policy", "__redaction", "_plans", "_vocabulary",
+        "_vocabulary_lock",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -43,6 +53,9 @@ class _ReaderCore(Closing):
         self.__policy = policy
         #: The checked shapes of reads (see persistence.facade.read_plans).
         self._plans = ReadPlans()
+        #: The learned vocabulary and what it was learned at (see :meth:`vocabulary`).
+        self._vocabulary: tuple[SchemaVocabulary, tuple[int, ...], float] | None = None
+        self._vocabulary_lock = threading.Lock()
         # Applied to every row before it leaves the facade (see persistence.redaction).
         self.__redaction = redaction
         self.__embedder = (
@@ -52,6 +65,27 @@ class _ReaderCore(Closing):
             if isinstance(embeddings, Embedder)
             else Embedder(embeddings)
         )
+
+    def vocabulary(self, *, refresh: bool = False) -> SchemaVocabulary:
+        """The database's vocabulary (:class:`~persistence.vocabulary.SchemaVocabulary`):
+        learned on first use through this facade's own reads, then kept while no table was
+        written (its ``data_version``) and for at most :data:`VOCABULARY_TTL_SECONDS`;
+        ``refresh=True`` learns it again now."""
+        tables = self.tables()
+        versions = tuple(self.data_version(t) for t in tables)
+        now = time.monotonic()
+        with self._vocabulary_lock:
+            kept = self._vocabulary
+            if (
+                not refresh
+                and kept is not None
+                and kept[1] == versions
+                and now - kept[2] < VOCABULARY_TTL_SECONDS
+            ):
+                return kept[0]
+            learned = SchemaVocabulary.learn(self, tables=tables)  # type: ignore[arg-type]
+            self._vocabulary = (learned, versions, now)
+            return learned
 
     @property
     def embedder(self) -> Embedder | None:

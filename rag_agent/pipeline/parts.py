@@ -6,8 +6,15 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from persistence import Filter, InvalidQueryError, Order, ReadOnlyPersistenceFacade
+from persistence import (
+    Filter,
+    InvalidQueryError,
+    Order,
+    PersistenceError,
+    ReadOnlyPersistenceFacade,
+)
 from persistence.query import is_identifier
+from persistence.vocabulary import SchemaVocabulary
 from rag_agent.envelope import Envelope
 from rag_agent.envelope.assemble import (
     MAX_ERROR_MESSAGE,
@@ -24,6 +31,7 @@ from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition
 from rag_agent.understanding.conditions import query_filters_view
 from rag_agent.understanding.request import ConditionExtractor
+from rag_agent.understanding.rules.lexicon import lexicon_of
 
 _Window = tuple[int, int]
 #: ``(limit, offset, include_raw)`` as the caller gave them, checked by ``Pipeline._page``.
@@ -85,6 +93,21 @@ class PipelineParts:
     def _applied(outcome: Outcome, conditions: tuple[Condition, ...]) -> None:
         outcome.filters = query_filters_view(conditions)
         outcome.applied = applied_filters(conditions)
+
+    def vocabulary(self) -> SchemaVocabulary | None:
+        """The database's vocabulary, learned through the facade; ``None`` when it cannot be
+        read (the rules then read with the sample's, and the facade still checks every name)."""
+        try:
+            return self.facade.vocabulary()
+        except PersistenceError:
+            return None
+
+    def text_column(self, table: str) -> str | None:
+        """The subject-like text column of ``table`` (what "about …" searches)."""
+        vocabulary = self.vocabulary()
+        if vocabulary is None:
+            return None
+        return lexicon_of(vocabulary, table, self.settings.synonyms).first("text")
 
     # -- helpers -----------------------------------------------------------------------------
 

@@ -172,7 +172,11 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             )
             # Rows are ranked by the topic, and by the words of "about …" substring conditions
             # on the table's text column, when the table can be ranked (rag_agent.pipeline.ranking).
-            as_topic = () if request.count_only else text_conditions(checked_table, applied)
+            as_topic = (
+                ()
+                if request.count_only
+                else text_conditions(self.text_column(checked_table), applied)
+            )
             words = " ".join([*(c.value for c in as_topic), request.topic]).strip()
             topic = self._topic(words, checked_table, related)
             as_topic = as_topic if topic else ()
@@ -218,7 +222,9 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         # (rag_agent.pipeline.plan_memo), else understood and checked now (and memoised if it
         # may be).
         now = self.now()
-        key = None if given is not None else plan_key(text, table, count_only, now)
+        key = (
+            None if given is not None else plan_key(text, table, count_only, now, self.vocabulary())
+        )
         plan = None if key is None else self.plans.get(key, self.facade)
         if plan is not None:
             outcome.source = source_of(plan.request.table)

@@ -47,11 +47,16 @@ class Plan(NamedTuple):
 
 
 def plan_key(
-    text: str, table: str | None, count_only: bool | None, now: dt.datetime
+    text: str,
+    table: str | None,
+    count_only: bool | None,
+    now: dt.datetime,
+    vocabulary: Hashable = None,
 ) -> tuple[Hashable, ...]:
     """The memo key of a run: the text, the table and ``count_only`` as given, the UTC day (the
-    rules read the clock to the day)."""
-    return (text, table, count_only, now.astimezone(dt.UTC).date())
+    rules read the clock to the day) and the vocabulary the rules read with (a newly learned
+    one, after a write, plans anew)."""
+    return (text, table, count_only, now.astimezone(dt.UTC).date(), vocabulary)
 
 
 class PlanMemo:

@@ -8,9 +8,11 @@ records with their provenance and a ``relevance`` (fused score, place, per-leg r
 envelope's ``metadata.ranking`` (mode, query, legs, degraded). ``RAGAgent.search`` (the
 ``search_table`` tool) is the same step with the caller's own text and filters.
 
-Paging: a full page may have more after it (``has_more`` when more rows match the filters); a
-page with fewer than ``k`` rows is the last, and its ``total_count`` is the rows ranked (a
-backend may leave out of a keyword-only ranking the rows that share no word with the topic).
+With filters, the topic orders the rows the filters chose and never narrows them: the rows its
+words ranked come first, the other matching rows after, and ``total_count`` is the filters'
+count (leftover words in a question never zero a correct answer). Without a filter only the
+rows a leg ranked are an answer (never the table itself): a full page may have more after it, a
+page with fewer than ``k`` rows is the last, and its ``total_count`` is the rows ranked.
 
 Thread-safety: pure functions over the facade, which is thread-safe.
 """
@@ -47,7 +49,6 @@ from rag_agent.runtime.effects import Call, Steps
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition
 from rag_agent.understanding.rules.topic import topic_of
-from rag_agent.understanding.rules.vocabulary import TEXT_COLUMNS
 
 
 class Pipeline(Protocol):
@@ -159,13 +160,17 @@ def ranked_page(
             result: SearchResult = yield Call("search", (table, text), asked)
         except UnsupportedOperatorError as exc:
             raise CannotRank(str(exc)) from exc
-        # Only rows a leg ranked answer the words: a backend may fill a page with rows that
-        # merely match the filters (its k-rows rule), which would hand out, without a filter,
-        # the table itself, and with one, rows about something else.
+        if filters:
+            # The filters chose the rows; the topic only orders them. A backend fills a page
+            # with rows that merely match the filters (its k-rows rule): they belong to the
+            # answer, after the rows the topic's words ranked.
+            return result, result.hits
+        # Without a filter only rows a leg ranked answer the words: the fill would hand out
+        # the table itself.
         return result, tuple(h for h in result.hits if any(r is not None for r in h.ranks.values()))
 
     result, hits = yield from search(k, offset)
-    if len(hits) == k:  # a full page may have more after it: as many as match the filters
+    if filters or len(hits) == k:
         total = result.total_count
     elif hits or offset == 0:  # a short page is the last (a keyword-only leg may rank no more)
         total = offset + len(hits)
@@ -204,6 +209,15 @@ def _with_relevance(
     return tuple(records)
 
 
+def words_ranked(result: PageResult) -> bool:
+    """Whether a ranked page holds a row that a leg ranked by the topic's words."""
+    for record in result.records:
+        relevance = record.provenance.relevance
+        if relevance is not None and any(rank is not None for rank in relevance.ranks.values()):
+            return True
+    return False
+
+
 def cached_ranked_page(
     pipeline: Pipeline,
     log: Any,
@@ -234,7 +248,8 @@ def cached_ranked_page(
         summary_threshold=pipeline.settings.summary_threshold,
         mode=mode,
     )
-    pipeline.cache.put(key, page)
+    if words_ranked(page) or not filters:  # else the filtered read answers (not kept twice)
+        pipeline.cache.put(key, page)
     assert page.ranking is not None
     log.debug(
         "rag.search",
@@ -293,12 +308,12 @@ def search_steps(
     return pipeline._done(log, "rag.search", outcome, checked_table, window)
 
 
-def text_conditions(table: str, conditions: Iterable[Condition]) -> tuple[Condition, ...]:
+def text_conditions(column: str | None, conditions: Iterable[Condition]) -> tuple[Condition, ...]:
     """The substring conditions a request's words made on ``table``'s text column ("inquiries
     about refunds" → ``subject icontains 'refunds'``): with a search, their words rank the
     rows instead (a substring misses "refund" and every row about refunds in other words).
-    A condition the caller gave stays a filter."""
-    column = TEXT_COLUMNS.get(table)
+    ``column`` is the table's subject-like text column. A condition the caller gave stays a
+    filter."""
     return tuple(
         c
         for c in conditions

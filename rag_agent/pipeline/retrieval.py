@@ -11,12 +11,12 @@ from rag_agent.envelope import ReformulationAttempt
 from rag_agent.envelope.assemble import Outcome, PageResult, ignored_parts, page_result
 from rag_agent.pipeline.aggregating import aggregate_into
 from rag_agent.pipeline.parts import PipelineParts, _Window
-from rag_agent.pipeline.ranking import CannotRank, cached_ranked_page, rankable
+from rag_agent.pipeline.ranking import CannotRank, cached_ranked_page, rankable, words_ranked
 from rag_agent.pipeline.reformulation import relaxations
 from rag_agent.pipeline.related import related_versions
 from rag_agent.pipeline.similar import similar_company, swap_note, with_similar_company
 from rag_agent.runtime.effects import Call, Steps
-from rag_agent.specs import Condition
+from rag_agent.specs import Condition, Ignored
 from rag_agent.understanding.conditions import query_filters_view
 
 
@@ -101,6 +101,13 @@ class RetrievalSteps(PipelineParts):
             conditions, topic = conditions + as_topic, ""
             if not conditions:
                 return
+            result, all_hits = yield from query(conditions)
+        if topic and conditions and window[1] == 0 and not words_ranked(result):
+            # No row the filters chose mentions the topic's words: the filtered answer stands,
+            # and the words are reported rather than silently ranking nothing.
+            log.debug("rag.search", table=table, status="no_row_mentions")
+            outcome.ignored += ignored_parts([Ignored(topic, f"no row mentions {topic!r}")])
+            topic = ""
             result, all_hits = yield from query(conditions)
         used = conditions
         if result.total_count == 0:

@@ -52,10 +52,13 @@ class UnderstandingSteps(PipelineParts):
             asked.append((text, table))
             return Understanding()
 
+        vocabulary = self.vocabulary()
+
         def understood(extract: Any) -> Request:
             return understand_request(
-                text, table=table, explicit=given, count_only=count_only, now=now, extract=extract
-            )
+                text, table=table, explicit=given, count_only=count_only, now=now,
+                extract=extract, vocabulary=vocabulary, synonyms=self.settings.synonyms,
+            )  # fmt: skip
 
         request = understood(None if self.extractor is None else note)
         if not asked:

@@ -29,6 +29,7 @@ from persistence import (
     PersistenceError,
     ReadOnlyPersistenceFacade,
 )
+from persistence.vocabulary import SchemaVocabulary
 from rag_agent.specs import (
     ColumnInfo,
     Condition,
@@ -117,6 +118,8 @@ def understand_request(
     count_only: bool | None,
     now: dt.datetime,
     extract: Callable[[str, str], Understanding] | None,
+    vocabulary: SchemaVocabulary | None = None,
+    synonyms: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Request:
     """The request in ``text`` (and ``explicit`` conditions, which win over the text's).
 
@@ -125,7 +128,9 @@ def understand_request(
     do not read); its conditions replace the rules' only when the rules found none (or only
     weak evidence); its grouping and related rows fill in what the rules did not read.
     """
-    found = _rules(text, table, now.astimezone(dt.UTC).date()) if text.strip() else Understanding()
+    extra = tuple(sorted((synonyms or {}).items()))
+    today = now.astimezone(dt.UTC).date()
+    found = _rules(text, table, today, vocabulary, extra) if text.strip() else Understanding()
     if explicit is not None:
         # The caller's conditions win on every column they name: "score above 80" in the text
         # and score_min=50 from the arguments is the argument's question, said so in ignored.
@@ -184,12 +189,21 @@ def _merged(rules: Understanding, model: Understanding) -> Understanding:
 
 
 @functools.lru_cache(maxsize=1024)
-def _rules(text: str, table: str | None, today: dt.date) -> Understanding:
+def _rules(
+    text: str,
+    table: str | None,
+    today: dt.date,
+    vocabulary: SchemaVocabulary | None,
+    synonyms: tuple[tuple[str, tuple[str, ...]], ...],
+) -> Understanding:
     # The rules are pure and read the clock to the day (every date rule is day-granular, which
     # a test holds them to), so a question asked again the same UTC day is not parsed again.
-    # The Understanding is frozen: sharing it is safe.
+    # The Understanding is frozen: sharing it is safe. A vocabulary is hashed by identity, so a
+    # newly learned one reads the question again.
     noon = dt.datetime.combine(today, dt.time(12), dt.UTC)
-    return understand(text, table=table, now=noon)
+    return understand(
+        text, table=table, now=noon, vocabulary=vocabulary, synonyms=dict(synonyms) or None
+    )
 
 
 def apply_conditions(

@@ -14,13 +14,24 @@ from persistence.schema import TABLE_COLUMNS
 from rag_agent.specs import Understanding
 from rag_agent.understanding.filters import MAX_TEXT_LENGTH, understand
 from rag_agent.understanding.rules import vocabulary
+from rag_agent.understanding.rules.lexicon import SYNONYMS
+from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary
+
+# The sample's learned values: the rules may emit one without the text spelling it (a synonym
+# or a word only it holds), never any other value.
+LEARNED = sorted({
+    value
+    for table in sample_vocabulary().tables.values()
+    for column in table.columns.values()
+    for value in column.values or ()
+    if isinstance(value, str)
+})  # fmt: skip
 
 NOW = dt.datetime(2025, 6, 18, 12, tzinfo=dt.UTC)
 TABLES = st.one_of(st.sampled_from([None, *TABLE_COLUMNS]), st.text(max_size=10))
 # Words the rules react to, so random requests reach every rule, mixed with arbitrary text.
 FRAGMENTS = [
-    *vocabulary.TABLE_WORDS, *(w for words in vocabulary.STATUS_WORDS.values() for w in words),
-    *vocabulary.CHANNEL_WORDS, *vocabulary.DIRECTION_WORDS, *vocabulary.SOURCE_WORDS,
+    *vocabulary.TABLE_WORDS, *LEARNED[:80], *SYNONYMS, "not", "except", "other than", "nor",
     "lead", "client", "campaign 3", "#", "id", "=", ":", "at", "from", "for", "by", "with",
     "company", "named", "about", "how many", "count", "score", "above", "between", "and",
     "at least", "steps", "CTO", "VP of", "head of", "sales", "without a", "phone", "title",
@@ -34,13 +45,8 @@ REQUESTS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=8)), 
     " ".join
 )
 TEXTS = st.one_of(st.text(max_size=200), REQUESTS)
-# Values the rules may emit without the text spelling them: the vocabulary's canonical values.
-CANONICAL = {
-    *(v for words in vocabulary.STATUS_WORDS.values() for v in words.values()),
-    *vocabulary.CHANNEL_WORDS.values(),
-    *vocabulary.DIRECTION_WORDS.values(),
-    *vocabulary.SOURCE_WORDS.values(),
-}
+# Values the rules may emit without the text spelling them: the learned values.
+CANONICAL = set(LEARNED)
 OPERATORS = {Op.EQ, Op.IEQ, Op.NEQ, Op.IN, Op.GT, Op.GTE, Op.LT, Op.LTE, Op.ICONTAINS, Op.IS_NULL}
 
 

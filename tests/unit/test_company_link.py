@@ -89,9 +89,12 @@ def test_case_insensitive(store: MemoryStore) -> None:
 
 
 def test_topic_still_ranks_inside_the_company(store: MemoryStore) -> None:
-    """The company is a hard condition; the topic words stay a condition or a ranking."""
+    """The company is a hard condition; the topic words rank its rows: the one about the
+    shipping delay first, the company's other inquiry after it, none of another company."""
     data = _run(_agent(store), "inquiries from Globex about shipping delay")
-    assert _client_ids(data) == [1]
+    assert _client_ids(data) == [1, 1]
+    assert [r["subject"] for r in data["records"]] == ["Shipping delay on order", "Invoice copy"]
+    assert data["metadata"]["total_count"] == 2
 
 
 def test_unknown_company_stays_ignored(store: MemoryStore) -> None:

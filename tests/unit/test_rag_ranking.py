@@ -176,8 +176,9 @@ class TestRankedRun:
         assert "fallback" not in data["metadata"]
 
     def test_conditions_are_hard_constraints(self, agent: RAGAgent) -> None:
-        """client 7's rows only; only those a leg ranked (keyword-only here: rows sharing a
-        word with the topic), never rows that merely match the filters."""
+        """client 7's rows only, all of them: those a leg ranked (keyword-only here: rows
+        sharing a word with the topic) first, the rows that only match the filters after; the
+        topic orders the filters' answer and never narrows it."""
         data = valid(
             agent.run(
                 "inquiries of client 7 from customers who want to stop paying", return_json=True
@@ -187,10 +188,14 @@ class TestRankedRun:
             {"column": "client_id", "op": "eq", "value": 7, "source": "rules"}
         ]
         assert all(record["client_id"] == 7 for record in data["records"])
-        assert sorted(ids(data)) == [1, 6]
-        assert data["metadata"]["total_count"] == 2 and data["metadata"]["has_more"] is False
-        for record in data["records"]:
-            assert any(r is not None for r in record["provenance"]["relevance"]["ranks"].values())
+        client_7 = agent.facade.count("inquiries", [Filter("client_id", Op.EQ, 7)])
+        assert data["metadata"]["total_count"] == client_7 == len(data["records"])
+        ranked = [
+            record["id"]
+            for record in data["records"]
+            if any(r is not None for r in record["provenance"]["relevance"]["ranks"].values())
+        ]
+        assert sorted(ranked) == [1, 6] and ids(data)[:2] == ranked
 
     def test_with_embeddings_every_filtered_row_is_ranked(self, store: MemoryStore) -> None:
         """The semantic leg ranks every row matching the filters: all five come back, the
@@ -299,11 +304,16 @@ class TestAboutRanks:
             {"column": "client_id", "op": "eq", "value": 7, "source": "rules"}
         ]
 
-    def test_words_no_row_holds_give_no_rows(self, agent: RAGAgent) -> None:
-        """Rows that only match the filters are no answer to the words: none, then reported."""
+    def test_words_no_row_holds_leave_the_filtered_answer(self, agent: RAGAgent) -> None:
+        """Words no row of the filters holds never zero the answer: client 8's rows stand, and
+        the words are reported."""
         data = valid(agent.run("inquiries of client 8 about zeppelins", return_json=True))
-        assert data["records"] == []
-        assert data["metadata"]["fallback"] == "disabled"
+        client_8 = agent.facade.count("inquiries", [Filter("client_id", Op.EQ, 8)])
+        assert client_8 and data["metadata"]["total_count"] == client_8
+        assert all(record["client_id"] == 8 for record in data["records"])
+        assert {"text": "zeppelins", "reason": "no row mentions 'zeppelins'"} in data["metadata"][
+            "ignored"
+        ]
 
     def test_a_count_keeps_the_substring(self, agent: RAGAgent) -> None:
         """A count is not ranked: 'about pricing' stays the subject condition it was."""

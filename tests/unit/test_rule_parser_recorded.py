@@ -1,5 +1,6 @@
-"""The rule parser answers every labelled query exactly as recorded before its performance
-round (``rule_parser_outputs.json``: the ``repr`` of each ``Understanding``, for four tables),
+"""The rule parser answers every labelled query exactly as recorded (``rule_parser_outputs.json``:
+the ``repr`` of each ``Understanding``, for four tables; recorded before the performance round,
+re-recorded when the rules came to read the database's learned vocabulary, each change reviewed),
 and its pre-checks never change an answer on texts built from the labelled queries' words."""
 
 from __future__ import annotations

@@ -1,32 +1,52 @@
 """Counts per group: "leads by status", "per campaign", "broken down by channel".
 
 A grouping phrase is ``by``/``per``/``for each``/``broken down by``/``grouped by``/``split by``
-followed by a word of :data:`~rag_agent.understanding.rules.vocabulary.GROUP_WORDS` (a column of the
-table's vocabulary). A word that names a record ("per campaign 5") is a reference, not a grouping,
-and "sorted by score" is an order, not a grouping: neither is read here. A grouping on a column the
-table has not ("messages by status") is ignored with the reason.
+followed by a word naming a column (by the learned vocabulary's column words) or a table the
+table refers to. A word that names a record ("per campaign 5") is a reference, not a grouping,
+and "sorted by score" is an order, not a grouping: neither is read here. A grouping on a column
+the table has not ("messages by status") is ignored with the reason.
 """
 
 from __future__ import annotations
 
 import re
 
+from persistence.vocabulary import stem, stems
 from rag_agent.understanding.rules.reading import Reading, plural
-from rag_agent.understanding.rules.vocabulary import GROUP_WORDS
+from rag_agent.understanding.rules.vocabulary import REFERENCE_WORDS, TABLE_WORDS
 
 __all__ = ["MAX_GROUPS", "apply_groupings", "find_groupings"]
 
 #: Columns one request may be grouped by (the facade's limit).
 MAX_GROUPS = 3
 
-_WORD = "|".join(sorted((re.escape(w) for w in GROUP_WORDS), key=len, reverse=True))
 _GROUP_RE = re.compile(
     r"(?<!\bsorted\s)(?<!\bordered\s)(?<!\branked\s)"
     r"\b(?:(?:broken\s+down|grouped|split|breakdown)\s+by|by|per|for\s+(?:each|every))\s+"
-    rf"(?:the\s+|their\s+|its\s+)?(?P<word>{_WORD})\b(?!\s*(?:#|no\.?\s*|number\s+)?[0-9])"
-    r"(?:\s*(?:,|and)\s+(?:by\s+)?(?P<second>" + _WORD + r")\b(?!\s*[0-9]))?",
+    r"(?:the\s+|their\s+|its\s+)?(?P<word>[a-z][a-z_]*(?:\s+(?!(?:and|or|by)\b)[a-z][a-z_]*)?)\b"
+    r"(?!\s*(?:#|no\.?\s*|number\s+)?[0-9])"
+    r"(?:\s*(?:,|and)\s+(?:by\s+)?(?P<second>[a-z][a-z_]*(?:\s+(?!(?:and|or|by)\b)[a-z][a-z_]*)?)\b(?!\s*[0-9]))?",
     re.IGNORECASE,
 )
+
+
+def _group_words(reading: Reading) -> frozenset[str]:
+    """Every word that names a column of any table, or a table: what "by …" may group by."""
+    words = {w for w in TABLE_WORDS if " " not in w}
+    for table in reading.vocabulary.tables.values():
+        for column in table.columns.values():
+            words.update(w for w in column.words if w not in {"is", "has", "at", "on", "id"})
+    return frozenset(words)
+
+
+def _trim(reading: Reading, phrase: str) -> str | None:
+    """The longest leading part of ``phrase`` made of group words, or ``None``."""
+    words = phrase.split()
+    known = _group_words(reading)
+    stems_known = {stem(w) for w in known}
+    while words and not all(w.lower() in known or stem(w.lower()) in stems_known for w in words):
+        words.pop()
+    return " ".join(words) or None
 
 
 #: A grouping word found: its span and the word as written.
@@ -38,10 +58,18 @@ def find_groupings(reading: Reading) -> list[Found]:
     not name the campaigns table); the words it groups by, with their spans."""
     found: list[Found] = []
     for match in reading.finditer(_GROUP_RE, ("by", "per", "for")):
+        end = match.start()
         for name in ("word", "second"):
-            if match.group(name) is not None:
-                found.append((*match.span(name), match.group(name)))
-        reading.claim(*match.span())
+            if match.group(name) is None:
+                continue
+            word = _trim(reading, match.group(name))
+            if word is None:
+                break
+            start = match.start(name)
+            found.append((start, start + len(word), word))
+            end = start + len(word)
+        if end > match.start():
+            reading.claim(match.start(), end)
     return found
 
 
@@ -50,9 +78,22 @@ def apply_groupings(reading: Reading, found: list[Found]) -> tuple[str, ...]:
     most three); a word naming no column of the table is ignored with the reason."""
     columns: list[str] = []
     for start, end, word in found:
-        column = GROUP_WORDS[word.lower()]
-        if not reading.has(column):
+        column = _column_of(reading, word)
+        if column is None or not reading.has(column):
             reading.ignore(start, end, f"{plural(reading.table)} cannot be grouped by {word}")
         elif column not in columns and len(columns) < MAX_GROUPS:
             columns.append(column)
     return tuple(columns)
+
+
+def _column_of(reading: Reading, word: str) -> str | None:
+    """The column of the table ``word`` names: by the column's words, or the column referring
+    to the table the word names ("per client" → the table's reference to clients)."""
+    lexicon = reading.lexicon
+    named = lexicon.names.get(stems(word))
+    if named:
+        return named[0]
+    table = TABLE_WORDS.get(word.lower()) or REFERENCE_WORDS.get(word.lower())
+    if table is not None:
+        return next((c.name for c in lexicon.columns.values() if c.references == table), None)
+    return None

@@ -13,25 +13,19 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
+from collections.abc import Iterable, Mapping
 
 from persistence import Op
+from persistence.vocabulary import SchemaVocabulary, stem
 from rag_agent.specs import Ignored, Understanding
 from rag_agent.understanding.rules import fields, grouping, names
+from rag_agent.understanding.rules.columns import read_columns, report_other_tables
 from rag_agent.understanding.rules.dates import find_dates
 from rag_agent.understanding.rules.reading import Reading, plural
 from rag_agent.understanding.rules.related import read_related
+from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary
 from rag_agent.understanding.rules.topic import topic_of
-from rag_agent.understanding.rules.vocabulary import (
-    CHANNEL_WORDS,
-    COMPANY_COLUMNS,
-    DATE_COLUMNS,
-    DEFAULT_TABLE,
-    DIRECTION_WORDS,
-    REFERENCE_WORDS,
-    SOURCE_WORDS,
-    STATUS_WORDS,
-    TABLE_WORDS,
-)
+from rag_agent.understanding.rules.vocabulary import DEFAULT_TABLE, REFERENCE_WORDS, TABLE_WORDS
 
 _ACRONYM = re.compile(r"[A-Z]{2,4}")
 __all__ = ["EMAIL_RE", "MAX_TEXT_LENGTH", "UUID_PATTERN", "no_company_column", "understand"]
@@ -47,6 +41,9 @@ UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-
 EMAIL_RE = re.compile(
     r"(?<![\w.+%-])[A-Za-z0-9_%+-][A-Za-z0-9._%+'-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.)+"
     r"(?:[A-Za-z]{2,24}|[Xx][Nn]--[A-Za-z0-9-]{1,59})(?![\w-])"
+)
+_EMAIL_KEY_RE = re.compile(
+    r"\b(?:e-?mail(?:\s+address)?|address)\s*(?:is\b|[:=]|of\b)?\s*[\"'`]?\s*$", re.IGNORECASE
 )
 _VALUE = rf"(?P<value>{UUID_PATTERN}|[0-9]{{1,19}})(?![\w-])(?:['\u2019]s\b)?"
 _SEP = r"""\s*["'`]?\s*(?:[:=]{1,2}|\bis\b|\bof\b|\bequals\b)?\s*["'`]?\s*#?\s*"""
@@ -74,17 +71,10 @@ _VAGUE_RE = re.compile(
     r"\b(?P<word>hot|warm|cold|best|good|promising)\b(?=\s+(?:leads?|prospects?|contacts?|ones)\b)",
     re.IGNORECASE,
 )
-# Words after a bare "status" that are not its value.
-_NOT_A_VALUE = frozenset({
-    "of", "and", "or", "by", "for", "is", "in", "with", "to", "the", "a", "an", "per", "quo",
-    "breakdown", "column", "field", "value", "values", "change", "changes", "update", "updates",
-    "report", "count", "counts", "distribution", "history", "overview", "summary",
-})  # fmt: skip
-_KEYED_COLUMNS = ("status", "channel", "direction", "source", "first_name", "last_name", "phone")
+# ``column = value`` written out: any identifier, checked against the table's columns.
 _COLUMN_RE = re.compile(
-    rf"""(?<![\w.])["'`]?(?P<col>{"|".join(_KEYED_COLUMNS)})["'`]?\s*(?P<op>!=|==|=|:|\bis\b)?\s*"""
+    r"""(?<![\w.])["'`]?(?P<col>[A-Za-z_][A-Za-z0-9_]{0,62})["'`]?\s*(?P<op>!=|==|=|:)\s*"""
     r"""(?:"(?P<dq>[^"\n\x00]{1,120})"|'(?P<sq>[^'\n\x00]{1,120})'|(?P<bare>[^\s,;"'}\x00]+))""",
-    re.IGNORECASE,
 )
 _PERSON_NAME_RE = re.compile(
     r"\b(?P<col>first\s+name|last\s+name|surname)\s*(?:is\s+|[:=]\s*)?(?P<value>[A-Za-z][\w'-]*)",
@@ -107,11 +97,6 @@ _PERSON_RE = re.compile(
 _ID_CHARS = (*"0123456789", "-", "#")  # a number, or the hyphens of a UUID
 _VAGUE_WORDS = ("hot", "warm", "cold", "best", "good", "promising")
 _EXCLUDE_WORDS = ("not", "except", "excluding", "other", "outside", "besides", "apart")
-_WORDS = {
-    "channel": CHANNEL_WORDS,
-    "direction": DIRECTION_WORDS,
-    "source": SOURCE_WORDS,
-}
 
 
 def _int_or_uuid(raw: str) -> int | str | None:
@@ -126,7 +111,8 @@ def _references(reading: Reading) -> list[tuple[str, str | None, int | str, bool
     found: list[tuple[str, str | None, int | str, bool]] = []
     for match in reading.finditer(_REFERENCE_RE, _ID_CHARS):
         value = _int_or_uuid(match["value"])
-        table, key = REFERENCE_WORDS[match["entity"].lower()]
+        table = REFERENCE_WORDS[match["entity"].lower()]
+        key = _reference_column(reading, table)
         if value is not None:
             # "client_id", "clientid": a column; "client 7", "client id 7": the client itself
             written = match.group()[len(match["entity"]) :]
@@ -142,11 +128,42 @@ def _references(reading: Reading) -> list[tuple[str, str | None, int | str, bool
     return found
 
 
+def _reference_column(reading: Reading, table: str) -> str | None:
+    """The column of the table being read that refers to ``table`` (its foreign key); on a
+    table the vocabulary does not describe, the conventional ``<row>_id`` (the facade checks)."""
+    if not reading.known:
+        return f"{_singular(table)}_id"
+    columns = reading.lexicon.columns.values()
+    return next((c.name for c in columns if c.references == table), None)
+
+
+_OWNER_RE = re.compile(r"\b(?:owner|owned|rep|manager|assigned)\W+(?:\w+\W+){0,3}$", re.I)
+
+
+def _email_column(reading: Reading, start: int) -> str | None:
+    """The e-mail column an address is for: the row's own, or an owner's when the words before
+    it say so ("owned by a@x.io") and the table has one; on a table the vocabulary does not
+    describe, the conventional ``email`` (the facade checks)."""
+    if not reading.known:
+        return "email"
+    columns = reading.lexicon.role("email")
+    if not columns:
+        return None
+    owner = [c for c in columns if set(reading.lexicon.columns[c].words) & {"owner", "rep"}]
+    if owner and _OWNER_RE.search(reading.text[max(0, start - 40) : start]):
+        return owner[0]
+    return columns[0]
+
+
+def _singular(table: str) -> str:
+    return table[:-3] + "y" if table.endswith("ies") else table.removesuffix("s")
+
+
 def _apply_references(
     reading: Reading, references: list[tuple[str, str | None, int | str, bool]]
 ) -> None:
-    for table, key, value, _ in references:
-        column = "id" if table in ("", reading.table) else key
+    for table, _key, value, _ in references:
+        column = "id" if table in ("", reading.table) else _reference_column(reading, table)
         if column is not None and reading.has(column):
             reading.add(column, Op.EQ, value)
             continue
@@ -167,40 +184,70 @@ def _named_table(reading: Reading) -> tuple[str, tuple[int, int]] | None:
     return TABLE_WORDS[" ".join(match.group().lower().split())], match.span()
 
 
+def _column_elsewhere(reading: Reading, column: str) -> bool:
+    """Whether ``column`` is a column of another table (so the text meant a column)."""
+    return any(column in t.columns for t in reading.vocabulary.tables.values())
+
+
 def _keyed_columns(reading: Reading) -> None:
-    """``status: open``, ``channel=email``, ``first name Ana``: checked against the vocabulary."""
-    for match in reading.finditer(_COLUMN_RE, _KEYED_COLUMNS):
+    """``stage: won``, ``channel=email``, ``first name Ana``: a column of the table written out
+    with its value, the value checked against the column's learned values when it has them."""
+    lexicon = reading.lexicon
+    for match in reading.finditer(_COLUMN_RE, (":", "=")):
         column = match["col"].lower()
-        raw = match["dq"] or match["sq"] or match["bare"]
-        word = " ".join(raw.lower().split())
-        vocabulary = STATUS_WORDS.get(reading.table, {}) if column == "status" else None
-        vocabulary = _WORDS.get(column, vocabulary)
-        known_status = any(word in words for words in STATUS_WORDS.values())
-        # "status won": a value all the same, so an unknown one is reported, never dropped in
-        # silence; "by status", "status of", "status and …" give none.
-        status_value = column == "status" and (known_status or word.isalpha())
-        if match["op"] is None and not (status_value and word not in _NOT_A_VALUE):
+        raw = (match["dq"] or match["sq"] or match["bare"]).strip()
+        if not lexicon.has(column):
+            compound = re.search(r"[A-Za-z]\s+$", reading.text[: match.start()])  # "company name"
+            if reading.known and not compound and _column_elsewhere(reading, column):
+                reading.ignore(*match.span(), f"{plural(reading.table)} have no {column} column")
             continue
-        if vocabulary is None:
-            reading.apply(*match.span(), column, Op.IEQ, raw.strip(), f"{column} column")
-        elif word in vocabulary:
-            reading.apply(*match.span(), column, Op.EQ, vocabulary[word], f"{column} column")
+        values = lexicon.columns[column].values
+        op = Op.NEQ if match["op"] == "!=" else Op.EQ
+        if not lexicon.is_category(column):
+            continue  # names, e-mails, numbers, dates: their own rules read them
+        same = [v for v in values or () if isinstance(v, str) and v.casefold() == raw.casefold()]
+        if same:
+            reading.add(column, op, same[0])
+            reading.claim(*match.span())
         else:
-            known = ", ".join(sorted(set(vocabulary.values()))) or "none"
+            known = ", ".join(str(v) for v in (values or ())[:12]) or "none"
             reason = f"{raw!r} is not a {column} of {plural(reading.table)} ({known})"
             reading.ignore(*match.span(), reason)
+    first, last = lexicon.first("given"), lexicon.first("family")
     for match in reading.finditer(_PERSON_NAME_RE, ("name",)):
-        column = "first_name" if match["col"].lower().startswith("first") else "last_name"
-        reading.apply(*match.span(), column, Op.IEQ, match["value"], "person names")
+        column = first if match["col"].lower().startswith("first") else last
+        if column is None:
+            reading.ignore(*match.span(), f"{plural(reading.table)} have no person names")
+        else:
+            reading.add(column, Op.IEQ, match["value"])
+            reading.claim(*match.span())
+
+
+_VERB_RE = re.compile(r"[^\W_]+")
+
+
+def _date_column(reading: Reading) -> tuple[str | None, str | None]:
+    """The date column the text's words name ("opened", "launched"), else the table's
+    created/received/sent-like one; the naming word is claimed."""
+    verbs = {stem(m.group().lower()): m.span() for m in _VERB_RE.finditer(reading.text)}
+    column, why = reading.lexicon.date_column(verbs)
+    if column is not None:
+        for word in set(reading.lexicon.columns[column].stems) - {"at", "on", "date"}:
+            if word in verbs:
+                reading.claim(*verbs[word])
+    return column, why
 
 
 def _dates(reading: Reading, now: dt.datetime) -> None:
-    column = DATE_COLUMNS.get(reading.table)
-    for match in find_dates(reading.text, now):
+    matches = find_dates(reading.text, now)
+    if not matches:
+        return
+    column, why = _date_column(reading)
+    for match in matches:
         future = any(op is Op.GTE and value > now for op, value in match.bounds)
         if match.ignored_reason is not None or column is None or future:
             reason = match.ignored_reason or (
-                f"{plural(reading.table)} have no date column"
+                f"{plural(reading.table)} have {why}"
                 if column is None
                 else "a date in the future: no row is dated then yet"
             )
@@ -227,12 +274,13 @@ def _exclusions_places_people(reading: Reading) -> None:
     places = reading.finditer(_PLACE_RE) if reading.may_capitalise else []  # a place: [A-Z]
     for match in places:
         reading.ignore(*match.span(), f"no column of {plural(reading.table)} holds a location")
+    first, last = reading.lexicon.first("given"), reading.lexicon.first("family")
     for match in reading.finditer(_PERSON_RE, ("named", "called")):
         if match["last"] is None:
             reading.ignore(*match.span(), "one name may be a first or a last name")
-        elif reading.has("first_name"):
-            reading.add("first_name", Op.IEQ, match["first"])
-            reading.add("last_name", Op.IEQ, match["last"])
+        elif first is not None and last is not None:
+            reading.add(first, Op.IEQ, match["first"])
+            reading.add(last, Op.IEQ, match["last"])
             reading.claim(*match.span())
         else:
             reading.ignore(*match.span(), f"{plural(reading.table)} have no person names")
@@ -246,7 +294,7 @@ def no_company_column(table: str) -> str:
 
 def _company(reading: Reading) -> bool:
     """Read the company; ``True`` when only weak evidence (a lone capitalised name) found one."""
-    column = COMPANY_COLUMNS.get(reading.table, None if reading.known else "company_name")
+    column = reading.lexicon.first("company")
     found = names.find_company(reading.text)
     weak = False
     if found is None and not reading.conditions and not reading.ignored:
@@ -263,13 +311,23 @@ def _company(reading: Reading) -> bool:
     return weak
 
 
-def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Understanding:
+def understand(
+    text: str,
+    *,
+    table: str | None = None,
+    now: dt.datetime,
+    vocabulary: SchemaVocabulary | None = None,
+    synonyms: Mapping[str, Iterable[str]] | None = None,
+) -> Understanding:
     """What ``text`` asks of ``table`` (or of the table it names), with dates against ``now``.
 
     ``table`` is the table the caller asked for, ``None`` when not given: the text may then name
     one ("campaigns of client 7"), and its words are read against ``leads`` when it names none
     (``Understanding.table`` stays ``None``). A table given by the caller wins over one the text
     names (the text's is then ignored, with the reason). ``now`` must be an aware datetime.
+    ``vocabulary`` is the database's (columns, kinds, values, relations); without one, the
+    bundled sample's, learned from its data the same way. ``synonyms`` extend the generic
+    synonym layer (word → values it may mean).
     Only the first :data:`MAX_TEXT_LENGTH` characters are read; a non-``str`` reads as empty.
 
     >>> import datetime as dt
@@ -281,7 +339,8 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
     if not isinstance(text, str) or not text.strip():
         return Understanding(table=table)
     original = text[:MAX_TEXT_LENGTH].replace("\x00", " ")
-    reading = Reading(original, table or DEFAULT_TABLE)
+    extra = {k: tuple(v) for k, v in (synonyms or {}).items()} or None
+    reading = Reading(original, table or DEFAULT_TABLE, vocabulary or sample_vocabulary(), extra)
     count_only = False
     for match in reading.finditer(_COUNT_RE, ("how", "number", "count")):
         count_only = True
@@ -290,6 +349,9 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
     emails = reading.finditer(EMAIL_RE, ("@",))
     for match in emails:
         reading.claim(*match.span())
+        key = _EMAIL_KEY_RE.search(reading.text[: match.start()])
+        if key is not None:  # "email=…", "e-mail is …": the key is no channel, no topic
+            reading.claim(key.start(), match.start())
     references = _references(reading)
     titles = fields.find_titles(reading)  # claimed before table words: "account executive"
     include = read_related(reading)  # before table words: "with its conversations"
@@ -304,30 +366,39 @@ def understand(text: str, *, table: str | None = None, now: dt.datetime) -> Unde
     if target is None:
         target = next((t for t, _, _, as_column in references if t and not as_column), None)
     reading.table = target or DEFAULT_TABLE
+    reading.table_span = named[1] if named is not None else None
     group_by = grouping.apply_groupings(reading, groupings)
 
     for match in emails:
         email = match.group().lower()
-        reading.apply(*match.span(), "email", Op.IEQ, email, "email column")
+        column = _email_column(reading, match.start())
+        if column is None:
+            reading.ignore(*match.span(), f"{plural(reading.table)} have no email column")
+        else:
+            reading.add(column, Op.IEQ, email)
+            reading.claim(*match.span())
     _apply_references(reading, references)
     for start, end, title in titles:
         # An acronym is the whole title or nothing: "CTO" as a substring is in "Director".
         op = Op.IEQ if _ACRONYM.fullmatch(title) else Op.ICONTAINS
-        reading.apply(start, end, "title", op, title, "title column")
+        column = reading.lexicon.first("job") if reading.known else "title"
+        if column is None:
+            reading.ignore(start, end, f"{plural(reading.table)} have no title column")
+        else:
+            reading.add(column, op, title)
+            reading.claim(start, end)
     for read in (
         _keyed_columns,
-        fields.read_scores,
         lambda r: _dates(r, now),
-        fields.read_statuses,
-        fields.read_channels,
-        fields.read_missing,
         fields.read_names,
         fields.read_subjects,
+        lambda r: read_columns(r, r.lexicon),
         fields.read_industry,
         _vague,
         _exclusions_places_people,
     ):
         read(reading)
+    report_other_tables(reading, reading.lexicon)  # lower-case words only: names stay names
     weak = _company(reading)
     if named is not None:  # the table word is framing: "inquiries about refunds"
         reading.claim(*named[1])

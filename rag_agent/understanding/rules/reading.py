@@ -8,12 +8,14 @@ title is never taken for a company.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from persistence import Op
-from persistence.schema import TABLE_COLUMNS
+from persistence.vocabulary import SchemaVocabulary
 from rag_agent.specs import Condition, Ignored
+from rag_agent.understanding.rules.lexicon import Lexicon, lexicon_of
 
 __all__ = ["Reading", "plural"]
 
@@ -33,7 +35,11 @@ class Reading:
 
     original: str
     table: str
+    vocabulary: SchemaVocabulary
+    synonyms: Mapping[str, tuple[str, ...]] | None = None
     text: str = ""
+    #: Where the text names its table ("imported leads"), once known: no value is read there.
+    table_span: tuple[int, int] | None = None
     conditions: list[Condition] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
 
@@ -60,14 +66,19 @@ class Reading:
         return regex.search(folded) is not None
 
     @property
+    def lexicon(self) -> Lexicon:
+        """The words of the table being read, from the database's vocabulary."""
+        return lexicon_of(self.vocabulary, self.table, self.synonyms)
+
+    @property
     def known(self) -> bool:
-        """Whether the table being read is one of the reference schema's."""
-        return self.table in TABLE_COLUMNS
+        """Whether the vocabulary describes the table being read."""
+        return self.vocabulary.table(self.table) is not None
 
     def has(self, column: str) -> bool:
-        """Whether the table has ``column``; for a table outside the reference schema the rules
-        cannot tell, so they answer yes and leave the verdict to the facade's own check."""
-        return column in TABLE_COLUMNS.get(self.table, ()) or not self.known
+        """Whether the table has ``column``; for a table the vocabulary does not describe the
+        rules cannot tell, so they answer yes and leave the verdict to the facade's own check."""
+        return self.lexicon.has(column) or not self.known
 
     def claim(self, start: int, end: int) -> None:
         """Mark ``[start, end)`` as read."""

@@ -1,0 +1,502 @@
+"""Rules that read a table's own columns from its :class:`~.lexicon.Lexicon`: category values
+(exact word, a word only one value holds, a synonym), their negation, flags, numbers compared
+with a column named by its words, and missing values.
+
+Generic language only: comparison words, negation ("not", "isn't", "except", "other than",
+"neither … nor", ``un-``/``in-``/``non-`` prefixes), "without"/"missing", "switched off". Which
+column and which value come from the lexicon, so the same rules read any schema.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from persistence import Op
+from persistence.search.text import FRAMING_WORDS
+from persistence.vocabulary import stem
+from rag_agent.understanding.rules.lexicon import (
+    NEEDS_CUE,
+    OFF_WORDS,
+    Lexicon,
+    ValueSense,
+    lexicon_of,
+)
+from rag_agent.understanding.rules.reading import Reading, plural
+from rag_agent.understanding.rules.vocabulary import TABLE_WORDS
+
+__all__ = ["read_columns", "report_other_tables"]
+
+_TOKEN_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
+_NEGATORS = frozenset({"not", "no", "non", "never", "except", "excluding", "neither", "nor"})
+_NEGATED_PAIRS = frozenset({("other", "than"), ("apart", "from"), ("rather", "than")})
+_BRIDGE = frozenset({"is", "are", "was", "were", "the", "a", "an", "of", "in", "as", "that", "be"})
+_PREFIXES = ("non", "un", "in", "dis")
+_MISSING_BEFORE = frozenset({"without", "missing", "lacking", "no"})
+_NUMBER = r"(?P<num>\$?\d[\d,]*(?:\.\d+)?)\s*(?P<unit>[kKmM]\b)?"
+_CMP = (
+    r"(?P<cmp>>=|=>|<=|=<|!=|==|>|<|=|above|over|greater\s+than|more\s+than|higher\s+than|"
+    r"at\s+least|no\s+less\s+than|min(?:imum)?(?:\s+of)?|below|under|less\s+than|fewer\s+than|"
+    r"lower\s+than|at\s+most|no\s+more\s+than|max(?:imum)?(?:\s+of)?|exactly|equal\s+to|equals)?"
+)
+_OPS = {
+    ">": Op.GT, "above": Op.GT, "over": Op.GT, "greater than": Op.GT, "more than": Op.GT,
+    "higher than": Op.GT, ">=": Op.GTE, "=>": Op.GTE, "at least": Op.GTE,
+    "no less than": Op.GTE, "min": Op.GTE, "minimum": Op.GTE, "min of": Op.GTE,
+    "minimum of": Op.GTE, "<": Op.LT, "below": Op.LT, "under": Op.LT, "less than": Op.LT,
+    "fewer than": Op.LT, "lower than": Op.LT, "<=": Op.LTE, "=<": Op.LTE, "at most": Op.LTE,
+    "no more than": Op.LTE, "max": Op.LTE, "maximum": Op.LTE, "max of": Op.LTE,
+    "maximum of": Op.LTE, "!=": Op.NEQ,
+}  # fmt: skip
+_TAIL = r"(?:\s*(?P<tail>\+|or\s+(?:more|higher|above|better|over|less|lower|below|fewer|under)))?"
+_AFTER_RE = re.compile(
+    r"^\s*(?:(?:leads?|contacts?|prospects?|ones)\s+)?(?:(?:is|was|of|:|=)\s*)?(?:between\s+(?P<lo>\d[\d,.]*)\s*(?P<lou>[kKmM])?\s+(?:and|to|-)"
+    rf"\s+(?P<hi>\d[\d,.]*)\s*(?P<hiu>[kKmM])?\b|{_CMP}\s*{_NUMBER}(?![\w.-]){_TAIL})",
+    re.IGNORECASE,
+)
+_MINMAX_RE = re.compile(r"\b(?P<word>min(?:imum)?|max(?:imum)?)\s+$", re.IGNORECASE)
+_BEFORE_RE = re.compile(rf"{_CMP}\s*{_NUMBER}(?:\s*-)?\s*$", re.IGNORECASE)
+_BEFORE_TAIL_RE = re.compile(r"^\s*(?P<tail>\+|or\s+(?:more|higher|less|lower|fewer))", re.I)
+_UNITS = {"k": 1000, "m": 1_000_000}
+#: Words after a column's name that are not a value of it ("status of", "by status and").
+_NOT_A_VALUE = frozenset({
+    "of", "and", "or", "by", "for", "is", "in", "with", "to", "the", "a", "an", "per", "quo",
+    "breakdown", "column", "field", "value", "values", "change", "changes", "update", "updates",
+    "report", "count", "counts", "distribution", "history", "overview", "summary", "are", "was",
+})  # fmt: skip
+#: Table words never read as a value ("contacts" is no "contacted").
+_TABLE_STEMS = frozenset(stem(word) for word in TABLE_WORDS if " " not in word)
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    text: str
+    stem: str
+    start: int
+    end: int
+
+
+def _tokens(text: str) -> list[_Token]:
+    return [
+        _Token(m.group().lower(), stem(m.group().lower().replace("\u2019", "'")), *m.span())
+        for m in _TOKEN_RE.finditer(text)
+    ]
+
+
+def _negated(tokens: list[_Token], index: int) -> bool:
+    """Whether the phrase at ``tokens[index]`` is negated by the words just before it."""
+    look = tokens[max(0, index - 4) : index]
+    words = [t.text for t in look]
+    for position in range(len(words) - 1, -1, -1):
+        word = words[position]
+        if word in _NEGATORS or word.endswith(("n't", "n\u2019t")):
+            return True
+        if position and (words[position - 1], word) in _NEGATED_PAIRS:
+            return True
+        if word not in _BRIDGE:
+            return False  # another content word ends the negation's reach
+    return False
+
+
+def read_columns(reading: Reading, lexicon: Lexicon) -> None:
+    """Read category values, flags, numbers and missing values of ``lexicon``'s table."""
+    _numbers(reading, lexicon)
+    _missing(reading, lexicon)
+    _writers(reading, lexicon)
+    _values(reading, lexicon)
+    _flags(reading, lexicon)
+
+
+def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
+    """Report what names another table's column or value, never leaving it to be searched
+    for as words: "leads from linkedin" on a table with no channel."""
+    framing = {stem(w) for w in FRAMING_WORDS}
+    for name in reading.vocabulary.tables:
+        if name == lexicon.table:
+            continue
+        other = lexicon_of(reading.vocabulary, name, reading.synonyms)
+        tokens = _tokens(reading.text)
+        for i, token in enumerate(tokens):
+            if (
+                token.stem in framing
+                or token.stem in _TABLE_STEMS
+                or (token.stem,) in lexicon.names
+            ):
+                continue
+            for column in other.columns.values():
+                if lexicon.has(column.name) or column.is_key:
+                    continue
+                phrases = other.column_phrases(column.name)
+                length = _phrase_at(tokens, i, phrases)
+                end = i + length
+                if length and column.is_numeric:
+                    after = _AFTER_RE.match(reading.text[tokens[end - 1].end :][:60])
+                    if after is None or not (after["num"] or after["lo"]):
+                        continue
+                    stop = tokens[end - 1].end + after.end()
+                elif length and other.is_category(column.name) and end < len(tokens):
+                    if tokens[end].text in _NOT_A_VALUE:
+                        continue
+                    stop = tokens[end].end
+                elif not length:
+                    senses = other.values.get((token.stem,))
+                    if not senses or not any(s.exact and s.column == column.name for s in senses):
+                        continue
+                    stop = token.end
+                else:
+                    continue
+                start = _prefix_start(reading.text, token.start)
+                reason = f"{plural(lexicon.table)} have no {column.name} column"
+                reading.ignore(start, stop, reason)
+                tokens = _tokens(reading.text)
+                break
+
+
+# Who wrote a message, said in words: "messages from customers" (incoming), "messages we sent"
+# (outgoing); applied where a column holds the value those words mean.
+_WRITER_RE = re.compile(
+    r"\b(?:(?P<in>(?:sent\s+|written\s+|received\s+)?(?:by|from)\s+(?:the\s+|our\s+)?"
+    r"(?:customers?|clients?|leads?|prospects?|contacts?|users?))"
+    r"|(?P<out>(?:(?:that|which)\s+)?we\s+(?:sent|wrote|send)|(?:sent|written)\s+by\s+us"
+    r"|from\s+us|our\s+(?:replies|messages|answers)))\b",
+    re.IGNORECASE,
+)
+
+
+def _writers(reading: Reading, lexicon: Lexicon) -> None:
+    for match in reading.finditer(_WRITER_RE, ("from", "by", "we", "us", "our")):
+        senses = lexicon.values.get((stem("incoming" if match["in"] else "outgoing"),))
+        if senses and len({s.column for s in senses}) == 1:
+            reading.add(senses[0].column, Op.EQ, senses[0].value)
+            reading.claim(*match.span())
+
+
+def _prefix_start(text: str, start: int) -> int:
+    """Include a preposition just before ("from linkedin", "via email") in a reported span."""
+    before = re.search(r"\b(?:from|via|over|through|by|on)\s+$", text[:start], re.I)
+    return before.start() if before else start
+
+
+def _values(reading: Reading, lexicon: Lexicon) -> None:
+    tokens = _tokens(reading.text)
+    stems_ = [t.stem for t in tokens]
+    found: list[tuple[int, int, list[ValueSense], bool]] = []
+    i = 0
+    while i < len(tokens):
+        if stems_[i] in _TABLE_STEMS and tokens[i].text in TABLE_WORDS:
+            i += 1
+            continue
+        match = _longest(lexicon, stems_, i)
+        negated_by_prefix = False
+        if match is None:
+            match = _prefixed(lexicon, tokens[i])
+            negated_by_prefix = match is not None
+            if match is not None:
+                match = (1, match[1])
+        if match is None:
+            i += 1
+            continue
+        length, senses = match
+        if length == 1 and stems_[i] in NEEDS_CUE and not _cued(lexicon, tokens, i, senses):
+            i += 1
+            continue
+        if reading.table_span is not None and _inside(tokens[i], reading.table_span):
+            i += length  # "imported leads" names the table, not a value
+            continue
+        found.append((i, i + length, senses, negated_by_prefix or _negated(tokens, i)))
+        i += length
+    chosen: dict[tuple[str, bool], list[object]] = {}
+    for start, end, senses, negated in found:
+        sense_list = _disambiguate(lexicon, tokens, start, end, senses)
+        span = (tokens[start].start, tokens[end - 1].end)
+        if sense_list is None:
+            columns = sorted({s.column for s in senses})
+            reason = f"a value of several columns of {plural(lexicon.table)}: {', '.join(columns)}"
+            reading.ignore(*span, reason)
+            continue
+        sense = sense_list
+        chosen.setdefault((sense.column, negated), [])
+        if sense.value not in chosen[(sense.column, negated)]:
+            chosen[(sense.column, negated)].append(sense.value)
+        begin = _negation_start(tokens, start) if negated else start
+        left = _column_word_before(lexicon, tokens, begin, sense.column)
+        right = _column_word_after(lexicon, tokens, end, sense.column)
+        reading.claim(tokens[left].start, tokens[right - 1].end)
+    _unknown_values(reading, lexicon)
+    for (column, negated), values in chosen.items():
+        if negated:
+            for value in values:
+                reading.add(column, Op.NEQ, value)
+        elif len(values) == 1:
+            reading.add(column, Op.EQ, values[0])
+        else:
+            reading.add(column, Op.IN, tuple(values))
+
+
+_CUE_BEFORE = frozenset({"is", "are", "was", "were", "still", "currently", "as", "that", "which",
+                         "who", "not", "isn't", "aren't", "only"})  # fmt: skip
+
+
+def _cued(lexicon: Lexicon, tokens: list[_Token], i: int, senses: list[ValueSense]) -> bool:
+    """Whether an everyday word stands where a value does: before a table noun (past other
+    values and "or"), or after its column's name or "is"/"are"/"still"."""
+    for token in tokens[i + 1 : i + 5]:
+        if token.text in TABLE_WORDS or token.text in {"ones", "one"}:
+            return True
+        if token.text not in {"or", "and"} and not lexicon.values.get((token.stem,)):
+            break
+    before = tokens[i - 1] if i else None
+    if before is None:
+        return False
+    named = any((before.stem,) in lexicon.column_phrases(s.column) for s in senses)
+    return named or before.text in _CUE_BEFORE
+
+
+def _inside(token: _Token, span: tuple[int, int]) -> bool:
+    return span[0] <= token.start < span[1]
+
+
+def _unknown_values(reading: Reading, lexicon: Lexicon) -> None:
+    """``status won`` where ``won`` is no value of the column: reported with the values."""
+    tokens = _tokens(reading.text)
+    for column in lexicon.columns.values():
+        if not lexicon.is_category(column.name):
+            continue
+        for i in range(len(tokens)):
+            length = _phrase_at(tokens, i, [column.stems])
+            if not length or i + length >= len(tokens):
+                continue
+            word = tokens[i + length]
+            gap = reading.text[tokens[i + length - 1].end : word.start]
+            if gap.strip(" :=") or word.text in _NOT_A_VALUE or not word.text.isalpha():
+                continue
+            known = ", ".join(str(v) for v in (column.values or ())[:12])
+            reason = f"{word.text!r} is not a {column.name} of {plural(lexicon.table)} ({known})"
+            reading.ignore(tokens[i].start, word.end, reason)
+            return
+
+
+def _longest(lexicon: Lexicon, stems_: list[str], i: int) -> tuple[int, list[ValueSense]] | None:
+    for length in range(min(lexicon.longest, len(stems_) - i), 0, -1):
+        senses = lexicon.values.get(tuple(stems_[i : i + length]))
+        if senses:
+            return length, senses
+    return None
+
+
+def _prefixed(lexicon: Lexicon, token: _Token) -> tuple[int, list[ValueSense]] | None:
+    """``unresolved``, ``inactive``, ``non-qualified`` written as one word: the value negated."""
+    for prefix in _PREFIXES:
+        if token.text.startswith(prefix) and len(token.text) > len(prefix) + 3:
+            senses = lexicon.values.get((stem(token.text[len(prefix) :].lstrip("-")),))
+            exact = [s for s in senses or () if s.exact]
+            if exact:
+                return 1, exact
+    return None
+
+
+def _disambiguate(
+    lexicon: Lexicon, tokens: list[_Token], start: int, end: int, senses: list[ValueSense]
+) -> ValueSense | None:
+    exact = [s for s in senses if s.exact] or senses
+    columns = {s.column for s in exact}
+    if len(columns) > 1:
+        near = {t.stem for t in tokens[max(0, start - 4) : end + 3]}
+        named = [s for s in exact if any(set(p) <= near for p in lexicon.column_phrases(s.column))]
+        if len({s.column for s in named}) == 1:
+            return named[0]
+        return None
+    return exact[0]
+
+
+def _negation_start(tokens: list[_Token], index: int) -> int:
+    start = index
+    for position in range(index - 1, max(-1, index - 5), -1):
+        word = tokens[position].text
+        if word in _NEGATORS or word.endswith(("n't", "n\u2019t")) or word in {"other", "than"}:
+            start = position
+        elif word not in _BRIDGE:
+            break
+    return start
+
+
+def _column_word_before(lexicon: Lexicon, tokens: list[_Token], index: int, column: str) -> int:
+    for phrase in lexicon.column_phrases(column):
+        for gap in range(0, 3):
+            begin = index - gap - len(phrase)
+            if begin < 0:
+                continue
+            bridge = tokens[begin + len(phrase) : index]
+            if tuple(t.stem for t in tokens[begin : begin + len(phrase)]) == phrase and all(
+                t.text in _BRIDGE for t in bridge
+            ):
+                return begin
+    return index
+
+
+def _column_word_after(lexicon: Lexicon, tokens: list[_Token], index: int, column: str) -> int:
+    for phrase in lexicon.column_phrases(column):
+        if tuple(t.stem for t in tokens[index : index + len(phrase)]) == phrase:
+            return index + len(phrase)
+    return index
+
+
+def _flags(reading: Reading, lexicon: Lexicon) -> None:
+    tokens = _tokens(reading.text)
+    for column in lexicon.booleans:
+        phrases = lexicon.column_phrases(column)
+        for i, token in enumerate(tokens):
+            hit = _phrase_at(tokens, i, phrases)
+            value: bool | None = None
+            length = 0
+            if hit:
+                value, length = not _negated(tokens, i), hit
+            else:
+                for prefix in _PREFIXES:
+                    rest = token.text[len(prefix) :].lstrip("-")
+                    if token.text.startswith(prefix) and (stem(rest),) in phrases:
+                        value, length = False, 1
+                        break
+                if value is None and token.text in OFF_WORDS and _switchable(lexicon, column):
+                    after = tokens[i + 1].text if i + 1 < len(tokens) else ""
+                    if token.text in {"switched", "turned"}:
+                        if after in {"off", "on"}:
+                            value, length = after == "on", 2
+                    else:
+                        value, length = False, 1
+            if value is None:
+                continue
+            begin = _negation_start(tokens, i) if hit and value is False else i
+            reading.add(column, Op.EQ, value)
+            reading.claim(tokens[begin].start, tokens[i + length - 1].end)
+            tokens = _tokens(reading.text)
+            break
+
+
+def _switchable(lexicon: Lexicon, column: str) -> bool:
+    """A flag that is on or off ("enabled", "active"): the one that "switched off" means."""
+    switches = [c for c in lexicon.booleans if {"enabl", "activ", "on", "live"} & set(
+        lexicon.columns[c].stems
+    )]  # fmt: skip
+    return switches == [column]
+
+
+def _phrase_at(tokens: list[_Token], i: int, phrases: Iterable[tuple[str, ...]]) -> int:
+    for phrase in sorted(phrases, key=len, reverse=True):
+        if tuple(t.stem for t in tokens[i : i + len(phrase)]) == phrase:
+            return len(phrase)
+    return 0
+
+
+def _number(raw: str, unit: str | None) -> int | Decimal | None:
+    text = raw.lstrip("$").replace(",", "")
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return None
+    value *= _UNITS.get((unit or "").lower(), 1)
+    return int(value) if value == value.to_integral_value() else value
+
+
+def _numbers(reading: Reading, lexicon: Lexicon) -> None:
+    for column in lexicon.numeric:
+        phrases = lexicon.column_phrases(column)
+        tokens = _tokens(reading.text)
+        for i in range(len(tokens)):
+            length = _phrase_at(tokens, i, phrases)
+            if not length:
+                continue
+            start, end = tokens[i].start, tokens[i + length - 1].end
+            after = _AFTER_RE.match(reading.text[end : end + 60])
+            before = _BEFORE_RE.search(reading.text[max(0, start - 40) : start])
+            if after is not None and after["lo"]:
+                low, high = _number(after["lo"], after["lou"]), _number(after["hi"], after["hiu"])
+                if low is None or high is None:
+                    continue
+                reading.add(column, Op.GTE, low)
+                reading.add(column, Op.LTE, high)
+                reading.claim(start, end + after.end())
+            elif after is not None and after["num"]:
+                prefix = _MINMAX_RE.search(reading.text[max(0, start - 12) : start])
+                begin = start - len(prefix.group()) if prefix else start
+                _compare(reading, column, after, begin, end + after.end(), prefix=prefix)
+            elif before is not None and before["num"]:
+                tail = _BEFORE_TAIL_RE.match(reading.text[end : end + 20])
+                stop = end + (tail.end() if tail else 0)
+                _compare(reading, column, before, start - len(before.group()), stop, tail)
+            else:
+                continue
+            break
+
+
+def _compare(
+    reading: Reading,
+    column: str,
+    match: re.Match[str],
+    start: int,
+    end: int,
+    tail: re.Match[str] | None = None,
+    prefix: re.Match[str] | None = None,
+) -> None:
+    value = _number(match["num"], match["unit"])
+    if value is None:
+        return
+    word = " ".join((match["cmp"] or (prefix["word"] if prefix else "") or "").lower().split())
+    op = _OPS.get(word, Op.EQ)
+    tail_text = ((tail["tail"] if tail else None) or match.groupdict().get("tail") or "").lower()
+    if tail_text:
+        op = Op.GTE if tail_text == "+" or any(
+            w in tail_text for w in ("more", "higher", "above", "better", "over")
+        ) else Op.LTE  # fmt: skip
+    reading.add(column, op, value)
+    reading.claim(start, end)
+
+
+def _missing(reading: Reading, lexicon: Lexicon) -> None:
+    """``without a phone`` → ``is_null``; ``with a title`` → ``is_null False``; a column only
+    another table has is reported ("campaigns without a phone")."""
+    tokens = _tokens(reading.text)
+    for i, token in enumerate(tokens):
+        pair = i + 1 < len(tokens) and tokens[i + 1].text == "no"
+        present = token.text in {"with", "having"} and not pair
+        if token.text not in _MISSING_BEFORE and not pair and not present:
+            continue
+        j = i + (2 if pair else 1)
+        while j < len(tokens) and tokens[j].text in {"a", "an", "the", "any"}:
+            j += 1
+        for column in lexicon.columns.values():
+            if column.is_key or column.is_boolean:
+                continue
+            length = _phrase_at(tokens, j, lexicon.column_phrases(column.name))
+            if not length or (present and not _ends_phrase(reading.text, tokens, j + length)):
+                continue
+            reading.add(column.name, Op.IS_NULL, not present)
+            reading.claim(token.start, tokens[j + length - 1].end)
+            return
+        if present:
+            continue
+        for name in reading.vocabulary.tables:
+            other = lexicon_of(reading.vocabulary, name, reading.synonyms)
+            for column in other.columns.values():
+                if column.is_key or lexicon.has(column.name):
+                    continue
+                length = _phrase_at(tokens, j, other.column_phrases(column.name))
+                if length:
+                    reason = f"{plural(lexicon.table)} have no {column.name} column"
+                    reading.ignore(token.start, tokens[j + length - 1].end, reason)
+                    return
+
+
+def _ends_phrase(text: str, tokens: list[_Token], index: int) -> bool:
+    """Whether the words after a "with <column>" end it (so no value or number follows)."""
+    if index >= len(tokens):
+        return True
+    gap = text[tokens[index - 1].end : tokens[index].start]
+    return any(ch in gap for ch in ",.;!?)") or tokens[index].text in _FOLLOWERS
+
+
+_FOLLOWERS = frozenset({"and", "or", "but", "who", "that", "which", "where", "from", "at", "in",
+                        "on", "for", "since", "before", "after", "created", "sorted", "please",
+                        "number", "listed"})  # fmt: skip

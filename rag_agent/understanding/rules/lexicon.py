@@ -1,0 +1,253 @@
+"""One table's words for the rule parser, derived from the database's
+:class:`~persistence.vocabulary.SchemaVocabulary`: which column holds a company, a person's
+name, an e-mail, a date, a number, a flag, a category, and the phrases that name each column and
+each value. Nothing here names a column or a value of any one database: roles come from generic
+English words in column names, values from the data.
+
+A value is met by its whole phrase ("closed won"), by a word that only it holds among its
+column's values ("won"), or by a word of the generic synonym layer (:data:`SYNONYMS`, extended
+by the caller) whose target is one of the column's learned values ("incoming" → ``in``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from persistence.search.text import FRAMING_WORDS
+from persistence.vocabulary import ColumnWords, SchemaVocabulary, TableWords, stem, stems
+
+__all__ = ["ROLE_WORDS", "SYNONYMS", "Lexicon", "ValueSense", "lexicon_of"]
+
+#: Generic CRM language: a word → values it may mean. Applied only where one of the targets
+#: is a learned value of a column; the caller's ``synonyms`` extend it.
+SYNONYMS: Mapping[str, tuple[str, ...]] = {
+    "incoming": ("in", "inbound"), "inbound": ("in", "incoming"), "received": ("in", "inbound"),
+    "outgoing": ("out", "outbound"), "outbound": ("out", "outgoing"),
+    "won": ("closed_won", "won"), "lost": ("closed_lost", "lost"),
+    "converted": ("won", "closed_won", "converted", "customer"),
+    "disqualified": ("disqualified", "unqualified", "lost"),
+    "live": ("running", "active", "live"), "running": ("live", "active", "running"),
+    "active": ("active", "live", "running", "open"), "ongoing": ("open", "active", "running"),
+    "finished": ("completed", "done", "finished", "ended", "closed"),
+    "completed": ("finished", "done", "completed", "ended"), "ended": ("completed", "finished"),
+    "done": ("completed", "finished", "done", "resolved"),
+    "paused": ("paused", "on_hold"), "hold": ("paused", "on_hold"),
+    "resolved": ("resolved", "closed", "done"), "closed": ("closed", "resolved"),
+    "pending": ("waiting", "pending", "open"), "waiting": ("waiting", "pending"),
+    "awaiting": ("waiting", "pending"), "draft": ("draft",), "planned": ("draft", "planned"),
+    "email": ("email", "e-mail"), "mail": ("email",), "telephone": ("phone",),
+    "urgent": ("urgent", "high"),
+}  # fmt: skip
+#: Words that mean a flag is off, a flag's column words after them meaning it is on.
+OFF_WORDS = frozenset({"disabled", "inactive", "off", "deactivated", "switched", "turned"})
+
+_COMPANY_WORDS = frozenset({"company", "organization", "organisation", "employer", "business"})
+_COMPANY_TABLES = frozenset({"clients"})  # the eight tables' own meaning: a client is a company
+_TEXT_WORDS = frozenset(
+    {"subject", "body", "text", "content", "message", "description", "notes", "summary", "topic"}
+)
+#: Every generic word the roles are told by (the docs list them; a test exempts them from the
+#: rule that no sample column or value is written into the rules).
+ROLE_WORDS = _COMPANY_WORDS | _TEXT_WORDS | {
+    "first", "given", "last", "surname", "family", "full", "contact", "name", "email", "mail",
+    "phone", "mobile", "telephone", "title", "role", "position",
+}  # fmt: skip
+_DATE_EVENT_WORDS = (
+    "created", "received", "sent", "imported", "submitted", "added", "registered", "inserted",
+    "opened", "started", "launched",
+)  # fmt: skip
+#: Column-name words that say nothing of what the column holds ("is_active", "step_count").
+_FILLER = frozenset({"is", "has", "was", "can", "count", "number", "num", "nr", "at", "on", "of"})
+#: Last words of a column name that the column is also called without.
+_SUFFIXES = frozenset({"name", "date", "amount", "number", "count"})
+#: Values that are everyday words ("what's new", "run"): read only next to a cue, a table noun
+#: after them or the column's name, "is"/"are"/"still" before them.
+NEEDS_CUE = frozenset(stem(w) for w in ("new", "open", "live", "active", "running", "ended",
+                                        "pending", "old", "done", "run"))  # fmt: skip
+#: A category column with more values than this is not matched word by word (names, ids...).
+MAX_CATEGORY_VALUES = 60
+
+
+@dataclass(frozen=True, slots=True)
+class ValueSense:
+    """A phrase meaning ``column = value`` (``exact`` when it is the value's own phrase)."""
+
+    column: str
+    value: Any
+    exact: bool
+
+
+@dataclass
+class Lexicon:
+    """The words of one table (see the module docstring)."""
+
+    table: str
+    columns: Mapping[str, ColumnWords]
+    words: TableWords | None
+    #: stems of a phrase → what it may mean
+    values: dict[tuple[str, ...], list[ValueSense]] = field(default_factory=dict)
+    #: stems of a phrase → the columns it names
+    names: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
+    longest: int = 1
+
+    def has(self, column: str) -> bool:
+        return column in self.columns
+
+    def is_category(self, column: str) -> bool:
+        """Whether ``column`` holds a few learned values matched word by word."""
+        return column in self.columns and _is_category(self, self.columns[column])
+
+    def role(self, role: str) -> tuple[str, ...]:
+        """The table's columns in ``role``: company, first_name, last_name, full_name, email,
+        phone, title, text, name."""
+        return _roles(self)[role]
+
+    def first(self, role: str) -> str | None:
+        found = self.role(role)
+        return found[0] if found else None
+
+    @property
+    def numeric(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns.values() if c.is_numeric)
+
+    @property
+    def booleans(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns.values() if c.is_boolean)
+
+    def date_column(self, verbs: Iterable[str]) -> tuple[str | None, str | None]:
+        """The date column ``verbs`` (stems of the text's words) name, else the table's
+        created/received/sent-like one: ``(column, None)``, or ``(None, why)``."""
+        dates = [c for c in self.columns.values() if c.is_date]
+        if not dates:
+            return None, "no date column"
+        said = set(verbs)
+        named = [c.name for c in dates if said & (set(c.stems) - {"at", "on", "date"})]
+        if len(named) == 1:
+            return named[0], None
+        for word in _DATE_EVENT_WORDS:
+            event = [c.name for c in dates if stem(word) in c.stems]
+            if event:
+                return event[0], None
+        if len(dates) == 1:
+            return dates[0].name, None
+        return None, f"which date is meant: {', '.join(c.name for c in dates)}"
+
+    def column_phrases(self, column: str) -> tuple[tuple[str, ...], ...]:
+        """The stem phrases naming ``column``: its words, and without filler words."""
+        words = self.columns[column].stems
+        meaningful = tuple(w for w in words if w not in _FILLER)
+        phrases = {words, meaningful} | ({meaningful[-1:]} if len(meaningful) > 1 else set())
+        if len(meaningful) > 1 and meaningful[-1] in _SUFFIXES:  # "company" for company_name
+            phrases.add(meaningful[:-1])
+        return tuple(p for p in phrases if p)
+
+
+def _index(lexicon: Lexicon, synonyms: Mapping[str, tuple[str, ...]]) -> None:
+    framing = {stem(w) for w in FRAMING_WORDS}
+    for column in lexicon.columns.values():
+        for phrase in lexicon.column_phrases(column.name):
+            lexicon.names.setdefault(phrase, []).append(column.name)
+        if not _is_category(lexicon, column):
+            continue
+        values = [v for v in column.values or () if isinstance(v, str)]
+        word_owners: dict[str, set[str]] = {}
+        for value in values:
+            for word in set(stems(value)):
+                word_owners.setdefault(word, set()).add(value)
+        for value in values:
+            phrase = stems(value)
+            if not phrase or all(w in framing for w in phrase):
+                continue  # "in", "out": met only by a synonym or next to the column's name
+            _add(lexicon, phrase, ValueSense(column.name, value, True))
+            for word in phrase:
+                if len(phrase) > 1 and word_owners[word] == {value} and word not in framing:
+                    _add(lexicon, (word,), ValueSense(column.name, value, False))
+        by_stem = {stems(v): v for v in values}
+        for word, targets in synonyms.items():
+            for target in targets:
+                meant = by_stem.get(stems(target))
+                if meant is not None:
+                    _add(lexicon, stems(word), ValueSense(column.name, meant, False))
+                    break
+    lexicon.longest = max((len(p) for p in (*lexicon.values, *lexicon.names)), default=1)
+
+
+def _add(lexicon: Lexicon, phrase: tuple[str, ...], sense: ValueSense) -> None:
+    senses = lexicon.values.setdefault(phrase, [])
+    if all((s.column, s.value) != (sense.column, sense.value) for s in senses):
+        senses.append(sense)
+
+
+def _is_category(lexicon: Lexicon, column: ColumnWords) -> bool:
+    if column.values is None or column.is_boolean or column.is_key:
+        return False
+    if len(column.values) > MAX_CATEGORY_VALUES:
+        return False
+    personal = ("company", "given", "family", "person", "email", "phone", "job")
+    return column.name not in {c for role in personal for c in lexicon.role(role)} and (
+        column.name not in lexicon.role("name") and column.name not in lexicon.role("text")
+    )
+
+
+def _roles(lexicon: Lexicon) -> dict[str, tuple[str, ...]]:
+    cached: dict[str, tuple[str, ...]] | None = getattr(lexicon, "_role_cache", None)
+    if cached is not None:
+        return cached
+    roles: dict[str, list[str]] = {
+        k: []
+        for k in (
+            "company", "given", "family", "person", "email", "phone", "job",
+            "text", "name",
+        )
+    }  # fmt: skip
+    for column in lexicon.columns.values():
+        if column.kind != "text" or column.is_key:
+            continue
+        words = set(column.words)
+        if words & _COMPANY_WORDS or (lexicon.table in _COMPANY_TABLES and column.name == "name"):
+            roles["company"].append(column.name)
+        elif {"first", "name"} <= words or {"given", "name"} <= words:
+            roles["given"].append(column.name)
+        elif {"last", "name"} <= words or "surname" in words or {"family", "name"} <= words:
+            roles["family"].append(column.name)
+        elif {"full", "name"} <= words or {"contact", "name"} <= words:
+            roles["person"].append(column.name)
+        elif "email" in words or "mail" in words:
+            roles["email"].append(column.name)
+        elif words & {"phone", "mobile", "telephone"}:
+            roles["phone"].append(column.name)
+        elif words & {"title", "role", "position"} and lexicon.table != "campaigns":
+            roles["job"].append(column.name)
+        elif words & _TEXT_WORDS:
+            roles["text"].append(column.name)
+        elif "name" in words:
+            roles["name"].append(column.name)
+    # The row's own e-mail first ("email"), an owner's after it.
+    roles["email"].sort(key=lambda name: (name != "email", name))
+    result = {k: tuple(v) for k, v in roles.items()}
+    lexicon._role_cache = result  # type: ignore[attr-defined]
+    return result
+
+
+@functools.lru_cache(maxsize=256)
+def _lexicon(
+    vocabulary: SchemaVocabulary, table: str, synonyms: tuple[tuple[str, tuple[str, ...]], ...]
+) -> Lexicon:
+    words = vocabulary.table(table)
+    lexicon = Lexicon(table, words.columns if words is not None else {}, words)
+    merged = dict(SYNONYMS)
+    for word, targets in synonyms:
+        merged[word] = (*targets, *merged.get(word, ()))
+    _index(lexicon, merged)
+    return lexicon
+
+
+def lexicon_of(
+    vocabulary: SchemaVocabulary, table: str, synonyms: Mapping[str, Iterable[str]] | None = None
+) -> Lexicon:
+    """The :class:`Lexicon` of ``table`` in ``vocabulary`` (cached per vocabulary)."""
+    extra = tuple(sorted((k.lower(), tuple(v)) for k, v in (synonyms or {}).items()))
+    return _lexicon(vocabulary, table, extra)
