@@ -17,6 +17,7 @@ from rag_agent.cli.connect import (
     create_postgres_tables,
     load_sample_into,
     run_query,
+    sample_note,
 )
 from rag_agent.cli.progress import show_progress
 from rag_agent.cli.render import emit, error_of, exit_code_of, format_grid, wants_json
@@ -26,8 +27,10 @@ from rag_agent.tools import openai_tool_schemas
 
 def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Run one query and print its envelope."""
-    with connect(args, agent=True, settings=settings) as conn, show_progress(err):
-        envelope = run_query(conn.agent, args.text, args)
+    with connect(args, agent=True, settings=settings) as conn:
+        err.write(sample_note(conn, args, settings))
+        with show_progress(err):
+            envelope = run_query(conn.agent, args.text, args)
     emit(envelope, wants_json(args, out), out, backend=args.backend)
     error = error_of(envelope)
     if error:
@@ -124,6 +127,7 @@ def cmd_chat(
     failed = EXIT_OK
     with connect(args, agent=True, settings=settings) as conn:
         chat = _Chat(conn.agent, args, [])
+        err.write(sample_note(conn, args, settings))
         if isatty(inp):
             err.write(_CHAT_HELP + "\n")
         while (line := read()) is not None:
@@ -153,6 +157,7 @@ def cmd_chat(
 def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """List the allow-listed tables with their columns and row counts."""
     with connect(args, agent=False, settings=settings) as conn:
+        err.write(sample_note(conn, args, settings))
         rows = [
             (t, conn.facade.count(t), list(conn.facade.columns(t))) for t in conn.facade.tables()
         ]

@@ -171,8 +171,10 @@ def connect(
     options = backend_options(args, settings)
     loaded = None
     if args.backend == "memory":
-        store = MemoryStore()
-        if not getattr(args, "empty", False):
+        sample = not getattr(args, "empty", False)
+        # Named, so that every envelope read from it says backend {memory, sample}.
+        store = MemoryStore(name=SAMPLE_DATABASE if sample else None)
+        if sample:
             loaded = load_sample(store)
         options["store"] = store
     if agent:
@@ -185,6 +187,26 @@ def connect(
         yield connection
     finally:
         (connection.agent or connection.facade).close()
+
+
+#: The database name the CLI's sample store answers under (``metadata.backend.database``).
+SAMPLE_DATABASE = "sample"
+
+
+def sample_note(connection: Connection, args: argparse.Namespace, settings: RAGSettings) -> str:
+    """The stderr line saying the answer comes from the bundled sample, or ``""``.
+
+    Without it, a script that forgot its DSN would print the sample's rows as if they were its
+    own: the JSON on stdout is the same shape whichever backend answered.
+    """
+    if connection.loaded is None:
+        return ""
+    variables = settings.env_variables()
+    return (
+        "rag-agent: note: answering from the bundled sample data (memory backend); set --dsn or "
+        f"{variables['postgres_dsn']} (or --url / {variables['supabase_url']}) to read your "
+        "database\n"
+    )
 
 
 def writable_backend(kind: str, options: Mapping[str, Any]) -> Backend:

@@ -6,7 +6,7 @@ import argparse
 from typing import TextIO
 
 from rag_agent.cli._common import EXIT_OK
-from rag_agent.cli.connect import connect
+from rag_agent.cli.connect import connect, sample_note
 from rag_agent.settings import RAGSettings
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -22,6 +22,7 @@ def cmd_mcp(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
     with connect(args, agent=True, settings=settings) as conn:
         server = create_mcp_server(conn.agent, host=args.host, port=args.port)
         names = ", ".join(tool.name for tool in mcp_tools(conn.agent))
+        err.write(sample_note(conn, args, settings))
         if args.http:
             err.write(
                 f"rag-agent: MCP server ({args.backend}) at http://{_authority(args)}/mcp; "
