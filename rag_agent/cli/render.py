@@ -92,6 +92,9 @@ def format_envelope(
             "filters: " + json.dumps(meta["query_filters"], ensure_ascii=False, default=str)
         )
     lines = [" · ".join(status)]
+    ranking = meta.get("ranking")
+    if isinstance(ranking, Mapping):
+        lines.append(_ranking_line(ranking, records))
     for part in meta.get("ignored") or ():
         lines.append(f"  not applied: {part.get('text')} ({part.get('reason')})")
     for attempt in meta.get("reformulation_attempts") or ():
@@ -118,6 +121,35 @@ def format_envelope(
     if meta.get("has_more"):
         lines.append(f"more rows: --offset {meta.get('next_offset')}")
     return "\n".join(lines)
+
+
+def _ranking_line(ranking: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> str:
+    """One line for a ranked answer: the mode and its legs, the scores shown, what did not run.
+
+    Without it a ranked search looks like a plain read on a terminal, and a search that ran and
+    found nothing looks like no search at all.
+    """
+    legs = " + ".join(str(leg) for leg in ranking.get("legs") or ()) or "none"
+    parts = [f"ranked: {ranking.get('mode', '?')} search for {_json_text(ranking.get('query'))}"]
+    parts[0] += f" (legs: {legs})"
+    scores = [
+        float(relevance["score"])
+        for record in records
+        if isinstance(relevance := (record.get("provenance") or {}).get("relevance"), Mapping)
+        and isinstance(relevance.get("score"), int | float)
+    ]
+    if scores:
+        parts.append(f"scores {max(scores):.3f} to {min(scores):.3f}")
+    else:
+        parts.append("no row ranked")
+    corrections = ranking.get("corrections")
+    if isinstance(corrections, Mapping) and corrections:
+        parts.append(
+            "read as: " + ", ".join(f"{typed} -> {read}" for typed, read in corrections.items())
+        )
+    if ranking.get("degraded"):
+        parts.append(f"degraded: {ranking['degraded']}")
+    return "  " + " · ".join(parts)
 
 
 def _format_aggregates(aggregates: Mapping[str, Any]) -> str:
