@@ -39,6 +39,12 @@ def isatty(stream: TextIO) -> bool:
         return False
 
 
+def cli_words(text: str) -> str:
+    """A library message in the command line's words: the Python argument
+    ``allow_privileged=True`` is the flag ``--allow-privileged`` here."""
+    return text.replace("allow_privileged=True", "--allow-privileged")
+
+
 def column_list(value: str) -> list[str]:
     """A ``--columns`` value (``subject,body``) as its column names; none is a usage error."""
     columns = [c.strip() for c in value.split(",") if c.strip()]

@@ -20,7 +20,14 @@ from rag_agent.cli.connect import (
     sample_note,
 )
 from rag_agent.cli.progress import show_progress
-from rag_agent.cli.render import emit, error_of, exit_code_of, format_grid, wants_json
+from rag_agent.cli.render import (
+    emit,
+    error_of,
+    exit_code_of,
+    failure_line,
+    format_grid,
+    wants_json,
+)
 from rag_agent.settings import RAGSettings
 from rag_agent.tools import openai_tool_schemas
 
@@ -32,9 +39,7 @@ def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
         with show_progress(err):
             envelope = run_query(conn.agent, args.text, args)
     emit(envelope, wants_json(args, out), out, backend=args.backend)
-    error = error_of(envelope)
-    if error:
-        err.write(f"rag-agent: query failed: {error}\n")
+    err.write(failure_line(envelope))
     return exit_code_of(envelope)
 
 
@@ -147,10 +152,9 @@ def cmd_chat(
                 envelope = chat.ask(text, offset)
             emit(envelope, as_json, out, backend=args.backend)
             out.flush()
-            error = error_of(envelope)
-            if error:
+            if error_of(envelope):
                 failed = exit_code_of(envelope)
-                err.write(f"rag-agent: query failed: {error}\n")
+                err.write(failure_line(envelope))
     return failed
 
 

@@ -112,10 +112,7 @@ def _check_dsn(dsn: str) -> None:
     except ImportError:  # pragma: no cover - the backend says which extra is missing
         return
     try:
-        ports = str(conninfo_to_dict(dsn).get("port") or "")
-        # libpq checks the port only when it connects, and then says "connection is bad".
-        if ports and not all(p.strip().isdigit() for p in ports.split(",")):
-            raise ValueError(f"the port {ports!r} is not a number")
+        _check_values(conninfo_to_dict(dsn))
     except Exception as exc:
         # libpq quotes the pieces it could not read, which may be a password: never shown.
         reason = _QUOTED.sub(
@@ -126,6 +123,33 @@ def _check_dsn(dsn: str) -> None:
 
 
 _QUOTED = re.compile(r'"([^"]*)"')
+# libpq parses these keywords' values only when it connects, and then reports a bad value as
+# "connection is bad": an unavailable backend (exit 3) for what is a typing mistake (exit 2).
+_CHOICES = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "gssencmode": ("disable", "prefer", "require"),
+    "channel_binding": ("disable", "prefer", "require"),
+    "target_session_attrs": (
+        "any", "read-write", "read-only", "primary", "standby", "prefer-standby",
+    ),
+    "load_balance_hosts": ("disable", "random"),
+    "sslnegotiation": ("postgres", "direct"),
+}  # fmt: skip
+_NUMBERS = ("port", "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
+            "keepalives_count", "tcp_user_timeout")  # fmt: skip
+
+
+def _check_values(params: Mapping[str, Any]) -> None:
+    """Refuse a value libpq would refuse only on connecting (a choice, a number)."""
+    for key, choices in _CHOICES.items():
+        value = params.get(key)
+        if value is not None and str(value) not in choices:
+            raise ValueError(f"{key} must be one of {', '.join(choices)}, not {str(value)!r}")
+    for key in _NUMBERS:
+        value = str(params.get(key) or "")
+        # A port may list one per host ("5432,5433").
+        if value and not all(p.strip().lstrip("-").isdigit() for p in value.split(",")):
+            raise ValueError(f"the {key.replace('_', ' ')} {value!r} is not a number")
 
 
 def backend_options(args: argparse.Namespace, settings: RAGSettings) -> dict[str, Any]:
