@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from rag_agent.cli.render import (
     format_grid,
     wants_json,
 )
+from rag_agent.envelope.assemble import clip
 from rag_agent.settings import RAGSettings
 from rag_agent.tools import openai_tool_schemas
 
@@ -292,9 +294,22 @@ def _demo_steps() -> list[tuple[str, str, dict[str, Any]]]:
     ]  # fmt: skip
 
 
+# The end of a description's first sentence ("e.g. " and "i.e. " end none).
+_FIRST_SENTENCE = re.compile(r"(?<!e\.g)(?<!i\.e)\.\s")
+
+
 def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Print the tool schemas (OpenAI function-calling format with --openai)."""
-    if not args.openai:
-        raise UsageError("choose a schema format: --openai")
-    out.write(json.dumps(openai_tool_schemas(), indent=2, ensure_ascii=False) + "\n")
+    """List the tools (name and what each does); with --openai, print their schemas."""
+    schemas = openai_tool_schemas()
+    if args.openai:
+        out.write(json.dumps(schemas, indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    # Without a format, what a person wants first is what there is, not an error.
+    functions = [schema["function"] for schema in schemas]
+    width = max(len(f["name"]) for f in functions)
+    for function in functions:
+        text = " ".join(str(function.get("description", "")).split())
+        summary = _FIRST_SENTENCE.split(text, maxsplit=1)[0].rstrip(".")
+        out.write(f"{function['name']:<{width}}  {clip(summary, 100)}\n")
+    err.write("rag-agent: --openai prints their JSON schemas (OpenAI function calling)\n")
     return EXIT_OK

@@ -105,7 +105,7 @@ def _secret(value: Any) -> str:
     return value.get_secret_value() if value is not None else ""
 
 
-def _check_dsn(dsn: str) -> None:
+def check_dsn(dsn: str) -> None:
     # libpq's own parser, before any connection: a malformed DSN is a configuration error.
     try:
         from psycopg.conninfo import conninfo_to_dict
@@ -164,7 +164,7 @@ def backend_options(args: argparse.Namespace, settings: RAGSettings) -> dict[str
         options = settings.backend_options(kind, {"dsn": args.dsn or None})
         if not options.get("dsn"):
             raise UsageError(f"the postgres backend needs --dsn or {variables['postgres_dsn']}")
-        _check_dsn(options["dsn"])
+        check_dsn(options["dsn"])
     elif kind == "supabase":
         options = settings.backend_options(kind, {"url": args.url or None})
         if not options.get("url"):

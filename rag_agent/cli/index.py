@@ -78,10 +78,15 @@ def load_embeddings(spec: str) -> Any:
 
 def cmd_index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from persistence.admin.index_build import index_table
+    from rag_agent.cli.connect import check_dsn
 
+    # Error lines name the target, its password masked; a malformed DSN is refused before
+    # any connection, as every other command does.
+    args.backend = "postgres"
     columns = column_list(args.columns)
     if args.batch_size <= 0:
         raise UsageError("--batch-size must be at least 1")
+    check_dsn(args.dsn)
     embeddings = load_embeddings(args.embeddings)
     live = isatty(err)
 

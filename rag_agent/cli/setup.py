@@ -230,14 +230,14 @@ def _shown(result: SetupResult, show_password: bool) -> SetupResult:
 
 def cmd_setup(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: Any) -> int:
     """Create the tables, load the sample, create the reader role; print the reader DSN."""
-    from rag_agent.cli.connect import _check_dsn
+    from rag_agent.cli.connect import check_dsn
 
     if not is_identifier(args.role):
         raise UsageError(f"--role {args.role!r} is not a plain lower-case identifier")
     dsn = args.dsn or os.environ.get("RAG_ADMIN_DSN", "")
     if not dsn:
         raise UsageError("setup needs --dsn (an administrator's DSN) or RAG_ADMIN_DSN")
-    _check_dsn(dsn)
+    check_dsn(dsn)
     args.backend, args.dsn = "postgres", dsn  # error lines name them, the password masked
     result = _shown(_setup(args, dsn), args.show_password)
     if getattr(args, "json", False):
