@@ -31,6 +31,11 @@ class UsageError(Exception):
     """A mistake in the command line or the configuration: exit code 2."""
 
 
+class PromptInterrupted(KeyboardInterrupt):
+    """Ctrl-C at a prompt whose line was already ended where the prompt was written (stdout,
+    for ``input()``): exit 130 without another newline on stderr."""
+
+
 def isatty(stream: TextIO) -> bool:
     """Whether ``stream`` is a terminal (False for anything that cannot tell)."""
     try:

@@ -21,6 +21,7 @@ from rag_agent.cli._common import (
     EXIT_QUERY_ERROR,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
+    PromptInterrupted,
     UsageError,
     cli_words,
 )
@@ -295,8 +296,10 @@ def _dispatch(
 ) -> int:
     try:
         return handler()
-    except KeyboardInterrupt:
-        err.write("\n")
+    except KeyboardInterrupt as exc:
+        # The shell's prompt must start on a line of its own, wherever ours was written.
+        if not isinstance(exc, PromptInterrupted):
+            err.write("\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (e.g. `| head`); nothing more to say.

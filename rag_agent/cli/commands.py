@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from rag_agent.cli import connect as connection  # backend_options, looked up at each call
-from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, Envelope, UsageError, isatty
+from rag_agent.cli._common import (
+    EXIT_OK,
+    EXIT_QUERY_ERROR,
+    Envelope,
+    PromptInterrupted,
+    UsageError,
+    isatty,
+)
 from rag_agent.cli.connect import (
     connect,
     create_postgres_tables,
@@ -47,8 +54,15 @@ def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
 
 _CHAT_HELP = (
     "Type a request, e.g. 'find leads at acme'. Commands: next (the next page), "
-    "history, reset (clear history and cache), help, exit/quit (or Ctrl-D)."
+    "history, reset (clear history and cache), help, exit/quit/bye (or Ctrl-D)."
 )
+#: Lines that end a session, as people type them ("bye", "Exit.", "quit!", ":q").
+_ENDINGS = frozenset({"exit", "quit", "bye", "goodbye", "q", ":q", "\\q"})
+
+
+def _ends_session(command: str) -> bool:
+    """Whether a line asks to end the session rather than being a request."""
+    return command.rstrip(".!") in _ENDINGS or command in {"exit()", "quit()"}
 
 
 @dataclass
@@ -107,6 +121,11 @@ def _line_reader(inp: TextIO, err: TextIO) -> Callable[[], str | None]:
                 return input("rag> ")
             except EOFError:
                 return None
+            except KeyboardInterrupt:
+                # input() wrote the prompt on stdout: end its line there, stderr may be elsewhere.
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+                raise PromptInterrupted from None
 
         return from_terminal
     prompt = isatty(inp)
@@ -142,7 +161,7 @@ def cmd_chat(
             command = text.lower()
             if not text:
                 continue
-            if command in {"exit", "quit"}:
+            if _ends_session(command):
                 break
             offset = args.offset
             if command == "next" and (following := chat.next_page()) is not None:

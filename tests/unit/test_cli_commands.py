@@ -314,3 +314,36 @@ class TestConsoleScript:
         assert "Traceback" in done.stderr
         assert done.stderr.rstrip().splitlines()[-1].startswith("rag-agent: error: load needs")
         assert done.stdout == ""
+
+
+class TestChatEndings:
+    """The words people type to leave end the session; Ctrl-C ends the prompt's line."""
+
+    @pytest.mark.parametrize("ending", ["bye", "Bye!", "exit", "Exit.", "quit", "quit()", ":q"])
+    def test_ending_words_are_not_questions(self, ending: str) -> None:
+        code, out, err = run("chat", stdin=f"lead #1\n{ending}\nlead #2\n")
+        assert code == EXIT_OK, err
+        [envelope] = [json.loads(line) for line in out.splitlines()]
+        assert envelope["metadata"]["query_filters"] == {"id": 1}
+
+    def test_ctrl_c_at_the_terminal_prompt_ends_its_line(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """input() writes the prompt on stdout: the newline goes there, even when stderr is
+        redirected elsewhere, and only once."""
+        from rag_agent.cli import EXIT_INTERRUPTED, main
+
+        screen, elsewhere = Terminal(), io.StringIO()
+        keyboard = Terminal()
+
+        def interrupted(prompt: str = "") -> str:
+            screen.write(prompt)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(sys, "stdin", keyboard)
+        monkeypatch.setattr(sys, "stdout", screen)
+        monkeypatch.setattr("builtins.input", interrupted)
+        code = main(["chat", "--empty"], stdin=keyboard, stdout=screen, stderr=elsewhere)
+        assert code == EXIT_INTERRUPTED
+        assert screen.getvalue().endswith("rag> \n")
+        assert not elsewhere.getvalue().endswith("\n\n")
