@@ -495,3 +495,23 @@ class TestDoctorCommand:
         assert code == 2
         assert out == ""
         assert "RAG_POSTGRES_DSN" in err
+
+
+class TestExtensionAdvice:
+    """An extension the server does not ship: the advice says how to get it, not only the
+    CREATE EXTENSION statement that fails there."""
+
+    def test_absent_extensions_come_with_how_to_get_them(self) -> None:
+        from persistence.search.extensions import PG_TRGM_HOWTO, PGVECTOR_HOWTO
+        from rag_agent.ops.doctor_search import search_advice
+
+        absent = search_advice(
+            schema="public", tables={"leads": ["email"]}, indexes=(), extensions=set(),
+            available=set(),
+        )  # fmt: skip
+        assert PGVECTOR_HOWTO in absent.notes and PG_TRGM_HOWTO in absent.notes
+        shipped = search_advice(
+            schema="public", tables={"leads": ["email"]}, indexes=(), extensions=set(),
+            available={"vector", "pg_trgm"},
+        )  # fmt: skip
+        assert PGVECTOR_HOWTO not in shipped.notes  # CREATE EXTENSION is enough there
