@@ -26,11 +26,13 @@ client (``instructions``), as the fallback does to its model.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 try:
+    import anyio
     from mcp.server.fastmcp import FastMCP
     from mcp.server.fastmcp.tools import Tool
     from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase, FuncMetadata
@@ -42,6 +44,7 @@ except ImportError as exc:
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
+from persistence import InvalidQueryError
 from rag_agent.agent import RAGAgent
 from rag_agent.envelope import Envelope, envelope_json_schema
 from rag_agent.envelope.assemble import error_envelope
@@ -56,6 +59,8 @@ __all__ = [
     "LangChainMCPTool",
     "create_mcp_server",
     "mcp_tools",
+    "quiet_disconnects",
+    "server_version",
 ]
 
 SERVER_NAME = "readonly-rag"
@@ -92,7 +97,15 @@ class LangChainMCPTool(Tool):
     async def run(
         self, arguments: dict[str, Any], context: Any = None, convert_result: bool = False
     ) -> CallToolResult:
-        """Run the LangChain tool on ``arguments`` (as sent: the tool coerces and validates)."""
+        """Run the LangChain tool on ``arguments`` (as sent: the tool coerces and validates).
+
+        An argument the tool's schema does not name is refused, not dropped: a misspelt
+        ``limt`` silently ignored would answer a different question than the one asked.
+        """
+        known = self.parameters.get("properties") or {}
+        unknown = sorted(name for name in arguments if name not in known)
+        if unknown:
+            return _unknown_arguments(self, arguments, unknown, sorted(known))
         call = {"name": self.name, "args": arguments, "id": uuid.uuid4().hex, "type": "tool_call"}
         try:
             # The tools never raise by contract; an exception here is a bug, still an answer.
@@ -100,6 +113,24 @@ class LangChainMCPTool(Tool):
         except Exception as exc:
             return _envelope_result(error_envelope(self.name, exc))
         return _result(message)
+
+
+def _unknown_arguments(
+    tool: LangChainMCPTool, arguments: Mapping[str, Any], unknown: list[str], known: list[str]
+) -> CallToolResult:
+    message = (
+        f"{tool.name} takes no argument {', '.join(repr(name[:64]) for name in unknown[:10])}; "
+        f"its arguments: {', '.join(known) or 'none'}"
+    )
+    if isinstance(tool.source, _EnvelopeTool):  # its output schema is the envelope's
+        table = arguments.get("table")
+        return _envelope_result(error_envelope(table, InvalidQueryError(message)))
+    error = {"error": {"type": "InvalidQueryError", "message": message}}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(error))],
+        structuredContent=error,
+        isError=True,
+    )
 
 
 def mcp_tools(agent: RAGAgent) -> list[LangChainMCPTool]:
@@ -118,7 +149,7 @@ def create_mcp_server(
     """
     if not isinstance(agent, RAGAgent):
         raise TypeError(f"create_mcp_server needs a RAGAgent, not {type(agent).__name__}")
-    return FastMCP(
+    server: FastMCP[Any] = FastMCP(
         SERVER_NAME,
         instructions=INSTRUCTIONS,
         tools=list(mcp_tools(agent)),
@@ -126,6 +157,57 @@ def create_mcp_server(
         port=port,
         log_level="WARNING",
     )
+    # The SDK reports its own version as the server's unless told: clients show ours.
+    server._mcp_server.version = server_version()
+    quiet_disconnects(debug=agent.settings.debug)
+    return server
+
+
+def server_version() -> str:
+    """This package's version, which the server reports in ``serverInfo``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("readonly-rag")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree, not installed
+        return "0+unknown"
+
+
+#: Exceptions that mean the HTTP client went away: not an error of the server.
+_DISCONNECTS: tuple[type[BaseException], ...] = (
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    ConnectionError,
+)
+_SDK_LOGGERS = ("mcp.server.streamable_http", "mcp.server.streamable_http_manager")
+
+
+class _DisconnectFilter(logging.Filter):
+    """A client that disconnects mid-answer is logged as one line, without a traceback: the
+    SDK logs it as an exception, which reads as a crash of the server."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        info = record.exc_info
+        if info and isinstance(info[1], _DISCONNECTS):
+            record.msg, record.args = "MCP client disconnected (%s)", (type(info[1]).__name__,)
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+_FILTER = _DisconnectFilter()
+
+
+def quiet_disconnects(*, debug: bool = False) -> None:
+    """Log client disconnects in one line (see :class:`_DisconnectFilter`); with ``debug``
+    (``RAG_DEBUG=1``) keep the SDK's tracebacks. Idempotent."""
+    for name in _SDK_LOGGERS:
+        logger = logging.getLogger(name)
+        if debug:
+            logger.removeFilter(_FILTER)
+        elif _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
 
 
 def _mcp_tool(tool: BaseTool) -> LangChainMCPTool:

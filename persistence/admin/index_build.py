@@ -21,6 +21,11 @@ without text are removed; a new dimension rebuilds the side table. The reader ro
 ``GRANT SELECT ON T_embeddings TO reader`` (``grant_to=`` does it). pgvector must be installed by
 the database owner (``CREATE EXTENSION vector``): this step never creates an extension.
 
+Without pgvector (or with ``embeddings=None``) it builds what it can: the words table of
+spelling correction, which needs only pg_trgm; the report's ``vectors`` is then false and its
+``note`` says why and how to get pgvector (:data:`PGVECTOR_HOWTO`). With neither extension
+there is nothing to build, and it refuses, saying how to get both.
+
 Example::
 
     report = index_table("postgresql://writer@db/app", "inquiries", ["subject", "body"],
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,18 +48,22 @@ try:
 
     from persistence.backends.postgres.errors import translate
     from persistence.backends.postgres.vectors import embeddings_table, row_text, text_hash
-    from persistence.backends.postgres.words import words_table, write_words
+    from persistence.backends.postgres.words import trgm_installed, words_table, write_words
 except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
     raise ConfigurationError(
         'indexing needs psycopg 3: pip install "readonly-rag[postgres]"'
     ) from exc
 from persistence.search.bm25 import tokens
 from persistence.search.embedder import Embedder
+from persistence.search.extensions import PG_TRGM_HOWTO, PGVECTOR_HOWTO
 from persistence.search.spelling import is_vocabulary_word
 
-__all__ = ["IndexReport", "embeddings_table", "index_table"]
+__all__ = ["PGVECTOR_HOWTO", "PG_TRGM_HOWTO", "IndexReport", "embeddings_table", "index_table"]
+
 
 Progress = Callable[[int, int, int], None]
+#: Rows read per batch when only words are counted (nothing is embedded).
+_WORDS_BATCH = 2000
 
 _EXTENSION_SQL = b"""
 SELECT n.nspname FROM pg_catalog.pg_extension e
@@ -75,12 +84,14 @@ WHERE a.attrelid = pg_catalog.to_regclass(%s) AND a.attname = 'embedding' AND NO
 @dataclass(frozen=True, slots=True)
 class IndexReport:
     """What a run did: rows read, rows embedded (new or changed), rows unchanged, side rows
-    removed, the side table, the model, the dimension and the seconds it took; ``words``: the
+    removed, the side table (``None`` when none was written), the model, the dimension and
+    the seconds it took; ``words``: the
     words written to the words table (spelling correction's vocabulary), ``None`` when pg_trgm
-    is not installed and no words table was written."""
+    is not installed and no words table was written; ``vectors``: whether row vectors were
+    stored (false without pgvector: ``note`` says why and how to get it)."""
 
     table: str
-    side_table: str
+    side_table: str | None
     rows: int
     embedded: int
     unchanged: int
@@ -89,6 +100,8 @@ class IndexReport:
     dimension: int
     seconds: float
     words: int | None = None
+    vectors: bool = True
+    note: str | None = None
 
 
 def index_table(
@@ -106,8 +119,10 @@ def index_table(
 ) -> IndexReport:
     """Store the vectors of ``table``'s rows (the text of ``columns``) in its side table and
     build the HNSW index; see the module docstring. ``progress(done, total, embedded)`` is
-    called after each batch. Errors: ``ConfigurationError`` for a missing extension, table or
-    column; the ``BackendError`` family for what the server refuses."""
+    called after each batch. Without pgvector, or with ``embeddings=None``, only the words
+    table is built (it needs pg_trgm). Errors: ``ConfigurationError`` for a missing table or
+    column, or when neither extension is installed; the ``BackendError`` family for what the
+    server refuses."""
     if not columns:
         raise ConfigurationError("index: name at least one text column to embed")
     if type(batch_size) is not int or batch_size <= 0:
@@ -117,7 +132,11 @@ def index_table(
         if len(extra.encode()) > 63:
             raise ConfigurationError(f"index: table name {table!r} is too long for {extra!r}")
     embedder = (
-        embeddings if isinstance(embeddings, Embedder) else Embedder(embeddings, model_id=model_id)
+        None
+        if embeddings is None
+        else embeddings
+        if isinstance(embeddings, Embedder)
+        else Embedder(embeddings, model_id=model_id)
     )
     started = time.monotonic()
     try:
@@ -138,7 +157,7 @@ class _Indexer:
         table: str,
         side: str,
         columns: tuple[str, ...],
-        embedder: Embedder,
+        embedder: Embedder | None,
     ) -> None:
         self.conn = conn
         self.schema = schema
@@ -156,21 +175,13 @@ class _Indexer:
     ) -> IndexReport:
         conn = self.conn
         row = conn.execute(_EXTENSION_SQL).fetchone()
-        if row is None:
-            raise ConfigurationError(
-                "index: pgvector is not installed in this database; its owner must run "
-                "CREATE EXTENSION vector (this step never creates an extension)"
-            )
-        vs = sql.Identifier(str(row[0]))
         id_type = self._check_table()
-        # One indexer per table at a time: a second run waits for none, it refuses.
-        lock = conn.execute(
-            b"SELECT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtext(%s))",
-            [f"rag-index:{self.schema}.{self.side_name}"],
-        ).fetchone()
-        if not (lock and lock[0]):
-            raise ConfigurationError(f"index: another run is indexing {self.table_name!r}")
-        dimension = self.embedder.dimension
+        embedder = self.embedder
+        if row is None or embedder is None:
+            return self._words_only(row is None, grant_to, progress, started)
+        vs = sql.Identifier(str(row[0]))
+        self._lock()
+        dimension = embedder.dimension
         self._prepare(vs, id_type, dimension)
         total_row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(self.table)).fetchone()
         total = int(total_row[0]) if total_row else 0
@@ -210,11 +221,77 @@ class _Indexer:
             embedded=embedded,
             unchanged=unchanged,
             removed=removed,
-            model_id=self.embedder.model_id,
+            model_id=embedder.model_id,
             dimension=dimension,
             seconds=time.monotonic() - started,
             words=words,
         )
+
+    def _embedding(self) -> Embedder:
+        # Only the vector steps ask, and run() takes them only with an embedder.
+        if self.embedder is None:  # pragma: no cover - guarded by run()
+            raise ConfigurationError("index: no embeddings to store vectors with")
+        return self.embedder
+
+    def _lock(self) -> None:
+        # One indexer per table at a time: a second run waits for none, it refuses.
+        lock = self.conn.execute(
+            b"SELECT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtext(%s))",
+            [f"rag-index:{self.schema}.{self.side_name}"],
+        ).fetchone()
+        if not (lock and lock[0]):
+            raise ConfigurationError(f"index: another run is indexing {self.table_name!r}")
+
+    def _words_only(
+        self,
+        no_pgvector: bool,
+        grant_to: Sequence[str],
+        progress: Progress | None,
+        started: float,
+    ) -> IndexReport:
+        """Build what needs no pgvector: the words table (pg_trgm), from every row's text."""
+        why = (
+            "pgvector is not installed in this database, so no row vectors were stored (the "
+            "semantic leg re-ranks a bounded set of filtered rows in process meanwhile)"
+            if no_pgvector
+            else "no embeddings were given, so no row vectors were stored"
+        )
+        howto = f"; {PGVECTOR_HOWTO}" if no_pgvector else ""
+        if not trgm_installed(self.conn):
+            raise ConfigurationError(
+                f"index: nothing to build: {why}, and pg_trgm, which the words table of "
+                f"spelling correction needs, is not installed either; {PG_TRGM_HOWTO}{howto}"
+            )
+        self._lock()
+        done = 0
+        for batch in self._batches(_WORDS_BATCH):
+            self._count_words({row[0]: row_text(row[1:]) for row in batch})
+            done += len(batch)
+            if progress is not None:
+                progress(done, done, 0)
+        words = write_words(
+            self.conn, self.schema, self.table_name, self.columns, self.counts, grant_to
+        )
+        return IndexReport(
+            table=self.table_name,
+            side_table=None,  # not created: there is no vector to store
+            rows=done,
+            embedded=0,
+            unchanged=0,
+            removed=0,
+            model_id="",
+            dimension=0,
+            seconds=time.monotonic() - started,
+            words=words,
+            vectors=False,
+            note=f"{why}; the words table of spelling correction was built{howto}",
+        )
+
+    def _count_words(self, texts: Mapping[Any, str]) -> None:
+        for text in texts.values():
+            for word in set(tokens(text)):
+                if is_vocabulary_word(word):
+                    self.counts[word] = self.counts.get(word, 0) + 1
 
     def _check_table(self) -> str:
         """The id column's type, once the table and every column exist and hold text."""
@@ -261,7 +338,7 @@ class _Indexer:
             )
             meta = {
                 "columns": list(self.columns),
-                "model_id": self.embedder.model_id,
+                "model_id": self._embedding().model_id,
                 "dimension": dimension,
                 "format": 1,
             }
@@ -292,10 +369,7 @@ class _Indexer:
     def _store(self, batch: Sequence[tuple[Any, ...]], vs: sql.Identifier) -> tuple[int, int, int]:
         """Embed and upsert the batch's new or changed rows; remove those left without text."""
         texts = {row[0]: row_text(row[1:]) for row in batch}
-        for text in texts.values():
-            for word in set(tokens(text)):
-                if is_vocabulary_word(word):
-                    self.counts[word] = self.counts.get(word, 0) + 1
+        self._count_words(texts)
         stored = {
             key: (bytes(digest), model)
             for key, digest, model in self.conn.execute(
@@ -311,10 +385,10 @@ class _Indexer:
             for key, text in texts.items()
             if text
             and stored.get(key)
-            != ((digest := text_hash(self.columns, text)), self.embedder.model_id)
+            != ((digest := text_hash(self.columns, text)), self._embedding().model_id)
         }
         unchanged = sum(1 for key, text in texts.items() if text and key not in changed)
-        made = self.embedder.embed_rows([text for text, _ in changed.values()])
+        made = self._embedding().embed_rows([text for text, _ in changed.values()])
         # A text without direction (a zero vector) is stored nowhere, as one without text.
         vectors = dict(zip(changed, made, strict=True))
         empty += [key for key, vector in vectors.items() if vector is None and key in stored]
@@ -329,7 +403,7 @@ class _Indexer:
                 cursor.executemany(
                     upsert,
                     [
-                        (key, digest, self.embedder.model_id, _literal(vector))
+                        (key, digest, self._embedding().model_id, _literal(vector))
                         for key, (_, digest) in changed.items()
                         if (vector := vectors[key]) is not None
                     ],

@@ -120,6 +120,18 @@ class _ReaderCore(Closing):
         """The backend's short name (``"memory"``, ``"postgres"``, ``"supabase"``)."""
         return self.__backend.name
 
+    @property
+    def backend_database(self) -> str | None:
+        """The database the backend reads, named without any secret, or ``None``.
+
+        PostgreSQL: the database name of the DSN (never its user, password or host); Supabase:
+        the project's host name; memory: the store's ``name`` (``"sample"`` for the CLI's
+        bundled sample). It lets an answer say where it came from: a script that forgot its DSN
+        sees ``sample`` rather than getting the sample's rows silently.
+        """
+        database = getattr(self.__backend, "database", None)
+        return database if isinstance(database, str) and database else None
+
     def tables(self) -> tuple[str, ...]:
         """The readable tables, sorted."""
         return tuple(sorted(self.__policy.read_tables))

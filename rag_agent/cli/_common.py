@@ -31,12 +31,23 @@ class UsageError(Exception):
     """A mistake in the command line or the configuration: exit code 2."""
 
 
+class PromptInterrupted(KeyboardInterrupt):
+    """Ctrl-C at a prompt whose line was already ended where the prompt was written (stdout,
+    for ``input()``): exit 130 without another newline on stderr."""
+
+
 def isatty(stream: TextIO) -> bool:
     """Whether ``stream`` is a terminal (False for anything that cannot tell)."""
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def cli_words(text: str) -> str:
+    """A library message in the command line's words: the Python argument
+    ``allow_privileged=True`` is the flag ``--allow-privileged`` here."""
+    return text.replace("allow_privileged=True", "--allow-privileged")
 
 
 def column_list(value: str) -> list[str]:

@@ -21,7 +21,9 @@ from rag_agent.cli._common import (
     EXIT_QUERY_ERROR,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
+    PromptInterrupted,
     UsageError,
+    cli_words,
 )
 
 if TYPE_CHECKING:
@@ -148,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
         "the bundled sample, create (or reset to least privilege) a login role with SELECT on "
         "the business tables only, and print its DSN and the next command. Idempotent. The "
         "reader's password is RAG_READER_PASSWORD when set, else generated for a new role (or "
-        "with --reset-password); it is masked unless --show-password.",
+        "with --reset-password); it is masked unless --show-password. It then creates the "
+        "indexes doctor checks for (unless --no-indexes).",
     )
     setup.add_argument(
         "--dsn",
@@ -165,6 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--show-password", action="store_true", help="print the reader DSN's password"
     )
     setup.add_argument("--no-sample", action="store_true", help="do not load the sample data")
+    setup.add_argument(
+        "--no-indexes",
+        action="store_true",
+        help="do not create the indexes doctor checks for (CREATE INDEX CONCURRENTLY on a "
+        "large table takes a while)",
+    )
     setup.add_argument("--json", action="store_true", help="print JSON")
 
     tools = commands.add_parser("tools", help="print the tool schemas")
@@ -287,8 +296,10 @@ def _dispatch(
 ) -> int:
     try:
         return handler()
-    except KeyboardInterrupt:
-        err.write("\n")
+    except KeyboardInterrupt as exc:
+        # The shell's prompt must start on a line of its own, wherever ours was written.
+        if not isinstance(exc, PromptInterrupted):
+            err.write("\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (e.g. `| head`); nothing more to say.
@@ -313,8 +324,7 @@ def _classify(exc: Exception, args: argparse.Namespace, settings: RAGSettings) -
 
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, UsageError | ConfigurationError):
-        hint = " (on the command line: --allow-privileged)" if "allow_privileged" in text else ""
-        return EXIT_USAGE, text + hint
+        return EXIT_USAGE, cli_words(text)
     if isinstance(exc, BackendUnavailableError | QueryTimeoutError):
         return EXIT_UNAVAILABLE, f"{target_of(args, settings)} unavailable: {text}"
     if isinstance(exc, PersistenceError):

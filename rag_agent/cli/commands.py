@@ -5,40 +5,64 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from rag_agent.cli import connect as connection  # backend_options, looked up at each call
-from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, Envelope, UsageError, isatty
+from rag_agent.cli._common import (
+    EXIT_OK,
+    EXIT_QUERY_ERROR,
+    Envelope,
+    PromptInterrupted,
+    UsageError,
+    isatty,
+)
 from rag_agent.cli.connect import (
     connect,
     create_postgres_tables,
     load_sample_into,
     run_query,
+    sample_note,
 )
 from rag_agent.cli.progress import show_progress
-from rag_agent.cli.render import emit, error_of, exit_code_of, format_grid, wants_json
+from rag_agent.cli.render import (
+    emit,
+    error_of,
+    exit_code_of,
+    failure_line,
+    format_grid,
+    wants_json,
+)
+from rag_agent.envelope.assemble import clip
 from rag_agent.settings import RAGSettings
 from rag_agent.tools import openai_tool_schemas
 
 
 def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Run one query and print its envelope."""
-    with connect(args, agent=True, settings=settings) as conn, show_progress(err):
-        envelope = run_query(conn.agent, args.text, args)
+    with connect(args, agent=True, settings=settings) as conn:
+        err.write(sample_note(conn, args, settings))
+        with show_progress(err):
+            envelope = run_query(conn.agent, args.text, args)
     emit(envelope, wants_json(args, out), out, backend=args.backend)
-    error = error_of(envelope)
-    if error:
-        err.write(f"rag-agent: query failed: {error}\n")
+    err.write(failure_line(envelope))
     return exit_code_of(envelope)
 
 
 _CHAT_HELP = (
     "Type a request, e.g. 'find leads at acme'. Commands: next (the next page), "
-    "history, reset (clear history and cache), help, exit/quit (or Ctrl-D)."
+    "history, reset (clear history and cache), help, exit/quit/bye (or Ctrl-D)."
 )
+#: Lines that end a session, as people type them ("bye", "Exit.", "quit!", ":q").
+_ENDINGS = frozenset({"exit", "quit", "bye", "goodbye", "q", ":q", "\\q"})
+
+
+def _ends_session(command: str) -> bool:
+    """Whether a line asks to end the session rather than being a request."""
+    return command.rstrip(".!") in _ENDINGS or command in {"exit()", "quit()"}
 
 
 @dataclass
@@ -97,6 +121,11 @@ def _line_reader(inp: TextIO, err: TextIO) -> Callable[[], str | None]:
                 return input("rag> ")
             except EOFError:
                 return None
+            except KeyboardInterrupt:
+                # input() wrote the prompt on stdout: end its line there, stderr may be elsewhere.
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+                raise PromptInterrupted from None
 
         return from_terminal
     prompt = isatty(inp)
@@ -124,6 +153,7 @@ def cmd_chat(
     failed = EXIT_OK
     with connect(args, agent=True, settings=settings) as conn:
         chat = _Chat(conn.agent, args, [])
+        err.write(sample_note(conn, args, settings))
         if isatty(inp):
             err.write(_CHAT_HELP + "\n")
         while (line := read()) is not None:
@@ -131,7 +161,7 @@ def cmd_chat(
             command = text.lower()
             if not text:
                 continue
-            if command in {"exit", "quit"}:
+            if _ends_session(command):
                 break
             offset = args.offset
             if command == "next" and (following := chat.next_page()) is not None:
@@ -143,16 +173,16 @@ def cmd_chat(
                 envelope = chat.ask(text, offset)
             emit(envelope, as_json, out, backend=args.backend)
             out.flush()
-            error = error_of(envelope)
-            if error:
+            if error_of(envelope):
                 failed = exit_code_of(envelope)
-                err.write(f"rag-agent: query failed: {error}\n")
+                err.write(failure_line(envelope))
     return failed
 
 
 def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """List the allow-listed tables with their columns and row counts."""
     with connect(args, agent=False, settings=settings) as conn:
+        err.write(sample_note(conn, args, settings))
         rows = [
             (t, conn.facade.count(t), list(conn.facade.columns(t))) for t in conn.facade.tables()
         ]
@@ -283,9 +313,22 @@ def _demo_steps() -> list[tuple[str, str, dict[str, Any]]]:
     ]  # fmt: skip
 
 
+# The end of a description's first sentence ("e.g. " and "i.e. " end none).
+_FIRST_SENTENCE = re.compile(r"(?<!e\.g)(?<!i\.e)\.\s")
+
+
 def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Print the tool schemas (OpenAI function-calling format with --openai)."""
-    if not args.openai:
-        raise UsageError("choose a schema format: --openai")
-    out.write(json.dumps(openai_tool_schemas(), indent=2, ensure_ascii=False) + "\n")
+    """List the tools (name and what each does); with --openai, print their schemas."""
+    schemas = openai_tool_schemas()
+    if args.openai:
+        out.write(json.dumps(schemas, indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    # Without a format, what a person wants first is what there is, not an error.
+    functions = [schema["function"] for schema in schemas]
+    width = max(len(f["name"]) for f in functions)
+    for function in functions:
+        text = " ".join(str(function.get("description", "")).split())
+        summary = _FIRST_SENTENCE.split(text, maxsplit=1)[0].rstrip(".")
+        out.write(f"{function['name']:<{width}}  {clip(summary, 100)}\n")
+    err.write("rag-agent: --openai prints their JSON schemas (OpenAI function calling)\n")
     return EXIT_OK

@@ -105,17 +105,14 @@ def _secret(value: Any) -> str:
     return value.get_secret_value() if value is not None else ""
 
 
-def _check_dsn(dsn: str) -> None:
+def check_dsn(dsn: str) -> None:
     # libpq's own parser, before any connection: a malformed DSN is a configuration error.
     try:
         from psycopg.conninfo import conninfo_to_dict
     except ImportError:  # pragma: no cover - the backend says which extra is missing
         return
     try:
-        ports = str(conninfo_to_dict(dsn).get("port") or "")
-        # libpq checks the port only when it connects, and then says "connection is bad".
-        if ports and not all(p.strip().isdigit() for p in ports.split(",")):
-            raise ValueError(f"the port {ports!r} is not a number")
+        _check_values(conninfo_to_dict(dsn))
     except Exception as exc:
         # libpq quotes the pieces it could not read, which may be a password: never shown.
         reason = _QUOTED.sub(
@@ -126,6 +123,33 @@ def _check_dsn(dsn: str) -> None:
 
 
 _QUOTED = re.compile(r'"([^"]*)"')
+# libpq parses these keywords' values only when it connects, and then reports a bad value as
+# "connection is bad": an unavailable backend (exit 3) for what is a typing mistake (exit 2).
+_CHOICES = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "gssencmode": ("disable", "prefer", "require"),
+    "channel_binding": ("disable", "prefer", "require"),
+    "target_session_attrs": (
+        "any", "read-write", "read-only", "primary", "standby", "prefer-standby",
+    ),
+    "load_balance_hosts": ("disable", "random"),
+    "sslnegotiation": ("postgres", "direct"),
+}  # fmt: skip
+_NUMBERS = ("port", "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
+            "keepalives_count", "tcp_user_timeout")  # fmt: skip
+
+
+def _check_values(params: Mapping[str, Any]) -> None:
+    """Refuse a value libpq would refuse only on connecting (a choice, a number)."""
+    for key, choices in _CHOICES.items():
+        value = params.get(key)
+        if value is not None and str(value) not in choices:
+            raise ValueError(f"{key} must be one of {', '.join(choices)}, not {str(value)!r}")
+    for key in _NUMBERS:
+        value = str(params.get(key) or "")
+        # A port may list one per host ("5432,5433").
+        if value and not all(p.strip().lstrip("-").isdigit() for p in value.split(",")):
+            raise ValueError(f"the {key.replace('_', ' ')} {value!r} is not a number")
 
 
 def backend_options(args: argparse.Namespace, settings: RAGSettings) -> dict[str, Any]:
@@ -140,7 +164,7 @@ def backend_options(args: argparse.Namespace, settings: RAGSettings) -> dict[str
         options = settings.backend_options(kind, {"dsn": args.dsn or None})
         if not options.get("dsn"):
             raise UsageError(f"the postgres backend needs --dsn or {variables['postgres_dsn']}")
-        _check_dsn(options["dsn"])
+        check_dsn(options["dsn"])
     elif kind == "supabase":
         options = settings.backend_options(kind, {"url": args.url or None})
         if not options.get("url"):
@@ -171,8 +195,10 @@ def connect(
     options = backend_options(args, settings)
     loaded = None
     if args.backend == "memory":
-        store = MemoryStore()
-        if not getattr(args, "empty", False):
+        sample = not getattr(args, "empty", False)
+        # Named, so that every envelope read from it says backend {memory, sample}.
+        store = MemoryStore(name=SAMPLE_DATABASE if sample else None)
+        if sample:
             loaded = load_sample(store)
         options["store"] = store
     if agent:
@@ -185,6 +211,26 @@ def connect(
         yield connection
     finally:
         (connection.agent or connection.facade).close()
+
+
+#: The database name the CLI's sample store answers under (``metadata.backend.database``).
+SAMPLE_DATABASE = "sample"
+
+
+def sample_note(connection: Connection, args: argparse.Namespace, settings: RAGSettings) -> str:
+    """The stderr line saying the answer comes from the bundled sample, or ``""``.
+
+    Without it, a script that forgot its DSN would print the sample's rows as if they were its
+    own: the JSON on stdout is the same shape whichever backend answered.
+    """
+    if connection.loaded is None:
+        return ""
+    variables = settings.env_variables()
+    return (
+        "rag-agent: note: answering from the bundled sample data (memory backend); set --dsn or "
+        f"{variables['postgres_dsn']} (or --url / {variables['supabase_url']}) to read your "
+        "database\n"
+    )
 
 
 def writable_backend(kind: str, options: Mapping[str, Any]) -> Backend:

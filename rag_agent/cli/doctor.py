@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from persistence import BUSINESS_TABLES, create_read_only_facade, is_identifier
 from persistence.schema import TABLE_COLUMNS
@@ -27,18 +27,28 @@ from rag_agent.ops.doctor import (
 from rag_agent.ops.doctor_search import SearchAdvice, format_search, search_advice
 from rag_agent.settings import RAGSettings
 
+if TYPE_CHECKING:  # the facts come from the postgres backend, which needs psycopg
+    from persistence.backends.postgres import DatabaseFacts
+
 SCHEMA = "public"
 
 
 def _postgres(args: argparse.Namespace, settings: RAGSettings) -> tuple[Report, SearchAdvice]:
+    options = connection.backend_options(args, settings)
+    report, advice, _ = postgres_reports(
+        options["dsn"], statement_timeout_ms=options.get("statement_timeout_ms") or 5000
+    )
+    return report, advice
+
+
+def postgres_reports(
+    dsn: str, *, statement_timeout_ms: int = 5000
+) -> tuple[Report, SearchAdvice, DatabaseFacts]:
+    """The doctor's report and search advice for the database of ``dsn``, with the facts read
+    (``setup`` creates the indexes the report finds missing)."""
     from persistence.backends.postgres import inspect_database
 
-    options = connection.backend_options(args, settings)
-    facts = inspect_database(
-        options["dsn"],
-        schema=SCHEMA,
-        statement_timeout_ms=options.get("statement_timeout_ms") or 5000,
-    )
+    facts = inspect_database(dsn, schema=SCHEMA, statement_timeout_ms=statement_timeout_ms)
     tables = {
         table: {
             # The doctor classifies by catalog category: "S" (string) is what text kinds are.
@@ -74,7 +84,7 @@ def _postgres(args: argparse.Namespace, settings: RAGSettings) -> tuple[Report, 
         extensions=facts.extensions,
         available=facts.available,
     )
-    return report, advice
+    return report, advice, facts
 
 
 def _supabase(args: argparse.Namespace, settings: RAGSettings) -> Report:

@@ -28,7 +28,9 @@ def add_index_parser(commands: Any) -> None:
         description="Embed the text of --columns for every row of TABLE into its side table "
         "TABLE_embeddings and build its HNSW index. Idempotent and incremental: only new or "
         "changed rows are embedded. Connect as a writer role (--dsn), never the reader; the "
-        "reader needs SELECT on the side table (--grant-to). pgvector must be installed.",
+        "reader needs SELECT on the side table (--grant-to). Also rewrites TABLE_words, the "
+        "vocabulary of spelling correction (needs pg_trgm). Without pgvector it builds the "
+        "words table alone and says how to get pgvector.",
     )
     index.add_argument("table", help="the table to index")
     index.add_argument("--columns", required=True, help="text columns to embed, e.g. subject,body")
@@ -78,11 +80,23 @@ def load_embeddings(spec: str) -> Any:
 
 def cmd_index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from persistence.admin.index_build import index_table
+    from rag_agent.cli.connect import check_dsn
 
+    # Error lines name the target, its password masked; a malformed DSN is refused before
+    # any connection, as every other command does.
+    args.backend = "postgres"
     columns = column_list(args.columns)
     if args.batch_size <= 0:
         raise UsageError("--batch-size must be at least 1")
-    embeddings = load_embeddings(args.embeddings)
+    check_dsn(args.dsn)
+    try:
+        embeddings = load_embeddings(args.embeddings)
+    except UsageError as exc:
+        if args.embeddings != "default":
+            raise
+        # The words table needs no embeddings: build it, and say why there are no vectors.
+        err.write(f"rag-agent: note: {exc}; building the words table only\n")
+        embeddings = None
     live = isatty(err)
 
     def progress(done: int, total: int, embedded: int) -> None:
@@ -113,7 +127,10 @@ def cmd_index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         "words": report.words,
         "dimension": report.dimension,
         "seconds": round(report.seconds, 3),
+        "vectors": report.vectors,
     }
+    if report.note:
+        err.write(f"rag-agent: note: {report.note}\n")
     if args.json or not isatty(out):
         out.write(json.dumps(fields) + "\n")
     else:

@@ -8,7 +8,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from rag_agent.cli._common import EXIT_OK, EXIT_QUERY_ERROR, EXIT_UNAVAILABLE, Envelope, isatty
+from rag_agent.cli._common import (
+    EXIT_OK,
+    EXIT_QUERY_ERROR,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    Envelope,
+    cli_words,
+    isatty,
+)
 
 # Columns shown first on a terminal for the tables people ask about most; the rest follow.
 _PREFERRED_COLUMNS = {
@@ -92,6 +100,9 @@ def format_envelope(
             "filters: " + json.dumps(meta["query_filters"], ensure_ascii=False, default=str)
         )
     lines = [" · ".join(status)]
+    ranking = meta.get("ranking")
+    if isinstance(ranking, Mapping):
+        lines.append(_ranking_line(ranking, records))
     for part in meta.get("ignored") or ():
         lines.append(f"  not applied: {part.get('text')} ({part.get('reason')})")
     for attempt in meta.get("reformulation_attempts") or ():
@@ -118,6 +129,35 @@ def format_envelope(
     if meta.get("has_more"):
         lines.append(f"more rows: --offset {meta.get('next_offset')}")
     return "\n".join(lines)
+
+
+def _ranking_line(ranking: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> str:
+    """One line for a ranked answer: the mode and its legs, the scores shown, what did not run.
+
+    Without it a ranked search looks like a plain read on a terminal, and a search that ran and
+    found nothing looks like no search at all.
+    """
+    legs = " + ".join(str(leg) for leg in ranking.get("legs") or ()) or "none"
+    parts = [f"ranked: {ranking.get('mode', '?')} search for {_json_text(ranking.get('query'))}"]
+    parts[0] += f" (legs: {legs})"
+    scores = [
+        float(relevance["score"])
+        for record in records
+        if isinstance(relevance := (record.get("provenance") or {}).get("relevance"), Mapping)
+        and isinstance(relevance.get("score"), int | float)
+    ]
+    if scores:
+        parts.append(f"scores {max(scores):.3f} to {min(scores):.3f}")
+    else:
+        parts.append("no row ranked")
+    corrections = ranking.get("corrections")
+    if isinstance(corrections, Mapping) and corrections:
+        parts.append(
+            "read as: " + ", ".join(f"{typed} -> {read}" for typed, read in corrections.items())
+        )
+    if ranking.get("degraded"):
+        parts.append(f"degraded: {ranking['degraded']}")
+    return "  " + " · ".join(parts)
 
 
 def _format_aggregates(aggregates: Mapping[str, Any]) -> str:
@@ -186,12 +226,31 @@ def error_of(envelope: Mapping[str, Any]) -> str | None:
 
 # Envelope errors that mean the backend did not answer, not that the request was wrong.
 _UNAVAILABLE = frozenset({"BackendUnavailableError", "QueryTimeoutError"})
+# Envelope errors that mean the configuration is wrong (a privileged role, a bad key): the
+# command line or the environment must change, not the question (docs/cli.md: exit 2).
+_CONFIGURATION = frozenset({"ConfigurationError"})
 
 
 def exit_code_of(envelope: Mapping[str, Any]) -> int:
-    """0 for an answer; 3 when the backend was unavailable or timed out; 1 for other errors."""
+    """0 for an answer; 3 when the backend was unavailable or timed out; 2 for a configuration
+    error (a privileged role, a refused key); 1 for other errors."""
     error = envelope.get("metadata", {}).get("error")
     if error in (None, ""):
         return EXIT_OK
     kind = error.get("type") if isinstance(error, Mapping) else None
-    return EXIT_UNAVAILABLE if kind in _UNAVAILABLE else EXIT_QUERY_ERROR
+    if kind in _UNAVAILABLE:
+        return EXIT_UNAVAILABLE
+    return EXIT_USAGE if kind in _CONFIGURATION else EXIT_QUERY_ERROR
+
+
+def failure_line(envelope: Mapping[str, Any]) -> str:
+    """The stderr line of a failed envelope (``""`` when it did not fail), as docs/cli.md says:
+    ``rag-agent: error: <message>`` for a configuration error, in the command line's words
+    (``--allow-privileged``), else ``rag-agent: query failed: <Type>: <message>``."""
+    error = error_of(envelope)
+    if error is None:
+        return ""
+    if exit_code_of(envelope) == EXIT_USAGE:
+        message = error.split(": ", 1)[-1]
+        return f"rag-agent: error: {cli_words(message)}\n"
+    return f"rag-agent: query failed: {error}\n"

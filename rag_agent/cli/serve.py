@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
+from persistence import ReadOnlyPersistenceFacade
 from rag_agent.cli._common import EXIT_OK
-from rag_agent.cli.connect import connect
+from rag_agent.cli.connect import connect, sample_note
 from rag_agent.settings import RAGSettings
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -20,8 +21,10 @@ def cmd_mcp(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
     from rag_agent.mcp_server import create_mcp_server, mcp_tools
 
     with connect(args, agent=True, settings=settings) as conn:
+        _probe(conn.facade, err)
         server = create_mcp_server(conn.agent, host=args.host, port=args.port)
         names = ", ".join(tool.name for tool in mcp_tools(conn.agent))
+        err.write(sample_note(conn, args, settings))
         if args.http:
             err.write(
                 f"rag-agent: MCP server ({args.backend}) at http://{_authority(args)}/mcp; "
@@ -39,6 +42,26 @@ def cmd_mcp(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
             err.flush()
             server.run("stdio")
     return EXIT_OK
+
+
+def _probe(facade: ReadOnlyPersistenceFacade, err: TextIO) -> None:
+    """Open the backend once before serving: a backend that refuses this configuration (a
+    privileged role, a service_role key) would refuse every call, so the server does not start
+    (a ``ConfigurationError``: exit 2). One that cannot be reached yet may come up later: the
+    server starts, and says so."""
+    from persistence import redact_text
+    from persistence.errors import BackendError, ConfigurationError
+
+    tables = facade.tables()
+    if not tables:
+        return
+    try:
+        facade.column_types(tables[0])
+    except ConfigurationError:
+        raise
+    except BackendError as exc:
+        reason = redact_text(" ".join(str(exc).split()))
+        err.write(f"rag-agent: warning: the backend did not answer yet: {reason}\n")
 
 
 def _authority(args: argparse.Namespace) -> str:

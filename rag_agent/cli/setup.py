@@ -10,7 +10,9 @@ With an administrator's DSN it
    NOBYPASSRLS NOCREATEDB NOCREATEROLE NOINHERIT``, ``CONNECT`` on the database, ``USAGE`` on the
    schema, ``SELECT`` on the business tables (:data:`persistence.BUSINESS_TABLES`) and every other
    privilege on them revoked, a connection limit and a server-side statement timeout;
-4. prints the reader DSN, its password masked unless ``--show-password``, and the next command.
+4. creates the indexes ``rag-agent doctor`` checks for (its own report and statements; pg_trgm
+   first when the server ships it), unless ``--no-indexes``, so that ``doctor`` then passes;
+5. prints the reader DSN, its password masked unless ``--show-password``, and the next command.
 
 The password is ``RAG_READER_PASSWORD`` when set (the command line shows in ``ps``: no flag takes
 it), else generated (32 hex characters from :mod:`secrets`) for a new role or with
@@ -60,6 +62,10 @@ class SetupResult:
     granted: list[str] = field(default_factory=list)
     reader_dsn: str = ""
     next: list[str] = field(default_factory=list)
+    #: The indexes ``doctor`` asks for that this run created (none with --no-indexes).
+    indexes: list[str] = field(default_factory=list)
+    #: What could not be created, and why (pg_trgm missing from the server).
+    notes: list[str] = field(default_factory=list)
 
 
 def reader_dsn(admin_dsn: str, role: str, password: str | None) -> str:
@@ -168,9 +174,43 @@ def _create(args: argparse.Namespace, dsn: str) -> SetupResult:
         ):
             conn.execute(grant)
         result.granted = tables
+    if not getattr(args, "no_indexes", False):
+        _create_indexes(dsn, result)
     shown = reader_dsn(dsn, role, password)
     result.reader_dsn = shown
     return result
+
+
+def _create_indexes(dsn: str, result: SetupResult) -> None:
+    """Create the indexes ``rag-agent doctor`` finds missing, so that ``setup`` then ``doctor``
+    passes: the doctor's own report decides which, and its statements create them.
+
+    The trigram indexes need pg_trgm: created when the server ships it (a trusted extension
+    since PostgreSQL 13), else left out with a note saying how to get it.
+    """
+    import psycopg
+
+    from rag_agent.cli.doctor import postgres_reports
+    from rag_agent.ops.doctor import TRGM_EXTENSION, IndexKind
+
+    report, _, facts = postgres_reports(dsn)
+    missing = [check for check in report.checks if check.missing]
+    trigram = [check for check in missing if check.index is IndexKind.TRIGRAM]
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        if trigram and "pg_trgm" not in facts.extensions:
+            if "pg_trgm" in facts.available:
+                conn.execute(TRGM_EXTENSION.encode())
+                result.notes.append("pg_trgm installed (CREATE EXTENSION pg_trgm)")
+            else:
+                missing = [check for check in missing if check.index is not IndexKind.TRIGRAM]
+                result.notes.append(
+                    f"{len(trigram)} trigram index(es) left out: this server does not ship "
+                    "pg_trgm (install the PostgreSQL contrib package, then run setup again)"
+                )
+        # The doctor's statements: catalog names, quoted where they must be; nothing typed.
+        for check in missing:
+            conn.execute(check.statement.encode())
+            result.indexes.append(f"{check.table}.{check.column} ({check.index.value})")
 
 
 def _shown(result: SetupResult, show_password: bool) -> SetupResult:
@@ -190,14 +230,14 @@ def _shown(result: SetupResult, show_password: bool) -> SetupResult:
 
 def cmd_setup(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: Any) -> int:
     """Create the tables, load the sample, create the reader role; print the reader DSN."""
-    from rag_agent.cli.connect import _check_dsn
+    from rag_agent.cli.connect import check_dsn
 
     if not is_identifier(args.role):
         raise UsageError(f"--role {args.role!r} is not a plain lower-case identifier")
     dsn = args.dsn or os.environ.get("RAG_ADMIN_DSN", "")
     if not dsn:
         raise UsageError("setup needs --dsn (an administrator's DSN) or RAG_ADMIN_DSN")
-    _check_dsn(dsn)
+    check_dsn(dsn)
     args.backend, args.dsn = "postgres", dsn  # error lines name them, the password masked
     result = _shown(_setup(args, dsn), args.show_password)
     if getattr(args, "json", False):
@@ -219,6 +259,10 @@ def _report(result: SetupResult) -> str:
         f"sample data: {loaded}",
         f"role {result.role} {'created' if result.role_created else 'updated'}, with {role_line}: "
         f"SELECT on {', '.join(result.granted)}; nothing else",
+        f"indexes: {len(result.indexes)} created for the filters the agent generates"
+        if result.indexes
+        else "indexes: none to create",
+        *(f"  {note}" for note in result.notes),
         "",
         "reader DSN:",
         f"  {result.reader_dsn}",

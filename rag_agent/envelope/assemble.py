@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -23,6 +24,7 @@ from rag_agent.envelope import (
     AggregateGroup,
     Aggregates,
     AppliedFilter,
+    BackendInfo,
     Envelope,
     ErrorInfo,
     FallbackReadInfo,
@@ -45,6 +47,8 @@ __all__ = [
     "aggregates_info",
     "applied_filters",
     "assemble",
+    "backend_info",
+    "clip",
     "error_envelope",
     "error_info",
     "fallback_page",
@@ -70,12 +74,32 @@ def source_of(table: object) -> str:
     return f"persistence.{table}" if is_identifier(table) else "persistence"
 
 
+@functools.lru_cache(maxsize=64)
+def backend_info(kind: str, database: str | None) -> BackendInfo:
+    """``metadata.backend``: the backend's kind and the database it read (no secret in either;
+    see ``ReadOnlyPersistenceFacade.backend_database``)."""
+    return BackendInfo(kind=kind, database=database)
+
+
+def clip(text: str, limit: int = MAX_ERROR_MESSAGE) -> str:
+    """``text`` in at most ``limit`` characters, cut at a word boundary and ended with ``…``
+    when longer: a message cut mid-word reads as a different word."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    # One very long word (a hash, a URL) is cut where it must be.
+    if space > limit // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:") + "…"
+
+
 def error_info(exc: BaseException | str) -> ErrorInfo:
     """An exception (or a runner's error text) as the envelope's ``metadata.error``."""
     if isinstance(exc, str):
-        return ErrorInfo(type="FallbackError", message=exc[:MAX_ERROR_MESSAGE])
+        return ErrorInfo(type="FallbackError", message=clip(exc))
     message = redact_text(str(exc)) or type(exc).__name__  # a driver may echo a DSN
-    return ErrorInfo(type=type(exc).__name__, message=message[:MAX_ERROR_MESSAGE])
+    return ErrorInfo(type=type(exc).__name__, message=clip(message))
 
 
 def shown_filters(filters: Iterable[Filter]) -> dict[str, dict[str, Any]]:
@@ -308,8 +332,10 @@ def assemble(
     limit: int | None,
     offset: int | None,
     now: Callable[[], dt.datetime] = utc_now,
+    backend: BackendInfo | None = None,
 ) -> Envelope:
-    """The envelope of ``outcome``; ``limit``/``offset`` are the effective window (if known).
+    """The envelope of ``outcome``; ``limit``/``offset`` are the effective window (if known);
+    ``backend`` the backend that answered, when known.
 
     ``has_more``/``next_offset`` (and ``truncated``, which says the same to older readers) are
     set when the window is known and no error ended the run.
@@ -335,6 +361,7 @@ def assemble(
         "aggregates": outcome.aggregates,
         "ranking": outcome.ranking,
         "summary": outcome.summary,
+        "backend": backend,
         **paging,
     }
     metadata = Metadata(

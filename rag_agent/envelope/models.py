@@ -170,6 +170,18 @@ class RankingInfo(_Frozen):
     )
 
 
+class BackendInfo(_Frozen):
+    """Which backend answered: its kind, and the database it read, named without any secret."""
+
+    kind: str = Field(description="The backend's name: 'memory', 'postgres', 'supabase', ...")
+    database: str | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="PostgreSQL: the database name; Supabase: the project's host name; memory: "
+        "the store's name ('sample' for the CLI's bundled sample). Never a user, password or key.",
+    )
+
+
 class Record(BaseModel):
     """One row's fields (as read) plus its ``provenance``; with related rows, ``related``
     (relation name -> child records) and ``related_truncated``."""
@@ -251,4 +263,9 @@ class Metadata(_Frozen):
     ranking: RankingInfo | None = Field(
         default=None,
         description="Set when the records come back ranked by relevance to the request's topic.",
+    )
+    backend: BackendInfo | None = Field(
+        default=None,
+        description="The backend that answered (set by an agent; the same bytes on two backends "
+        "would otherwise not say which one read them).",
     )

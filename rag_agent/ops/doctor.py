@@ -20,6 +20,12 @@ any of these names, an enum     ``eq``      ``col = $1`` / ``= ANY($1)``  btree 
 date, timestamp[tz] columns     ``range``   ``col >= $1 AND col < $2``   btree ``(col)``
 ==============================  ==========  ===========================  ========================
 
+**Required** or **recommended**: the indexes of the point lookups the rules make on every
+request naming a row or its owner (``id`` and ``*_id`` equality, e-mail equality) are required:
+without them each such request scans the table. The others (substring, status, dates, titles)
+serve broader filters and are recommended: a read still answers, more slowly on a large table.
+Only a missing *required* index (or a privilege problem) makes the report fail.
+
 The rules ask for a ``title`` acronym ("CTO") as a whole value (``ieq``) and for other titles by
 substring (``icontains``), so a text ``title`` column is checked for both indexes. On an enum column
 every filter is rewritten onto the enum's labels (``ieq``, ``icontains`` and order comparisons
@@ -54,6 +60,7 @@ __all__ = [
     "column_operators",
     "create_statement",
     "format_report",
+    "is_required",
     "memory_report",
     "postgres_report",
     "role_problems",
@@ -98,6 +105,11 @@ class Check:
     checked: bool = True
 
     @property
+    def required(self) -> bool:
+        """Whether this index serves a point lookup (see the module docstring)."""
+        return is_required(self.column, self.operator)
+
+    @property
     def missing(self) -> bool:
         """True when the catalog was read and no index serves this column."""
         return self.checked and self.served_by is None
@@ -111,6 +123,7 @@ class Check:
             "index": self.index.value,
             "served_by": self.served_by,
             "served": self.served_by is not None if self.checked else None,
+            "required": self.required,
             "statement": None if self.served_by is not None else self.statement,
         }
 
@@ -130,8 +143,9 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        """No missing index and no privilege problem."""
-        return not self.problems and not any(check.missing for check in self.checks)
+        """No missing required index and no privilege problem (a missing recommended index
+        is advice)."""
+        return not self.problems and not any(c.missing and c.required for c in self.checks)
 
     def as_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict (the ``--json`` output)."""
@@ -139,12 +153,22 @@ class Report:
             "backend": self.backend,
             "checked": self.checked,
             "ok": self.ok,
+            "missing_required": sum(c.missing and c.required for c in self.checks),
+            "missing_recommended": sum(c.missing and not c.required for c in self.checks),
             "role": dict(self.role) if self.role is not None else None,
             "problems": list(self.problems),
             "columns": [check.as_json() for check in self.checks],
             "statements": list(self.statements),
             "notes": list(self.notes),
         }
+
+
+def is_required(column: str, operator: str) -> bool:
+    """Whether the index for ``operator`` on ``column`` is required: the point lookups the rules
+    make (``id``/``*_id`` equality, e-mail equality), not the broader filters."""
+    if operator == "eq":
+        return column == "id" or column.endswith("_id")
+    return operator == "ieq" and (column == "email" or column.endswith("_email"))
 
 
 def type_class(type_name: str | None, category: str | None = None) -> str | None:
@@ -357,25 +381,40 @@ def format_report(report: Report) -> str:
         rows = [[c.table, c.column, c.operator, c.index.value, _status(c)] for c in report.checks]
         lines.append("")
         lines.append(_grid(["table", "column", "operator", "needs", "index"], rows))
-    if report.statements:
-        missing = sum(check.missing for check in report.checks)
-        lines.append("")
-        lines.append(
-            f"{missing} column(s) have no index that serves the generated SQL; to create them:"
-            if report.checked
-            else "recommended statements:"
-        )
-        lines += list(report.statements)
+    if report.statements and report.checked:
+        lines += _missing_lines(report)
+    elif report.statements:
+        lines += ["", "recommended statements:", *report.statements]
     if report.checked and report.checks and not report.statements:
         lines.append("")
         lines.append("every filtered column has an index that serves it")
     return "\n".join(lines)
 
 
+def _missing_lines(report: Report) -> list[str]:
+    """The missing indexes, required first (they fail the check), then recommended (advice)."""
+    lines: list[str] = []
+    extension = [s for s in report.statements if s == TRGM_EXTENSION]
+    for required, title in (
+        (True, "required (point lookups scan the table without them; the check fails)"),
+        (False, "recommended (broader filters; advice, the check does not fail)"),
+    ):
+        missing = [c for c in report.checks if c.missing and c.required is required]
+        if not missing:
+            continue
+        trigram = any(c.index is IndexKind.TRIGRAM for c in missing)
+        lines += ["", f"{len(missing)} {title}:"]
+        lines += extension if trigram else []
+        lines += [c.statement for c in missing]
+    return lines
+
+
 def _status(check: Check) -> str:
     if check.served_by is not None:
         return check.served_by
-    return "MISSING" if check.checked else "not checked"
+    if not check.checked:
+        return "not checked"
+    return "MISSING" if check.required else "missing (recommended)"
 
 
 def _grid(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from persistence.search.extensions import PG_TRGM_HOWTO, PGVECTOR_HOWTO
 from persistence.search.text import is_short_text_column
 from rag_agent.ops.doctor import IndexKind, create_statement, serving_index
 
@@ -219,6 +220,8 @@ def _notes(states: Mapping[str, str], entries: Sequence[LegIndex], config: str) 
             else "the semantic leg re-ranks a bounded filtered candidate set in process"
         )
         notes.append(f"{extension} is not installed ({where}): {effect}")
+        if state != "available":  # the statement alone fails on a server without it
+            notes.append(PGVECTOR_HOWTO if extension == "vector" else PG_TRGM_HOWTO)
     if any(e.leg == "semantic" and e.served_by is None for e in entries):
         notes.append(
             "row vectors and their HNSW index are written by the admin step "

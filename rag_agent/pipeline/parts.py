@@ -21,6 +21,7 @@ from rag_agent.envelope.assemble import (
     Outcome,
     applied_filters,
     assemble,
+    backend_info,
     error_info,
     source_of,
 )
@@ -118,7 +119,9 @@ class PipelineParts:
     def finish(self, outcome: Outcome, window: _Window | None = None) -> Envelope:
         """The envelope of ``outcome``: the one place an agent's envelopes are built."""
         limit, offset = window if window is not None else (None, None)
-        return assemble(outcome, limit=limit, offset=offset, now=self.now)
+        facade = self.facade
+        backend = backend_info(facade.backend_name, facade.backend_database)
+        return assemble(outcome, limit=limit, offset=offset, now=self.now, backend=backend)
 
     def _refuse(self, log: Any, outcome: Outcome, exc: Exception) -> Envelope:
         self.log_error(log, "rag.error", exc, step="input")

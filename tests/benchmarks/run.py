@@ -2,6 +2,10 @@
 
 Usage: ``python -m tests.benchmarks.run [--quick] [--output PATH] [--json PATH]``.
 
+First the start-up of whole processes (``--help``, ``ask`` on the sample, ``mcp``) as ratios to
+a bare interpreter (:mod:`tests.benchmarks.startup`), measured before anything else loads the
+machine.
+
 Full mode: memory at 10k / 100k / 1M leads, PostgreSQL at 1M, the lookups on a uuid-keyed table
 (``pg_lookups``) at 100k and 1M, the grouped counts (``pg_aggregates``) on the PostgreSQL size,
 related rows (``pg_related``), a full paged scan (``pg_scan``), throughput under 8 threads and
@@ -30,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from tests.benchmarks import pg_suite
+from tests.benchmarks import pg_suite, startup
 from tests.benchmarks.common import quiet_logging
 from tests.benchmarks.report import environment, render
 from tests.benchmarks.run_config import ROOT, THREADS, Config, Results, _config
@@ -100,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     results = Results()
     steps: list[tuple[str, Callable[[], object]]] = [
+        ("startup", lambda: startup.run(config.quick, results)),
         ("micro", lambda: micro(config, results)),
         ("memory", lambda: memory(config, results)),
         ("memory at scale", lambda: memory_at_scale(config, results)),

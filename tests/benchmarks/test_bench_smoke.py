@@ -72,6 +72,7 @@ class TestBenchReport:
         for heading in (
             "## Machine",
             "## Targets",
+            "## Start-up: whole processes vs a bare interpreter",
             "## Envelope and provenance vs plain JSON",
             "## Memory backend: growth curve",
             "## Memory backend at scale",
@@ -95,6 +96,7 @@ class TestBenchReport:
         _, figures = report
         names = [target["name"] for target in figures["targets"]]
         assert "Rule parser per query" in names
+        assert "Start-up: rag-agent --help" in names
         assert "Envelope + provenance, 500 rows" in names
         assert "run() cache hit" in names
         assert sum(name.startswith("facade.read vs raw psycopg") for name in names) == 3

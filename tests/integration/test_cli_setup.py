@@ -137,8 +137,27 @@ class TestSetup:
         report = json.loads(out)
         assert report["role"]["name"] == role, err
         assert report["role"]["superuser"] is False and report["role"]["bypassrls"] is False
-        assert report["problems"] == []  # exit 1 only for the indexes it recommends
-        assert code == (0 if report["ok"] else 1)
+        assert report["problems"] == []
+        # setup created every index the doctor checks for: setup -> doctor passes.
+        assert (report["missing_required"], report["missing_recommended"]) == (0, 0)
+        assert report["ok"] is True and code == 0
+
+    def test_without_indexes_doctor_separates_required_from_recommended(
+        self, scratch: tuple[str, str]
+    ) -> None:
+        """--no-indexes: the doctor fails on the required (point lookup) indexes alone, and
+        lists the recommended ones apart."""
+        dsn, role = scratch
+        result = setup_json(dsn, role, "--show-password", "--no-indexes", "--no-sample")
+        assert result["indexes"] == []
+        code, out, _ = run("doctor", "--dsn", result["reader_dsn"], "--json")
+        report = json.loads(out)
+        assert code == 1 and report["ok"] is False
+        required = {(c["table"], c["column"]) for c in report["columns"] if c["required"]}
+        missing = {(c["table"], c["column"]) for c in report["columns"] if c["served"] is False}
+        assert ("leads", "client_id") in required & missing
+        assert ("leads", "email") in required & missing
+        assert report["missing_recommended"] > 0
 
     def test_refuses_a_role_that_is_not_an_identifier(self, scratch: tuple[str, str]) -> None:
         """A role name is an identifier, never SQL."""

@@ -18,6 +18,8 @@ from rag_agent.cli import EXIT_OK, EXIT_QUERY_ERROR, EXIT_USAGE
 from tests.support.cli import Terminal, run
 
 ACME_LEADS = 196  # leads of the six "Acme …" companies in the sample data
+#: The one stderr line of a command answered from the bundled sample.
+SAMPLE_NOTE = "rag-agent: note: answering from the bundled sample data (memory backend)"
 GLOBEX_LEADS = 320
 
 
@@ -48,7 +50,10 @@ class TestAsk:
         assert envelope["metadata"]["query_filters"] == {"company": "acme"}
         assert len(envelope["records"]) == 50
         assert all("acme" in r["company_name"].lower() for r in envelope["records"])
-        assert err == ""
+        assert envelope["metadata"]["backend"] == {"kind": "memory", "database": "sample"}
+        # The sample answers, and says so on stderr: one line, nothing else.
+        assert err.startswith(SAMPLE_NOTE)
+        assert err.count("\n") == 1
 
     def test_piped_output_is_json(self) -> None:
         """Without --json, output that is not a terminal is still the JSON envelope."""
@@ -139,8 +144,9 @@ class TestAsk:
         assert_valid(envelope, validator)
         assert envelope["metadata"]["error"]["type"] == "TableNotAllowedError"
         assert envelope["records"] == []
-        assert err.count("\n") == 1
-        assert err.startswith("rag-agent: query failed: TableNotAllowedError: ")
+        note, error = err.splitlines()
+        assert note.startswith(SAMPLE_NOTE)
+        assert error.startswith("rag-agent: query failed: TableNotAllowedError: ")
 
     def test_no_filter_returns_nothing(self) -> None:
         """Text naming no filter, with no LLM, returns no records (never a whole table)."""
@@ -283,12 +289,22 @@ class TestConsoleScript:
         )
 
     def test_piped_ask(self, validator: jsonschema.Draft202012Validator) -> None:
-        """Piped stdout holds exactly one JSON envelope with records; stderr stays quiet."""
+        """Piped stdout holds exactly one JSON envelope with records, naming its backend;
+        stderr holds only the line saying the sample answered."""
         done = self._run("ask", "find leads at acme")
         assert done.returncode == EXIT_OK, done.stderr
         envelope = json.loads(done.stdout)
         assert_valid(envelope, validator)
         assert envelope["records"]
+        assert envelope["metadata"]["backend"] == {"kind": "memory", "database": "sample"}
+        assert done.stderr.startswith(SAMPLE_NOTE)
+        assert done.stderr.count("\n") == 1
+
+    def test_empty_memory_store_is_not_the_sample(self) -> None:
+        """--empty reads an unnamed store: no sample note, a backend without a database."""
+        done = self._run("ask", "lead #1", "--empty")
+        assert done.returncode == EXIT_OK, done.stderr
+        assert json.loads(done.stdout)["metadata"]["backend"] == {"kind": "memory"}
         assert done.stderr == ""
 
     def test_debug_traceback(self) -> None:
@@ -298,3 +314,36 @@ class TestConsoleScript:
         assert "Traceback" in done.stderr
         assert done.stderr.rstrip().splitlines()[-1].startswith("rag-agent: error: load needs")
         assert done.stdout == ""
+
+
+class TestChatEndings:
+    """The words people type to leave end the session; Ctrl-C ends the prompt's line."""
+
+    @pytest.mark.parametrize("ending", ["bye", "Bye!", "exit", "Exit.", "quit", "quit()", ":q"])
+    def test_ending_words_are_not_questions(self, ending: str) -> None:
+        code, out, err = run("chat", stdin=f"lead #1\n{ending}\nlead #2\n")
+        assert code == EXIT_OK, err
+        [envelope] = [json.loads(line) for line in out.splitlines()]
+        assert envelope["metadata"]["query_filters"] == {"id": 1}
+
+    def test_ctrl_c_at_the_terminal_prompt_ends_its_line(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """input() writes the prompt on stdout: the newline goes there, even when stderr is
+        redirected elsewhere, and only once."""
+        from rag_agent.cli import EXIT_INTERRUPTED, main
+
+        screen, elsewhere = Terminal(), io.StringIO()
+        keyboard = Terminal()
+
+        def interrupted(prompt: str = "") -> str:
+            screen.write(prompt)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(sys, "stdin", keyboard)
+        monkeypatch.setattr(sys, "stdout", screen)
+        monkeypatch.setattr("builtins.input", interrupted)
+        code = main(["chat", "--empty"], stdin=keyboard, stdout=screen, stderr=elsewhere)
+        assert code == EXIT_INTERRUPTED
+        assert screen.getvalue().endswith("rag> \n")
+        assert not elsewhere.getvalue().endswith("\n\n")

@@ -90,3 +90,60 @@ class TestAggregateRendering:
         assert "1.5" in lines[3] and "more groups exist" in lines[-1]
         for control in _TERMINAL_CONTROLS:
             assert control not in out.getvalue()
+
+
+class TestRankingLine:
+    """A ranked answer says so on a terminal, in one line: mode, legs, scores, degradation."""
+
+    def test_ranked_search_on_the_sample(self) -> None:
+        from tests.support.cli import run
+
+        code, out, _ = run("ask", "inquiries about pricing", "--limit", "3", tty=True)
+        assert code == 0
+        [line] = [x for x in out.splitlines() if x.strip().startswith("ranked:")]
+        assert 'ranked: keyword search for "pricing" (legs: keyword + trigram)' in line
+        assert " · scores " in line
+        assert "degraded: no embeddings are configured" in line
+
+    def test_a_search_that_found_nothing_still_says_it_ran(self) -> None:
+        from rag_agent.cli.render import format_envelope
+
+        envelope = {
+            "metadata": {
+                "source": "persistence.leads",
+                "total_count": 0,
+                "fallback": "disabled",
+                "ranking": {
+                    "mode": "keyword",
+                    "query": "quantum teleportation",
+                    "legs": ["keyword", "trigram"],
+                    "degraded": "no embeddings are configured, so the semantic leg did not run",
+                },
+            },
+            "records": [],
+        }
+        status, ranking = format_envelope(envelope).splitlines()
+        assert status == "persistence.leads · 0 matches · fallback: disabled"
+        assert ranking == (
+            '  ranked: keyword search for "quantum teleportation" (legs: keyword + trigram) · '
+            "no row ranked · degraded: no embeddings are configured, so the semantic leg did "
+            "not run"
+        )
+
+    def test_scores_are_the_records_relevance(self) -> None:
+        from rag_agent.cli.render import format_envelope
+
+        records = [
+            {"id": i, "provenance": {"relevance": {"score": s, "rank": i, "ranks": {}}}}
+            for i, s in ((1, 0.5), (2, 0.25))
+        ]
+        envelope = {
+            "metadata": {
+                "source": "persistence.leads",
+                "total_count": 2,
+                "ranking": {"mode": "hybrid", "query": "cloud", "legs": ["keyword", "semantic"]},
+            },
+            "records": records,
+        }
+        line = format_envelope(envelope).splitlines()[1]
+        assert line.endswith("(legs: keyword + semantic) · scores 0.500 to 0.250")

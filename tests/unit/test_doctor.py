@@ -15,6 +15,7 @@ from rag_agent.ops.doctor import (
     column_operators,
     create_statement,
     format_report,
+    is_required,
     memory_report,
     postgres_report,
     role_problems,
@@ -346,9 +347,69 @@ class TestPostgresReport:
                 "index": "btree on lower()",
                 "served_by": None,
                 "served": False,
+                "required": True,
                 "statement": document["statements"][0],
             }
         ]
+        assert (document["missing_required"], document["missing_recommended"]) == (1, 0)
+
+    def test_recommended_indexes_do_not_fail_the_check(self) -> None:
+        """Point lookups (ids, e-mail) served, the broader filters not: ok, with advice that
+        names the missing indexes as recommended, apart from the required ones."""
+        report = postgres_report(
+            schema="public",
+            tables={"leads": LEADS},
+            indexes=[PKEY, LOWER_EMAIL, index("client", ("client_id", "client_id", "int8_ops"))],
+            extensions={"plpgsql"},
+            role=READER,
+            writable=(),
+        )
+        assert report.ok
+        missing = {(c.column, c.operator) for c in report.checks if c.missing}
+        assert missing == {
+            ("company_name", "icontains"),
+            ("status", "eq"),
+            ("status", "ieq"),
+            ("created_at", "range"),
+        }
+        assert not any(c.required for c in report.checks if c.missing)
+        text = format_report(report)
+        assert "4 recommended (broader filters; advice, the check does not fail):" in text
+        assert "required (" not in text
+        assert "missing (recommended)" in text and "MISSING" not in text
+        assert report.as_json()["missing_recommended"] == 4
+
+    def test_a_missing_required_index_fails_and_comes_first(self) -> None:
+        report = postgres_report(
+            schema="public",
+            tables={"leads": LEADS},
+            indexes=[PKEY],
+            extensions={"plpgsql"},
+            role=READER,
+            writable=(),
+        )
+        assert not report.ok
+        text = format_report(report)
+        required = text.index("2 required (point lookups scan the table without them")
+        assert required < text.index("recommended (broader filters")
+        assert "leads_client_id_idx" in text[required : text.index("recommended (")]
+
+    @pytest.mark.parametrize(
+        ("column", "operator", "required"),
+        [
+            ("id", "eq", True),
+            ("client_id", "eq", True),
+            ("email", "ieq", True),
+            ("billing_email", "ieq", True),
+            ("status", "eq", False),
+            ("status", "ieq", False),
+            ("title", "ieq", False),
+            ("company_name", "icontains", False),
+            ("created_at", "range", False),
+        ],
+    )
+    def test_which_are_required(self, column: str, operator: str, required: bool) -> None:
+        assert is_required(column, operator) is required
 
 
 class TestRoleProblems:
@@ -434,3 +495,23 @@ class TestDoctorCommand:
         assert code == 2
         assert out == ""
         assert "RAG_POSTGRES_DSN" in err
+
+
+class TestExtensionAdvice:
+    """An extension the server does not ship: the advice says how to get it, not only the
+    CREATE EXTENSION statement that fails there."""
+
+    def test_absent_extensions_come_with_how_to_get_them(self) -> None:
+        from persistence.search.extensions import PG_TRGM_HOWTO, PGVECTOR_HOWTO
+        from rag_agent.ops.doctor_search import search_advice
+
+        absent = search_advice(
+            schema="public", tables={"leads": ["email"]}, indexes=(), extensions=set(),
+            available=set(),
+        )  # fmt: skip
+        assert PGVECTOR_HOWTO in absent.notes and PG_TRGM_HOWTO in absent.notes
+        shipped = search_advice(
+            schema="public", tables={"leads": ["email"]}, indexes=(), extensions=set(),
+            available={"vector", "pg_trgm"},
+        )  # fmt: skip
+        assert PGVECTOR_HOWTO not in shipped.notes  # CREATE EXTENSION is enough there

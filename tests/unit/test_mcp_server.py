@@ -210,3 +210,64 @@ class TestHostileValues:
             assert result.isError is (envelope["metadata"].get("error") is not None)
             for record in envelope["records"]:
                 assert record["provenance"]["source"] == "persistence.leads"
+
+
+class TestNewcomerTrips:
+    """What a client sees first: the server's own version, refused unknown arguments, and a
+    disconnect logged as one line."""
+
+    def test_server_reports_its_own_version(self, agent: RAGAgent) -> None:
+        from importlib.metadata import version
+
+        async def work(client: ClientSession) -> tuple[str, str]:
+            info = (await client.initialize()).serverInfo
+            return info.name, info.version
+
+        name, reported = in_process(create_mcp_server(agent), work)
+        assert name == "readonly-rag"
+        assert reported == version("readonly-rag")
+
+    @pytest.mark.parametrize(
+        ("tool", "arguments"),
+        [
+            ("list_tables", {"bogus": True}),
+            ("describe_table", {"table": "leads", "columns": ["id"]}),
+            ("query_table", {"table": "leads", "limt": 5}),
+            ("rag_agent", {"query": "lead #1", "tabel": "leads"}),
+        ],
+    )
+    def test_unknown_arguments_are_refused(
+        self, agent: RAGAgent, tool: str, arguments: dict[str, Any]
+    ) -> None:
+        result = _call(agent, tool, arguments)
+        assert result.isError
+        text = text_of(result)
+        unknown = next(name for name in arguments if name not in {"table", "query"})
+        assert f"{tool} takes no argument {unknown!r}" in text
+        assert "its arguments: " in text
+
+    def test_known_arguments_still_answer(self, agent: RAGAgent) -> None:
+        assert not _call(agent, "list_tables", {}).isError
+
+    def test_a_disconnect_is_one_line(self, caplog: pytest.LogCaptureFixture) -> None:
+        import logging
+
+        import anyio
+
+        from rag_agent.mcp_server import quiet_disconnects
+
+        quiet_disconnects()
+        logger = logging.getLogger("mcp.server.streamable_http")
+        with caplog.at_level(logging.DEBUG, logger="mcp.server.streamable_http"):
+            try:
+                raise anyio.ClosedResourceError
+            except anyio.ClosedResourceError:
+                logger.exception("Error in message router")
+            try:
+                raise ValueError("a real bug")
+            except ValueError:
+                logger.exception("Error handling POST request")
+        quiet, real = caplog.records
+        assert quiet.getMessage() == "MCP client disconnected (ClosedResourceError)"
+        assert quiet.levelno == logging.INFO and quiet.exc_info is None
+        assert real.levelno == logging.ERROR and real.exc_info is not None  # kept whole

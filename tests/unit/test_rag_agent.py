@@ -114,8 +114,8 @@ class TestMetadata:
     """Each metadata field means what the design says."""
 
     def test_a_plain_hit(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
-        """source, query_filters, filters, retrieved_at, total_count, has_more, cache, limit and
-        offset."""
+        """source, query_filters, filters, retrieved_at, total_count, has_more, cache, limit,
+        offset and the backend that answered."""
         writer.write("leads", {"email": "a@acme.io", "company_name": "Acme"})
         data = valid(make_agent(backend).run("leads at acme", return_json=True))
         assert data["metadata"] == {
@@ -130,6 +130,7 @@ class TestMetadata:
             "cache": "miss",
             "limit": 50,
             "offset": 0,
+            "backend": {"kind": "memory"},
         }
         (record,) = data["records"]
         assert record["company_name"] == "Acme"

@@ -104,6 +104,11 @@ class MemoryBackend(InlineAsyncReads):
         # and Supabase ones do: the facade is not the only line of defence.
         self._read_only = read_only
 
+    @property
+    def database(self) -> str | None:
+        """The store's ``name``: what envelopes name as their database."""
+        return self._store.name
+
     def _check_writable(self, table: str, operation: str) -> None:
         if self._read_only:
             refuse_write(operation, table, "this memory backend")

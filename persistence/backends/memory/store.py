@@ -67,6 +67,9 @@ class MemoryStore:
     O(1) instead of a scan; each costs about 40 bytes a row); a table it does not name gets its
     ``email`` column indexed (:data:`DEFAULT_INDEXED`), and ``{"leads": ()}`` indexes nothing.
     ``id`` is always a hash lookup.
+
+    ``name`` says what the store holds (the CLI names its sample store ``"sample"``); envelopes
+    read through it name it as their ``backend.database``.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class MemoryStore:
         schema: Mapping[str, Iterable[str] | Mapping[str, str | ColumnType]] = TABLE_TYPES,
         *,
         indexes: Mapping[str, Iterable[str]] | None = None,
+        name: str | None = None,
     ) -> None:
         if not isinstance(schema, Mapping):
             raise ConfigurationError(
@@ -85,6 +89,8 @@ class MemoryStore:
         self._tables: dict[str, Table] = {}
         # Kept through clear(): a version never goes back.
         self._versions: dict[str, int] = {}
+        #: What the store holds, in a word (``"sample"``): the database an envelope names.
+        self.name = name
 
     def clear(self) -> None:
         """Remove every row and learned column (ids start again at 1)."""

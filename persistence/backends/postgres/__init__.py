@@ -115,6 +115,8 @@ class PostgresBackend(_PostgresReads, _PostgresWrites):
         self._allow_privileged = allow_privileged
         #: Which tables these are, for write versions: server, database and schema.
         self.data_target = data_target(dsn, schema)
+        #: The database name alone, for envelopes: no user, password or host.
+        self.database = self.data_target[3] or None
         self._catalog = Catalog(schema, clock)
         self._statements: dict[tuple[Any, ...], Any] = {}
         self._connections = Connections(

@@ -313,9 +313,11 @@ def check_role_steps(writable: Collection[str], allow: bool) -> Steps[Statement,
         return
     user = role.name if role is not None else "?"
     if not allow:
+        # The remedy before the list: the list of roles can be long, and a message cut to fit
+        # an envelope must still say what to do.
         raise ConfigurationError(
-            f"postgres role {user!r} " + "; ".join(problems) + ": connect the read-only facade "
-            "as a least-privilege role that may only SELECT (see docs/backends/postgres.md), or "
-            "pass allow_privileged=True to accept the risk"
+            f"postgres role {user!r} may do more than read: connect the read-only facade as a "
+            "least-privilege role that may only SELECT (see docs/backends/postgres.md), or pass "
+            "allow_privileged=True to accept the risk; the role " + "; ".join(problems)
         )
     log.warning("postgres.privileged_role", role=user, problems=problems)

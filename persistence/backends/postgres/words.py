@@ -67,6 +67,11 @@ def words_table(table: str) -> str:
     return f"{table}{WORDS_TABLE_SUFFIX}"
 
 
+def trgm_installed(conn: psycopg.Connection[Any]) -> bool:
+    """Whether pg_trgm is installed in ``conn``'s database (the words table needs it)."""
+    return conn.execute(_TRGM_SQL).fetchone() is not None
+
+
 def write_words(
     conn: psycopg.Connection[Any],
     schema: str,

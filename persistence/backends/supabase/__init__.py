@@ -32,6 +32,7 @@ the only other state is a per-table cache of column names, filled once).
 from __future__ import annotations
 
 import time
+import urllib.parse
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
@@ -197,6 +198,8 @@ class SupabaseBackend(_SupabaseAggregates, _SupabaseSearch, _SupabaseWrites):
         self._page_size = page_size
         #: Which tables these are, for write versions: the project's URL and the schema.
         self.data_target = ("supabase", url.rstrip("/"), schema)
+        #: The project's host name alone, for envelopes (a URL could carry credentials).
+        self.database = urllib.parse.urlsplit(url).hostname or None
         # Written once per table and only read afterwards; a race costs one duplicate request.
         self._columns: dict[str, frozenset[str]] = {}
         self._description = ApiDescription(self._client)
