@@ -41,6 +41,7 @@ __all__ = [
     "Ignored",
     "OrderSpec",
     "Source",
+    "Through",
     "Understanding",
     "to_filters",
 ]
@@ -148,6 +149,7 @@ class Understanding:
     ``topic`` is what the text is about beyond its conditions: the words no rule read, request
     framing removed ("inquiries from customers who want to stop paying" → ``"stop paying"``);
     ``""`` when nothing is left. Rows are ranked by it (:mod:`rag_agent.pipeline.ranking`).
+    ``through`` are conditions on related tables (:class:`Through`).
     """
 
     table: str | None = None
@@ -159,6 +161,19 @@ class Understanding:
     include: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
     topic: str = ""
+    through: tuple[Through, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Through:
+    """A condition on a related table the text names ("leads of software clients" →
+    ``clients.industry = 'software'``): the run reads the matching rows' keys and follows the
+    foreign keys to the asked table (:mod:`rag_agent.pipeline.related_values`). ``text`` is the
+    words it was read from."""
+
+    table: str
+    condition: Condition
+    text: str
 
 
 @dataclass(frozen=True, slots=True)

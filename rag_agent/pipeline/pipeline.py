@@ -48,6 +48,7 @@ from rag_agent.pipeline.parts import _Page, _sequence
 from rag_agent.pipeline.plan_memo import Plan, PlanMemo, plan_key
 from rag_agent.pipeline.ranking import text_conditions
 from rag_agent.pipeline.related import checked_includes, resolve_words
+from rag_agent.pipeline.related_values import related_values
 from rag_agent.pipeline.retrieval import RetrievalSteps
 from rag_agent.pipeline.understanding_step import UnderstandingSteps
 from rag_agent.runtime.cache import QueryCache
@@ -140,6 +141,14 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             if linked:
                 more, more_refused = apply_conditions(self.facade, checked_table, linked)
                 applied, refused = applied + more, refused + more_refused
+            # "leads of software clients": a related table's condition read through the keys.
+            through, not_through = yield from related_values(
+                self.facade, checked_table, request.through
+            )
+            if through:
+                more, more_refused = apply_conditions(self.facade, checked_table, through)
+                applied, refused = applied + more, refused + more_refused
+            request_ignored = (*request_ignored, *not_through)
             related, unrelated = (
                 (asked, ())
                 if asked is not None

@@ -35,6 +35,7 @@ from rag_agent.specs import (
     Condition,
     ExtractionRequest,
     Ignored,
+    Through,
     Understanding,
 )
 from rag_agent.understanding.conditions import legacy_conditions
@@ -91,6 +92,7 @@ class Request:
     include: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
     topic: str = ""
+    through: tuple[Through, ...] = ()
 
 
 def explicit_conditions(filters: object) -> tuple[Condition, ...]:
@@ -155,6 +157,7 @@ def understand_request(
         include=found.include,
         metrics=found.metrics,
         topic=found.topic,
+        through=found.through if explicit is None else (),
     )
 
 

@@ -16,7 +16,8 @@ from decimal import Decimal, InvalidOperation
 
 from persistence import Op
 from persistence.search.text import FRAMING_WORDS
-from persistence.vocabulary import stem
+from persistence.vocabulary import SchemaVocabulary, stem
+from rag_agent.specs import Condition, Through
 from rag_agent.understanding.rules.lexicon import (
     NEEDS_CUE,
     OFF_WORDS,
@@ -113,7 +114,9 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
     """Report what names another table's column or value, never leaving it to be searched
     for as words: "leads from linkedin" on a table with no channel."""
     framing = {stem(w) for w in FRAMING_WORDS}
-    for name in reading.vocabulary.tables:
+    # Tables the text names come first: "linkedin campaigns" is the campaigns' channel.
+    named = {TABLE_WORDS[t.text] for t in _tokens(reading.original) if t.text in TABLE_WORDS}
+    for name in sorted(reading.vocabulary.tables, key=lambda table: table not in named):
         if name == lexicon.table:
             continue
         other = lexicon_of(reading.vocabulary, name, reading.synonyms)
@@ -148,8 +151,14 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
                 else:
                     continue
                 start = _prefix_start(reading.text, token.start)
-                reason = f"{plural(lexicon.table)} have no {column.name} column"
-                reading.ignore(start, stop, reason)
+                value = _related_value(other, column.name, tokens, i, length)
+                if value is not None and related(reading.vocabulary, lexicon.table, name):
+                    condition = Condition(column.name, Op.EQ, value)
+                    reading.through.append(Through(name, condition, reading.span(start, stop)))
+                    reading.claim(start, stop)
+                else:
+                    reason = f"{plural(lexicon.table)} have no {column.name} column"
+                    reading.ignore(start, stop, reason)
                 tokens = _tokens(reading.text)
                 break
 
@@ -171,6 +180,38 @@ def _writers(reading: Reading, lexicon: Lexicon) -> None:
         if senses and len({s.column for s in senses}) == 1:
             reading.add(senses[0].column, Op.EQ, senses[0].value)
             reading.claim(*match.span())
+
+
+def _related_value(
+    other: Lexicon, column: str, tokens: list[_Token], i: int, length: int
+) -> object | None:
+    """The value of ``column`` the words at ``tokens[i]`` name (a value alone, or the value after
+    the column's name), when they name one and are not negated."""
+    if _negated(tokens, i):
+        return None
+    index = i + length if length else i
+    senses = other.values.get((tokens[index].stem,)) if index < len(tokens) else None
+    chosen = [s for s in senses or () if s.column == column]
+    exact = [s for s in chosen if s.exact] or chosen
+    return exact[0].value if len(exact) == 1 else None
+
+
+def related(vocabulary: SchemaVocabulary, start: str, goal: str, hops: int = 2) -> bool:
+    """Whether foreign keys lead from ``start`` to ``goal`` in at most ``hops`` steps."""
+    frontier, seen = {start}, {start}
+    for _ in range(hops):
+        following = set()
+        for table in frontier:
+            words = vocabulary.table(table)
+            for relation in words.relations if words is not None else ():
+                for other in (relation.parent_table, relation.child_table):
+                    if other == goal:
+                        return True
+                    if other not in seen:
+                        seen.add(other)
+                        following.add(other)
+        frontier = following
+    return False
 
 
 def _prefix_start(text: str, start: int) -> int:

@@ -411,4 +411,5 @@ def understand(
         group_by=group_by,
         include=include,
         topic=topic_of(reading.text),
+        through=tuple(reading.through),
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 from persistence import Op
 from persistence.vocabulary import SchemaVocabulary
-from rag_agent.specs import Condition, Ignored
+from rag_agent.specs import Condition, Ignored, Through
 from rag_agent.understanding.rules.lexicon import Lexicon, lexicon_of
 
 __all__ = ["Reading", "plural"]
@@ -42,6 +42,7 @@ class Reading:
     table_span: tuple[int, int] | None = None
     conditions: list[Condition] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
+    through: list[Through] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.text = self.text or self.original
