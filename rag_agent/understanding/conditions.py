@@ -54,6 +54,12 @@ def query_filters_view(conditions: Iterable[Condition]) -> dict[str, Any]:
             view[key] = value
             continue
         shown = view.setdefault(condition.column, {})
-        if isinstance(shown, dict):
-            shown[Op(condition.op).value] = value
+        if not isinstance(shown, dict):
+            continue
+        op = Op(condition.op).value
+        if op == Op.NEQ.value and op in shown:  # "neither new nor contacted": both excluded
+            before = shown[op]
+            shown[op] = [*(before if isinstance(before, list) else [before]), value]
+        else:
+            shown[op] = value
     return view

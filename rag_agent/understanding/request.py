@@ -216,7 +216,8 @@ def apply_conditions(
     types) and those it cannot, each paired with the facade's reason.
 
     A second condition with the same column and operator is ignored: the query could apply
-    both, but the answer could not show which one a reader meant.
+    both, but the answer could not show which one a reader meant. Several ``neq`` are kept:
+    each excludes a value ("neither new nor contacted").
     """
     applied: list[Condition] = []
     refused: list[tuple[Condition, Ignored]] = []
@@ -224,7 +225,7 @@ def apply_conditions(
     for condition in conditions:
         try:
             op = Op(condition.op)
-            if (condition.column, op) in seen:
+            if (condition.column, op) in seen and op is not Op.NEQ:  # several neq: "neither"
                 raise InvalidQueryError(
                     f"a second {op.value!r} condition on {condition.column!r}", field="filters"
                 )

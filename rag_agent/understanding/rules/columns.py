@@ -35,6 +35,8 @@ _NEGATORS = frozenset({"not", "no", "non", "never", "except", "excluding", "neit
 _NEGATED_PAIRS = frozenset({("other", "than"), ("apart", "from"), ("rather", "than")})
 _BRIDGE = frozenset({"is", "are", "was", "were", "the", "a", "an", "of", "in", "as", "that", "be"})
 _PREFIXES = ("non", "un", "in", "dis")
+_PREPOSITIONS = frozenset({"on", "over", "via", "through", "from", "by", "with", "at", "for", "to",
+                           "into", "under", "any"})  # fmt: skip
 _MISSING_BEFORE = frozenset({"without", "missing", "lacking", "no"})
 _NUMBER = r"(?P<num>\$?\d[\d,]*(?:\.\d+)?)\s*(?P<unit>[kKmM]\b)?"
 _CMP = (
@@ -87,16 +89,21 @@ def _tokens(text: str) -> list[_Token]:
 
 
 def _negated(tokens: list[_Token], index: int) -> bool:
-    """Whether the phrase at ``tokens[index]`` is negated by the words just before it."""
-    look = tokens[max(0, index - 4) : index]
+    """Whether the phrase at ``tokens[index]`` is negated by the words just before it: past
+    bridge words and prepositions, and at most one other word ("not run on linkedin")."""
+    look = tokens[max(0, index - 5) : index]
     words = [t.text for t in look]
+    others = 0
     for position in range(len(words) - 1, -1, -1):
         word = words[position]
         if word in _NEGATORS or word.endswith(("n't", "n\u2019t")):
             return True
         if position and (words[position - 1], word) in _NEGATED_PAIRS:
             return True
-        if word not in _BRIDGE:
+        if word in _BRIDGE or word in _PREPOSITIONS:
+            continue
+        others += 1
+        if others > 1 or word in {"and", "but", "or"}:
             return False  # another content word ends the negation's reach
     return False
 
@@ -240,6 +247,10 @@ def _values(reading: Reading, lexicon: Lexicon) -> None:
             i += 1
             continue
         length, senses = match
+        senses = [s for s in senses if _spelled(s, tokens[i : i + length])]
+        if not senses:
+            i += 1
+            continue
         if length == 1 and stems_[i] in NEEDS_CUE and not _cued(lexicon, tokens, i, senses):
             i += 1
             continue
@@ -277,7 +288,18 @@ def _values(reading: Reading, lexicon: Lexicon) -> None:
 
 
 _CUE_BEFORE = frozenset({"is", "are", "was", "were", "still", "currently", "as", "that", "which",
-                         "who", "not", "isn't", "aren't", "only"})  # fmt: skip
+                         "who", "not", "isn't", "aren't", "only", "neither", "nor", "either",
+                         "or", "and", "status", "stage", "state"})  # fmt: skip
+
+
+def _spelled(sense: ValueSense, tokens: list[_Token]) -> bool:
+    """A synonym is met only by its own spelling (a plural, a suffix): "run" is not "running"."""
+    if sense.synonym is None:
+        return True
+    written = " ".join(t.text for t in tokens)
+    return written.startswith(sense.synonym) or (
+        sense.synonym.startswith(written) and len(written) >= len(sense.synonym) - 1
+    )
 
 
 def _cued(lexicon: Lexicon, tokens: list[_Token], i: int, senses: list[ValueSense]) -> bool:

@@ -78,6 +78,9 @@ class ValueSense:
     column: str
     value: Any
     exact: bool
+    #: A synonym's own spelling: it is met only by words that start with it ("live", "lives";
+    #: never "run" for "running", which stems alike).
+    synonym: str | None = None
 
 
 @dataclass
@@ -170,14 +173,16 @@ def _index(lexicon: Lexicon, synonyms: Mapping[str, tuple[str, ...]]) -> None:
             for target in targets:
                 meant = by_stem.get(stems(target))
                 if meant is not None:
-                    _add(lexicon, stems(word), ValueSense(column.name, meant, False))
+                    sense = ValueSense(column.name, meant, False, word.lower())
+                    _add(lexicon, stems(word), sense)
                     break
     lexicon.longest = max((len(p) for p in (*lexicon.values, *lexicon.names)), default=1)
 
 
 def _add(lexicon: Lexicon, phrase: tuple[str, ...], sense: ValueSense) -> None:
     senses = lexicon.values.setdefault(phrase, [])
-    if all((s.column, s.value) != (sense.column, sense.value) for s in senses):
+    if all((s.column, s.value, s.synonym) != (sense.column, sense.value, sense.synonym)
+           for s in senses):  # fmt: skip
         senses.append(sense)
 
 

@@ -137,22 +137,38 @@ def _reference_column(reading: Reading, table: str) -> str | None:
     return next((c.name for c in columns if c.references == table), None)
 
 
-_OWNER_RE = re.compile(r"\b(?:owner|owned|rep|manager|assigned)\W+(?:\w+\W+){0,3}$", re.I)
+_OWNER_BEFORE_RE = re.compile(
+    r"\b(?:owner|owned\s+by|rep|account\s+manager|assigned\s+to)\b(?:\s+(?:is|was|=|:))?\s*$",
+    re.IGNORECASE,
+)
+_OWNER_AFTER_RE = re.compile(r"^(?:['\u2019]s\b|\s+(?:owns?|manages?|handles?)\b)", re.IGNORECASE)
 
 
-def _email_column(reading: Reading, start: int) -> str | None:
-    """The e-mail column an address is for: the row's own, or an owner's when the words before
-    it say so ("owned by a@x.io") and the table has one; on a table the vocabulary does not
-    describe, the conventional ``email`` (the facade checks)."""
+def _email_column(
+    reading: Reading, match: re.Match[str]
+) -> tuple[str | None, list[tuple[int, int]]]:
+    """The e-mail column an address is for, and the words that said so: an owner's when the
+    words around it say so ("owned by a@x.io", "a@x.io's leads", "does a@x.io own") and the
+    table has one, else the row's own; on a table the vocabulary does not describe, the
+    conventional ``email`` (the facade checks)."""
     if not reading.known:
-        return "email"
+        return "email", []
     columns = reading.lexicon.role("email")
     if not columns:
-        return None
+        return None, []
     owner = [c for c in columns if set(reading.lexicon.columns[c].words) & {"owner", "rep"}]
-    if owner and _OWNER_RE.search(reading.text[max(0, start - 40) : start]):
-        return owner[0]
-    return columns[0]
+    text = reading.original
+    before = _OWNER_BEFORE_RE.search(text[max(0, match.start() - 40) : match.start()])
+    after = _OWNER_AFTER_RE.search(text[match.end() : match.end() + 12])
+    if owner and (before or after):
+        said = []
+        if before is not None:
+            offset = max(0, match.start() - 40)
+            said.append((offset + before.start(), offset + before.end()))
+        if after is not None:
+            said.append((match.end() + after.start(), match.end() + after.end()))
+        return owner[0], said
+    return columns[0], []
 
 
 def _singular(table: str) -> str:
@@ -275,6 +291,7 @@ def _exclusions_places_people(reading: Reading) -> None:
     for match in places:
         reading.ignore(*match.span(), f"no column of {plural(reading.table)} holds a location")
     first, last = reading.lexicon.first("given"), reading.lexicon.first("family")
+    full = reading.lexicon.first("person")
     for match in reading.finditer(_PERSON_RE, ("named", "called")):
         if match["last"] is None:
             reading.ignore(*match.span(), "one name may be a first or a last name")
@@ -282,8 +299,58 @@ def _exclusions_places_people(reading: Reading) -> None:
             reading.add(first, Op.IEQ, match["first"])
             reading.add(last, Op.IEQ, match["last"])
             reading.claim(*match.span())
+        elif full is not None:
+            reading.add(full, Op.IEQ, f"{match['first']} {match['last']}")
+            reading.claim(*match.span())
         else:
             reading.ignore(*match.span(), f"{plural(reading.table)} have no person names")
+
+
+# Two capitalised words: a person's first and last name when the table's learned names hold them.
+_BARE_PERSON_RE = re.compile(r"\b(?P<first>[A-Z][a-z-]+)\s+(?P<last>[A-Z][a-z-]+)(?:['\u2019]s)?\b")
+_AFTER_PERSON_NOUN = re.compile(r"\b(?:leads?|contacts?|prospects?|person|people)\s+$", re.I)
+
+
+def _known_people(reading: Reading) -> None:
+    """ "find Hugo Costa": a first and a last name each one of the table's learned values (a
+    company's name is not read as a person unless both words are people's names)."""
+    lexicon = reading.lexicon
+    first, last = lexicon.first("given"), lexicon.first("family")
+    if first is None or last is None or not reading.may_capitalise:
+        return
+    firsts = _folded(lexicon.columns[first].values)
+    lasts = _folded(lexicon.columns[last].values)
+    if not firsts or not lasts:
+        return  # names not learned (too many): a bare name stays for the other rules
+    for match in reading.finditer(_BARE_PERSON_RE):
+        if match["first"].casefold() in firsts and match["last"].casefold() in lasts:
+            reading.add(first, Op.IEQ, match["first"])
+            reading.add(last, Op.IEQ, match["last"])
+            reading.claim(*match.span())
+
+
+def _named_people(reading: Reading) -> None:
+    """ "the staged lead Wanda Zielinski": two capitalised words right after a person noun are
+    the person's name, on the table's full-name column (or its first and last names)."""
+    lexicon = reading.lexicon
+    first, last, full = lexicon.first("given"), lexicon.first("family"), lexicon.first("person")
+    if not reading.may_capitalise or (full is None and (first is None or last is None)):
+        return
+    for match in reading.finditer(_BARE_PERSON_RE):
+        if not _AFTER_PERSON_NOUN.search(reading.original[: match.start()]):
+            continue
+        if full is not None:
+            reading.add(full, Op.IEQ, f"{match['first']} {match['last']}")
+        else:
+            reading.add(str(first), Op.IEQ, match["first"])
+            reading.add(str(last), Op.IEQ, match["last"])
+        reading.claim(*match.span())
+
+
+def _folded(values: object) -> frozenset[str]:
+    if not isinstance(values, tuple):
+        return frozenset()
+    return frozenset(v.casefold() for v in values if isinstance(v, str))
 
 
 def no_company_column(table: str) -> str:
@@ -371,12 +438,15 @@ def understand(
 
     for match in emails:
         email = match.group().lower()
-        column = _email_column(reading, match.start())
+        column, owner_words = _email_column(reading, match)
         if column is None:
             reading.ignore(*match.span(), f"{plural(reading.table)} have no email column")
-        else:
-            reading.add(column, Op.IEQ, email)
-            reading.claim(*match.span())
+            continue
+        reading.add(column, Op.IEQ, email)
+        reading.claim(*match.span())
+        for start, end in owner_words:  # "whose owner is …", "… own?", "…'s leads"
+            reading.claim(start, end)
+            titles = [t for t in titles if not (start <= t[0] < end)]
     _apply_references(reading, references)
     for start, end, title in titles:
         # An acronym is the whole title or nothing: "CTO" as a substring is in "Director".
@@ -396,6 +466,8 @@ def understand(
         fields.read_industry,
         _vague,
         _exclusions_places_people,
+        _known_people,
+        _named_people,
     ):
         read(reading)
     report_other_tables(reading, reading.lexicon)  # lower-case words only: names stay names
