@@ -133,13 +133,17 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
                 token.stem in framing
                 or token.stem in _TABLE_STEMS
                 or (token.stem,) in lexicon.names
+                or _in_name(reading.original, tokens, i)  # "Acme Logistics LLC"
+                or (reading.table_span is not None and _inside(token, reading.table_span))
             ):
                 continue
             for column in other.columns.values():
-                if lexicon.has(column.name) or column.is_key:
+                if column.is_key:
                     continue
                 phrases = other.column_phrases(column.name)
-                length = _phrase_at(tokens, i, phrases)
+                # A column the table has too is its own ("status" of conversations); its value
+                # of another table's is not ("conversations with qualified leads").
+                length = 0 if lexicon.has(column.name) else _phrase_at(tokens, i, phrases)
                 end = i + length
                 if length and column.is_numeric:
                     after = _AFTER_RE.match(reading.text[tokens[end - 1].end :][:60])
@@ -150,6 +154,20 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
                     if tokens[end].text in _NOT_A_VALUE:
                         continue
                     stop = tokens[end].end
+                elif column.is_boolean and not lexicon.has(column.name):
+                    flag = _flag_at(tokens, i, phrases)
+                    if flag is None:
+                        continue
+                    value, stop = flag
+                    start = _prefix_start(reading.text, token.start)
+                    if related(reading.vocabulary, lexicon.table, name):
+                        condition = Condition(column.name, Op.EQ, value)
+                        text = reading.span(start, stop)
+                        reading.through.append(Through(name, condition, text))
+                        reading.claim(start, stop)
+                        tokens = _tokens(reading.text)
+                        break
+                    continue
                 elif not length:
                     senses = other.values.get((token.stem,))
                     if not senses or not any(s.exact and s.column == column.name for s in senses):
@@ -187,6 +205,31 @@ def _writers(reading: Reading, lexicon: Lexicon) -> None:
         if senses and len({s.column for s in senses}) == 1:
             reading.add(senses[0].column, Op.EQ, senses[0].value)
             reading.claim(*match.span())
+
+
+def _in_name(text: str, tokens: list[_Token], i: int) -> bool:
+    """Whether ``tokens[i]`` is a capitalised word among others (a name: "Acme Logistics").
+    A lone capitalised word ("leads in Italy") may still be a value."""
+
+    def capital(j: int) -> bool:
+        return 0 <= j < len(tokens) and text[tokens[j].start : tokens[j].end][:1].isupper()
+
+    return capital(i) and (capital(i - 1) or capital(i + 1))
+
+
+def _flag_at(
+    tokens: list[_Token], i: int, phrases: Iterable[tuple[str, ...]]
+) -> tuple[bool, int] | None:
+    """A flag named at ``tokens[i]``: ("active", end) → True, ("inactive", end) → False."""
+    length = _phrase_at(tokens, i, phrases)
+    if length:
+        return not _negated(tokens, i), tokens[i + length - 1].end
+    token = tokens[i]
+    for prefix in _PREFIXES:
+        rest = token.text[len(prefix) :].lstrip("-")
+        if token.text.startswith(prefix) and (stem(rest),) in set(phrases):
+            return False, token.end
+    return None
 
 
 def _related_value(

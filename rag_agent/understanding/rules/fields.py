@@ -37,8 +37,8 @@ _TITLE_RE = re.compile(
 )
 _DESCRIPTOR_RE = re.compile(
     r"(?:\b(?:the|a|an|any|our)\s+)?(?<![\w-])(?P<ind>[a-z][a-z&-]+(?:\s+[a-z][a-z&-]+)?)\s+"
-    r"(?:company|companies|firm|firms|startup|startups|business|businesses|industry|sector)\b"
-)
+    r"(?:company|companies|firm|firms|startup|startups|business|businesses)\b"
+)  # "the retail industry" names a column: the column rules read it
 _SUBJECT_RE = re.compile(
     r"\b(?:about|regarding|re:|concerning|mentioning|that\s+mentions?|containing|saying|"
     r"with\s+(?:the\s+)?subject(?:\s+line)?\s*(?::|is)?|with\s+the\s+words?)\s+",
@@ -57,7 +57,7 @@ _NAME_BEFORE_RE = re.compile(
 # Pre-checks (``Reading.finditer``'s ``needs``): every match of the rule holds one of these.
 _TITLE_WORDS = (*_ACRONYMS.split(), "vp", "vice", "head", "director", "manager", "executive",
                 "founder", "owner", "engineer")  # fmt: skip
-_DESCRIPTOR_NEEDS = ("compan", "firm", "startup", "business", "industr", "sector")
+_DESCRIPTOR_NEEDS = ("compan", "firm", "startup", "business")
 _SUBJECT_NEEDS = (
     "about",
     "regarding",

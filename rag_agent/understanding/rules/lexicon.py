@@ -62,7 +62,7 @@ _DATE_EVENT_WORDS = (
 #: Column-name words that say nothing of what the column holds ("is_active", "step_count").
 _FILLER = frozenset({"is", "has", "was", "can", "count", "number", "num", "nr", "at", "on", "of"})
 #: Last words of a column name that the column is also called without.
-_SUFFIXES = frozenset({"name", "date", "amount", "number", "count"})
+_SUFFIXES = frozenset({"name", "date", "amount", "number", "count", "no", "nr", "num"})
 #: Values that are everyday words ("what's new", "run"): read only next to a cue, a table noun
 #: after them or the column's name, "is"/"are"/"still" before them.
 NEEDS_CUE = frozenset(stem(w) for w in ("new", "open", "live", "active", "running", "ended",
@@ -142,9 +142,11 @@ class Lexicon:
         """The stem phrases naming ``column``: its words, and without filler words."""
         words = self.columns[column].stems
         meaningful = tuple(w for w in words if w not in _FILLER)
-        phrases = {words, meaningful} | ({meaningful[-1:]} if len(meaningful) > 1 else set())
+        phrases = {words, meaningful}
         if len(meaningful) > 1 and meaningful[-1] in _SUFFIXES:  # "company" for company_name
             phrases.add(meaningful[:-1])
+        elif len(meaningful) > 1:  # "score" for lead_score
+            phrases.add(meaningful[-1:])
         return tuple(p for p in phrases if p)
 
 

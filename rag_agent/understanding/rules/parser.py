@@ -368,7 +368,7 @@ def _company(reading: Reading) -> bool:
         words = reading.original.split()
         if len(words) <= _WEAK_MAX_WORDS:
             found, weak = names.find_lone_name(reading.text), True
-    if found is None:
+    if found is None or _framing_phrase(reading, found.start, found.end, found.value):
         return False
     if column is None:
         reading.ignore(found.start, found.end, no_company_column(reading.table))
@@ -376,6 +376,13 @@ def _company(reading: Reading) -> bool:
     reading.add(column, Op.ICONTAINS, found.value)
     reading.claim(found.start, found.end)
     return weak
+
+
+def _framing_phrase(reading: Reading, start: int, end: int, value: str) -> bool:
+    """A lower-case phrase after "the" ("for the board pack") is what the request is for, not a
+    company's name (names are written capitalised, or bare: "leads at acme")."""
+    said = reading.original[max(0, start - 4) : end].lower()
+    return value.islower() and re.search(r"\bthe\s+" + re.escape(value), said) is not None
 
 
 def understand(
@@ -464,13 +471,13 @@ def understand(
         fields.read_subjects,
         lambda r: read_columns(r, r.lexicon),
         fields.read_industry,
+        lambda r: report_other_tables(r, r.lexicon),  # before places: "from leads in Italy"
         _vague,
         _exclusions_places_people,
         _known_people,
         _named_people,
     ):
         read(reading)
-    report_other_tables(reading, reading.lexicon)  # lower-case words only: names stay names
     weak = _company(reading)
     if named is not None:  # the table word is framing: "inquiries about refunds"
         reading.claim(*named[1])
