@@ -158,10 +158,10 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
                     flag = _flag_at(tokens, i, phrases)
                     if flag is None:
                         continue
-                    value, stop = flag
+                    flag_value, stop = flag
                     start = _prefix_start(reading.text, token.start)
                     if related(reading.vocabulary, lexicon.table, name):
-                        condition = Condition(column.name, Op.EQ, value)
+                        condition = Condition(column.name, Op.EQ, flag_value)
                         text = reading.span(start, stop)
                         reading.through.append(Through(name, condition, text))
                         reading.claim(start, stop)
