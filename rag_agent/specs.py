@@ -47,8 +47,8 @@ __all__ = [
 ]
 
 #: Who understood a condition.
-Source = Literal["rules", "llm", "tool"]
-SOURCES: tuple[Source, ...] = ("rules", "llm", "tool")
+Source = Literal["rules", "llm", "tool", "reformulation"]
+SOURCES: tuple[Source, ...] = ("rules", "llm", "tool", "reformulation")
 
 #: Operators a model may use: literal values only (``ilike`` would let it write patterns).
 LLM_OPERATORS: tuple[str, ...] = tuple(op.value for op in Op if op is not Op.ILIKE)
@@ -179,8 +179,9 @@ class Through:
 @dataclass(frozen=True, slots=True)
 class ColumnInfo:
     """A column as an extractor may use it: its name, its kind (a ``ColumnKind`` value such as
-    ``"text"``, ``"uuid"``, ``"timestamptz"``), the operators allowed on it, and an enum
-    column's labels (``None`` for any other column)."""
+    ``"text"``, ``"uuid"``, ``"timestamptz"``), the operators allowed on it, and the values it
+    holds: an enum column's labels, or a few-valued column's values learned from the data
+    (:class:`~persistence.vocabulary.SchemaVocabulary`); ``None`` for any other column."""
 
     name: str
     kind: str

@@ -123,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     tables.add_argument("--json", action="store_true", help="print JSON")
     _add_backend_options(tables)
 
+    vocabulary = commands.add_parser(
+        "vocabulary", help="what the agent learned of the database: columns, kinds, values"
+    )
+    vocabulary.add_argument("table", nargs="?", help="one table (default: every readable table)")
+    vocabulary.add_argument("--json", action="store_true", help="print JSON")
+    _add_backend_options(vocabulary)
+
     load = commands.add_parser("load", help="load the sample dataset into PostgreSQL or Supabase")
     load.add_argument(
         "--create-tables", action="store_true", help="postgres: create missing tables first"
@@ -284,6 +291,7 @@ def _run(
         "ask": lambda: commands.cmd_ask(args, out, err, settings=settings),
         "chat": lambda: commands.cmd_chat(args, out, err, inp, settings=settings),
         "tables": lambda: commands.cmd_tables(args, out, err, settings=settings),
+        "vocabulary": lambda: commands.cmd_vocabulary(args, out, err, settings=settings),
         "load": lambda: commands.cmd_load(args, out, err, settings=settings),
         "demo": lambda: commands.cmd_demo(args, out, err, settings=settings),
         "tools": lambda: commands.cmd_tools(args, out, err),

@@ -202,6 +202,37 @@ def cmd_tables(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: 
     return EXIT_OK
 
 
+def cmd_vocabulary(
+    args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings
+) -> int:
+    """Print what the agent learned of the database (``SchemaVocabulary``): per table its
+    columns, kinds, references and few-valued columns' values, and what was skipped and why."""
+    with connect(args, agent=False, settings=settings) as conn:
+        err.write(sample_note(conn, args, settings))
+        if args.table is not None:
+            conn.facade.columns(args.table)  # an unknown or refused table: the facade's error
+        learned = conn.facade.vocabulary(refresh=True)
+    tables = [t for t in learned.tables.values() if args.table in (None, t.name)]
+    if wants_json(args, out):
+        described = {"backend": args.backend, "tables": [t.to_dict() for t in tables]}
+        out.write(json.dumps(described, default=str) + "\n")
+        return EXIT_OK
+    for table in tables:
+        out.write(f"{table.name}\n")
+        for column in table.columns.values():
+            what = f"  {column.name}  {column.type.name}"
+            if column.references is not None:
+                what += f"  -> {column.references}"
+            if column.values is not None:
+                shown = ", ".join(str(v) for v in column.values[:20])
+                more = f", … {len(column.values)} in all" if len(column.values) > 20 else ""
+                what += f"  values ({column.values_source}): {shown}{more}"
+            elif column.skipped is not None:
+                what += f"  (values skipped: {column.skipped})"
+            out.write(what + "\n")
+    return EXIT_OK
+
+
 def cmd_load(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Load the sample dataset into PostgreSQL or Supabase."""
     from rag_agent.ops.sample import SAMPLE_TABLES

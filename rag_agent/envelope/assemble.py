@@ -274,6 +274,7 @@ class Outcome:
     applied: list[AppliedFilter] = field(default_factory=list)
     ignored: list[IgnoredPart] = field(default_factory=list)
     count_only: bool = False
+    count_basis: str | None = None
     fallback_reads: list[FallbackReadInfo] = field(default_factory=list)
     aggregates: Aggregates | None = None
     related_capped: bool = False
@@ -354,6 +355,7 @@ def assemble(
         "filters": outcome.applied or None,
         "ignored": outcome.ignored or None,
         "count_only": True if outcome.count_only else None,
+        "count_basis": outcome.count_basis,
         "related_capped": True if outcome.related_capped else None,
         "reformulation_attempts": outcome.attempts or None,
         "fallback_dropped_ids": outcome.dropped_ids,

@@ -39,8 +39,11 @@ class AppliedFilter(_Frozen):
     column: str
     op: Literal["eq", "ieq", "neq", "gt", "gte", "lt", "lte", "in", "is_null", "icontains", "ilike"]
     value: Any = Field(description="The value after coercion to the column's type.")
-    source: Literal["rules", "llm", "tool"] = Field(
-        description="Who understood it: the rule parser, the LLM extraction, or a tool's arguments."
+    source: Literal["rules", "llm", "tool", "reformulation"] = Field(
+        description=(
+            "Who understood it: the rule parser, the LLM extraction, a tool's arguments, or a "
+            "reformulation that replaced the value (a similar company name)."
+        )
     )
 
 
@@ -229,6 +232,13 @@ class Metadata(_Frozen):
     )
     count_only: bool | None = Field(
         default=None, description="True when only the number of matches was asked for."
+    )
+    count_basis: str | None = Field(
+        default=None,
+        description=(
+            "What a count with a topic counted: the rows matching the filters that mention the "
+            "topic's words, or, when none does, the rows matching the filters."
+        ),
     )
     related_capped: bool | None = Field(
         default=None,

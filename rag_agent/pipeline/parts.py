@@ -26,6 +26,7 @@ from rag_agent.envelope.assemble import (
     source_of,
 )
 from rag_agent.hooks import FallbackRunner
+from rag_agent.pipeline.reformulation import LEGACY_ROLES, Roles
 from rag_agent.runtime.cache import QueryCache
 from rag_agent.runtime.ratelimit import RateLimiter
 from rag_agent.settings import RAGSettings
@@ -102,6 +103,16 @@ class PipelineParts:
             return self.facade.vocabulary()
         except PersistenceError:
             return None
+
+    def roles(self, table: str) -> Roles:
+        """The company, e-mail and key columns of ``table`` the reformulations relax, from the
+        database's vocabulary (the legacy view's columns when it cannot be learned)."""
+        vocabulary = self.vocabulary()
+        if vocabulary is None or vocabulary.table(table) is None:
+            return LEGACY_ROLES
+        lexicon = lexicon_of(vocabulary, table, self.settings.synonyms)
+        keys = tuple(c.name for c in lexicon.columns.values() if c.is_key)
+        return Roles(lexicon.first("company"), lexicon.role("email"), keys)
 
     def text_column(self, table: str) -> str | None:
         """The subject-like text column of ``table`` (what "about …" searches)."""

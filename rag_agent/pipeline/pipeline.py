@@ -181,11 +181,7 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             )
             # Rows are ranked by the topic, and by the words of "about …" substring conditions
             # on the table's text column, when the table can be ranked (rag_agent.pipeline.ranking).
-            as_topic = (
-                ()
-                if request.count_only
-                else text_conditions(self.text_column(checked_table), applied)
-            )
+            as_topic = text_conditions(self.text_column(checked_table), applied)
             words = " ".join([*(c.value for c in as_topic), request.topic]).strip()
             topic = self._topic(words, checked_table, related)
             as_topic = as_topic if topic else ()
@@ -196,6 +192,10 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
                 yield from self._aggregate(
                     log, outcome, checked_table, applied, request.group_by, metrics
                 )
+            elif request.count_only and topic:  # "how many inquiries about refunds"
+                rest = tuple(c for c in applied if c not in as_topic)
+                self._applied(outcome, rest)
+                yield from self._count_topic(log, outcome, checked_table, rest, topic)
             elif applied and request.count_only:
                 self._applied(outcome, applied)
                 yield from self._count(log, outcome, checked_table, applied)
@@ -206,7 +206,7 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
                 )
             similar_link_attempt(outcome, linked)  # "inquiries from Globx": a reformulation
             # zero is a count's answer
-            counted = (bool(applied) and request.count_only) or aggregated
+            counted = ((bool(applied) or bool(topic)) and request.count_only) or aggregated
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
                 yield from self._fall_back(
                     log, outcome, text, checked_table, applied, window, include_raw, deadline

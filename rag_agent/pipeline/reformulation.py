@@ -14,8 +14,10 @@ and an unfiltered table is never returned.
 >>> [reason for reason, _ in reformulations({"email": "a@x.io", "company": "Acme Inc."})]
 ['drop_email', 'shorten_company_suffix']
 
-:func:`relaxations` does the same over the pipeline's conditions: the email is the ``email``
-column's conditions, the company the ``icontains`` condition on ``company_name``.
+:func:`relaxations` does the same over the pipeline's conditions, with the table's
+:class:`Roles` (its company, e-mail and key columns, learned from the database's vocabulary):
+the e-mail is the e-mail columns' conditions, the company the ``icontains`` condition on the
+company column.
 """
 
 from __future__ import annotations
@@ -65,42 +67,55 @@ def reformulations(filters: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, 
         yield reason, query_filters_view(relaxed)
 
 
-_IDENTIFYING = frozenset(
-    {("id", Op.EQ), ("email", Op.IEQ), ("company_name", Op.ICONTAINS), ("client_id", Op.EQ)}
-)
+@dataclasses.dataclass(frozen=True, slots=True)
+class Roles:
+    """Which columns of the asked table are its company, its e-mails and its keys (the row's
+    own ``id`` and its references): learned from the database's vocabulary by the pipeline;
+    the defaults are the legacy four-key view's columns."""
+
+    company: str | None = "company_name"
+    emails: tuple[str, ...] = ("email",)
+    keys: tuple[str, ...] = ("id", "client_id")
 
 
-def _is_company(condition: Condition) -> bool:
-    return condition.column == "company_name" and condition.op is Op.ICONTAINS
-
-
-def _identifies(condition: Condition) -> bool:
-    # The conditions that name a row or an account (id, e-mail, company, client): a relaxed
-    # query must keep one, or it answers a much broader question than the one asked.
-    return (condition.column, Op(condition.op)) in _IDENTIFYING
+LEGACY_ROLES = Roles()
 
 
 def relaxations(
-    conditions: tuple[Condition, ...],
+    conditions: tuple[Condition, ...], roles: Roles = LEGACY_ROLES
 ) -> Iterator[tuple[str, tuple[Condition, ...]]]:
     """Yield ``(reason, relaxed_conditions)`` in :data:`REFORMULATION_ORDER`, each relaxing the
     last.
 
-    A condition is only dropped when another identifying one (id, e-mail, company, client)
+    A condition is only dropped when another identifying one (id, e-mail, company, a reference)
     remains, so "qualified leads at Nowhere Ltd" never becomes "qualified leads"; and a condition
     a caller gave explicitly (``source="tool"``) is never dropped: it is what was asked.
     """
+
+    def is_company(condition: Condition) -> bool:
+        return condition.column == roles.company and condition.op is Op.ICONTAINS
+
+    def identifies(condition: Condition) -> bool:
+        # The conditions that name a row or an account: a relaxed query must keep one, or it
+        # answers a much broader question than the one asked.
+        op = Op(condition.op)
+        return (
+            (condition.column in roles.keys and op in (Op.EQ, Op.IN))
+            or (condition.column in roles.emails and op in (Op.IEQ, Op.EQ))
+            or is_company(condition)
+        )
+
     current = conditions
 
     def droppable(victim: Condition) -> bool:
         rest = [c for c in current if c is not victim]
-        return victim.source != "tool" and any(_identifies(c) for c in rest)
+        return victim.source != "tool" and any(identifies(c) for c in rest)
 
-    emails = [c for c in current if c.column == "email"]
+    emails = [c for c in current if c.column in roles.emails]
     if emails and all(droppable(c) for c in emails):
-        current = tuple(c for c in current if c.column != "email")
+        current = tuple(c for c in current if c.column not in roles.emails)
         yield "drop_email", current
-    company = next((c for c in current if _is_company(c)), None)
+    company = next((c for c in current if is_company(c)), None)
     if company is not None and isinstance(company.value, str):
         shortened = shorten_company_suffix(company.value)
         if shortened is not None:

@@ -6,7 +6,8 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from persistence import Include, Query
+from persistence import Include, Query, UnsupportedOperatorError
+from persistence.search import MAX_K
 from rag_agent.envelope import ReformulationAttempt
 from rag_agent.envelope.assemble import Outcome, PageResult, ignored_parts, page_result
 from rag_agent.pipeline.aggregating import aggregate_into
@@ -112,11 +113,12 @@ class RetrievalSteps(PipelineParts):
         used = conditions
         if result.total_count == 0:
             tried, previous = 0, conditions
-            for reason, planned in with_similar_company(relaxations(conditions)):
+            roles = self.roles(table)
+            for reason, planned in with_similar_company(relaxations(conditions, roles)):
                 if tried >= self.settings.reformulation_max_attempts:
                     break
                 if planned is None:  # similar_company: looked up now, only if still needed
-                    planned = yield from similar_company(table, previous)
+                    planned = yield from similar_company(table, previous, roles.company)
                     if planned is None:
                         continue
                 else:
@@ -141,7 +143,11 @@ class RetrievalSteps(PipelineParts):
                 if attempt.total_count:
                     result, used = attempt, relaxed
                     outcome.fallback = "reformulation"
-                    note = swap_note(conditions, relaxed) if reason == "similar_company" else None
+                    note = (
+                        swap_note(conditions, relaxed, roles.company)
+                        if reason == "similar_company"
+                        else None
+                    )
                     if note is not None:
                         outcome.ignored += ignored_parts([note])
                     break
@@ -162,6 +168,40 @@ class RetrievalSteps(PipelineParts):
             self.cache.put(key, cached)
         outcome.total_count, outcome.retrieved_at = cached
         log.debug("rag.count", table=table, filters=outcome.filters, total_count=cached[0])
+
+    def _count_topic(
+        self,
+        log: Any,
+        outcome: Outcome,
+        table: str,
+        conditions: tuple[Condition, ...],
+        topic: str,
+    ) -> Steps[None]:
+        """Count the rows matching ``conditions`` that mention ``topic``'s words (the keyword
+        search's matches, at most MAX_K of them); when none does, the rows matching the
+        conditions, and the words are reported. ``metadata.count_basis`` says which."""
+        filters = [c.to_filter() for c in conditions]
+        asked = {"filters": filters, "k": MAX_K, "offset": 0, "mode": "keyword"}
+        try:
+            result = yield Call("search", (table, topic), asked)
+        except UnsupportedOperatorError:
+            result = None
+        mentions = 0
+        if result is not None:
+            mentions = sum(1 for hit in result.hits if hit.ranks.get("keyword") is not None)
+        outcome.retrieved_at = self.now()
+        if mentions:
+            outcome.total_count = mentions
+            bound = f" (at least: the search counts up to {MAX_K})" if mentions >= MAX_K else ""
+            outcome.count_basis = f"rows mentioning {topic!r}{bound}"
+        elif conditions:
+            yield from self._count(log, outcome, table, conditions)
+            outcome.ignored += ignored_parts([Ignored(topic, f"no row mentions {topic!r}")])
+            outcome.count_basis = "rows matching the filters"
+        else:
+            outcome.total_count = 0
+            outcome.count_basis = f"rows mentioning {topic!r}"
+        log.debug("rag.count", table=table, basis=outcome.count_basis, total=outcome.total_count)
 
     def _query(
         self,

@@ -23,6 +23,7 @@ uses it for a company named on a table that only refers to companies (``inquirie
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -68,12 +69,28 @@ class Closest:
         return bool(self.rivals)
 
 
-def _company(conditions: tuple[Condition, ...]) -> Condition | None:
+#: A name worth correcting: mostly letters, long enough for trigram similarity to mean something.
+MIN_CORRECTED_LENGTH = 4
+_NAME_LIKE = re.compile(r"[^\W\d_][\w&.,'\- ]*")
+
+
+def name_like(value: str) -> bool:
+    """Whether ``value`` reads as a name (letters, spaces and a name's punctuation; at least
+    :data:`MIN_CORRECTED_LENGTH` letters), not as punctuation, code or a fragment."""
+    letters = sum(ch.isalpha() for ch in value)
+    return (
+        letters >= MIN_CORRECTED_LENGTH
+        and letters >= 0.7 * len(value.replace(" ", ""))
+        and _NAME_LIKE.fullmatch(value.strip()) is not None
+    )
+
+
+def _company(conditions: tuple[Condition, ...], column: str | None) -> Condition | None:
     return next(
         (
             c
             for c in conditions
-            if c.column == "company_name" and c.op is Op.ICONTAINS and isinstance(c.value, str)
+            if c.column == column and c.op is Op.ICONTAINS and isinstance(c.value, str)
         ),
         None,
     )
@@ -154,21 +171,24 @@ def closest_name(
 
 
 def similar_company(
-    table: str, conditions: tuple[Condition, ...]
+    table: str, conditions: tuple[Condition, ...], column: str | None
 ) -> Steps[tuple[Condition, ...] | None]:
     """``conditions`` with the company name replaced by the most similar existing one, or
     ``None`` when there is no company condition, it was the caller's, no name is similar, or
     two are about equally close (pipeline steps: the lookups are yielded as
     :class:`~rag_agent.runtime.effects.Call`)."""
-    company = _company(conditions)
-    if company is None or company.source == "tool":
+    company = _company(conditions, column)
+    if company is None or column is None or company.source == "tool":
         return None
+    if not name_like(company.value):
+        return None  # punctuation, code, a fragment: no name to correct, never a guess
     rest = tuple(c for c in conditions if c is not company)
     filters = [c.to_filter() for c in rest]
-    found = yield from closest_name(table, "company_name", company.value, filters)
+    found = yield from closest_name(table, column, company.value, filters)
     if found is None or found.ambiguous:
         return None
-    replaced = dataclasses.replace(company, value=found.name)
+    # The replaced value says where it came from: the reformulation, not the rules' reading.
+    replaced = dataclasses.replace(company, value=found.name, source="reformulation")
     return tuple(replaced if c is company else c for c in conditions)
 
 
@@ -188,9 +208,11 @@ def with_similar_company(
         yield "similar_company", None
 
 
-def swap_note(before: tuple[Condition, ...], after: tuple[Condition, ...]) -> Ignored | None:
+def swap_note(
+    before: tuple[Condition, ...], after: tuple[Condition, ...], column: str | None
+) -> Ignored | None:
     """The ``ignored`` entry saying which company name was read as which, if one was."""
-    old, new = _company(before), _company(after)
+    old, new = _company(before, column), _company(after, column)
     if old is None or new is None or old.value == new.value:
         return None
     similarity = word_similarity(old.value, new.value)

@@ -15,7 +15,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field, ValidationError
 
-from persistence import ReadOnlyPersistenceFacade
+from persistence import PersistenceError, ReadOnlyPersistenceFacade
 from persistence.steps import Steps, adrive, drive
 from rag_agent.agent import RAGAgent
 from rag_agent.envelope.compact import compact_records, view_text
@@ -60,10 +60,12 @@ class DescribeTableInput(_Args):
 
 
 def describe_table(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, Any]:
-    """``table``'s allowed columns (name, type, kind, operators; an enum's labels) and its
+    """``table``'s allowed columns (name, type, kind, operators; an enum's labels, a few-valued
+    column's learned values) and its
     relations, as the facade allows them; raises the facade's errors for a table it refuses."""
     operators = {info.name: info.operators for info in column_infos(facade, table)}
     redacted = redacted_columns(facade, table)
+    learned = _learned_values(facade, table)
     columns = [
         {
             "name": name,
@@ -74,6 +76,8 @@ def describe_table(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, A
             **({"redacted": redacted[name]} if name in redacted else {}),
             # An enum's values are a closed list: a model filters on one of these labels.
             **({"labels": list(ctype.labels)} if ctype.labels is not None else {}),
+            # A few-valued column's values, learned from the data (persistence.vocabulary).
+            **({"values": learned[name]} if name in learned and ctype.labels is None else {}),
         }
         for name, ctype in facade.column_types(table).items()
     ]
@@ -86,6 +90,22 @@ def describe_table(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, A
         for r in facade.relations(table)
     ]
     return {"table": table, "columns": columns, "relations": relations}
+
+
+def _learned_values(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, list[Any]]:
+    """The values the database's vocabulary learned for ``table``'s few-valued text columns
+    (never a redacted column's); empty when it cannot be learned."""
+    try:
+        words = facade.vocabulary().table(table)
+    except PersistenceError:
+        return {}
+    if words is None:
+        return {}
+    return {
+        c.name: list(c.values)
+        for c in words.columns.values()
+        if c.values is not None and c.values_source == "data"
+    }
 
 
 def _error(exc: Exception) -> dict[str, Any]:

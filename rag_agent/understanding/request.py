@@ -259,6 +259,7 @@ def column_infos(facade: ReadOnlyPersistenceFacade, table: str) -> tuple[ColumnI
     """The allowed columns of ``table`` with their kinds and the operators offered on each."""
     supported = {op.value for op in Op if facade.capabilities.supports(op)}
     redacted = redacted_columns(facade, table)
+    learned = _learned(facade, table)
     infos = []
     for name, ctype in sorted(facade.column_types(table).items()):
         kind = ctype.kind.value
@@ -266,5 +267,19 @@ def column_infos(facade: ReadOnlyPersistenceFacade, table: str) -> tuple[ColumnI
         if name in redacted:  # exact look-ups only (persistence.redaction)
             operators = tuple(op for op in operators if op in _EXACT)
         offered = tuple(op for op in operators if op in supported)
-        infos.append(ColumnInfo(name, kind, offered, ctype.labels))
+        infos.append(ColumnInfo(name, kind, offered, ctype.labels or learned.get(name)))
     return tuple(infos)
+
+
+def _learned(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, tuple[str, ...]]:
+    """The values learned for ``table``'s few-valued text columns (so a model picks real
+    values), from the database's vocabulary; empty when it cannot be learned."""
+    try:
+        words = facade.vocabulary().table(table)
+    except PersistenceError:
+        return {}
+    return {
+        c.name: tuple(str(v) for v in c.values)
+        for c in (words.columns.values() if words is not None else ())
+        if c.values is not None and c.values_source == "data"
+    }

@@ -8,6 +8,9 @@ catalog. Functions and operators of an extension are named with the extension's 
 The keyword leg's document is the expression a GIN index must repeat to serve it::
 
     to_tsvector('english'::regconfig, coalesce(subject, '') || ' ' || coalesce(body, ''))
+
+(each column cast to ``text``, which on a text column PostgreSQL drops, and which makes an enum
+column's label text rather than comparing it with ``''``).
 """
 
 from __future__ import annotations
@@ -49,8 +52,12 @@ def _where_and(filters: Sequence[Filter], extra: sql.Composable | None) -> sql.C
 
 def document(columns: Sequence[str], config: str, alias: str | None = None) -> sql.Composable:
     """The keyword leg's ``tsvector`` over ``columns`` (see the module docstring)."""
+    # Cast to text: on an enum column ``''`` is no valid label (22P02); on a text column the
+    # cast is no node at all, so an index on ``coalesce(col, '')`` still serves the document.
     parts = [
-        sql.SQL("COALESCE({}, '')").format(sql.Identifier(alias, c) if alias else sql.Identifier(c))
+        sql.SQL("COALESCE(CAST({} AS pg_catalog.text), '')").format(
+            sql.Identifier(alias, c) if alias else sql.Identifier(c)
+        )
         for c in columns
     ]
     return sql.SQL("pg_catalog.to_tsvector(CAST({} AS pg_catalog.regconfig), {})").format(

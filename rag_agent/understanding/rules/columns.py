@@ -121,7 +121,9 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
     """Report what names another table's column or value, never leaving it to be searched
     for as words: "leads from linkedin" on a table with no channel."""
     framing = {stem(w) for w in FRAMING_WORDS}
-    # Tables the text names come first: "linkedin campaigns" is the campaigns' channel.
+    # Tables the text names come first: "linkedin campaigns" is the campaigns' channel. A value
+    # is read through another table only when the text names it and a foreign key joins the two
+    # ("leads of software clients"); else it is reported ("find leads from linkedin").
     named = {TABLE_WORDS[t.text] for t in _tokens(reading.original) if t.text in TABLE_WORDS}
     for name in sorted(reading.vocabulary.tables, key=lambda table: table not in named):
         if name == lexicon.table:
@@ -130,7 +132,8 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
         tokens = _tokens(reading.text)
         for i, token in enumerate(tokens):
             if (
-                token.stem in framing
+                "\x00" in reading.text[token.start : token.end]  # claimed meanwhile
+                or token.stem in framing
                 or token.stem in _TABLE_STEMS
                 or (token.stem,) in lexicon.names
                 or _in_name(reading.original, tokens, i)  # "Acme Logistics LLC"
@@ -160,31 +163,39 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
                         continue
                     flag_value, stop = flag
                     start = _prefix_start(reading.text, token.start)
-                    if related(reading.vocabulary, lexicon.table, name):
+                    if name in named and related(reading.vocabulary, lexicon.table, name, hops=1):
                         condition = Condition(column.name, Op.EQ, flag_value)
                         text = reading.span(start, stop)
                         reading.through.append(Through(name, condition, text))
                         reading.claim(start, stop)
-                        tokens = _tokens(reading.text)
                         break
                     continue
                 elif not length:
                     senses = other.values.get((token.stem,))
                     if not senses or not any(s.exact and s.column == column.name for s in senses):
                         continue
+                    if token.stem in NEEDS_CUE and name not in named:
+                        continue  # "open lead #5": an everyday word, no other table named
                     stop = token.end
                 else:
                     continue
                 start = _prefix_start(reading.text, token.start)
                 value = _related_value(other, column.name, tokens, i, length)
-                if value is not None and related(reading.vocabulary, lexicon.table, name):
+                if (
+                    value is not None
+                    and name in named
+                    and related(reading.vocabulary, lexicon.table, name, hops=1)
+                ):
                     condition = Condition(column.name, Op.EQ, value)
                     reading.through.append(Through(name, condition, reading.span(start, stop)))
                     reading.claim(start, stop)
                 else:
-                    reason = f"{plural(lexicon.table)} have no {column.name} column"
+                    reason = (
+                        f"{token.text!r} is not a {column.name} of {plural(lexicon.table)}"
+                        if lexicon.has(column.name)
+                        else f"{plural(lexicon.table)} have no {column.name} column"
+                    )
                     reading.ignore(start, stop, reason)
-                tokens = _tokens(reading.text)
                 break
 
 
@@ -332,7 +343,7 @@ def _values(reading: Reading, lexicon: Lexicon) -> None:
 
 _CUE_BEFORE = frozenset({"is", "are", "was", "were", "still", "currently", "as", "that", "which",
                          "who", "not", "isn't", "aren't", "only", "neither", "nor", "either",
-                         "or", "and", "status", "stage", "state"})  # fmt: skip
+                         "or", "and"})  # fmt: skip
 
 
 def _spelled(sense: ValueSense, tokens: list[_Token]) -> bool:
