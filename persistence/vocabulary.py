@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from persistence.aggregate import AggregateResult
-from persistence.errors import PersistenceError
+from persistence.errors import BackendUnavailableError, PersistenceError
 from persistence.relations import Relation
 from persistence.values.types import ColumnKind, ColumnType
 
@@ -83,11 +83,13 @@ def stem(word: str) -> str:
     return str(_stemmer().stemWord(word.lower()))
 
 
+@functools.lru_cache(maxsize=65536)
 def words_of(text: str) -> tuple[str, ...]:
     """The lower-case words of a name or value: ``lead_score`` → ``("lead", "score")``."""
     return tuple(word.lower() for word in _WORD_RE.findall(text))
 
 
+@functools.lru_cache(maxsize=65536)
 def stems(text: str) -> tuple[str, ...]:
     """The stems of :func:`words_of`: ``closed_won`` → ``("close", "won")``."""
     return tuple(stem(word) for word in words_of(text))
@@ -208,6 +210,8 @@ class SchemaVocabulary:
         for table in names:
             try:
                 types = facade.column_types(table)
+            except BackendUnavailableError:
+                raise  # no database to learn from: the caller says so, never an empty vocabulary
             except PersistenceError:
                 continue
             references = {
@@ -230,6 +234,8 @@ def _relations(facade: Readable, tables: tuple[str, ...]) -> tuple[Relation, ...
     for table in tables:
         try:
             offered = facade.relations(table)
+        except BackendUnavailableError:
+            raise
         except PersistenceError:
             continue
         for relation in offered:
@@ -258,7 +264,9 @@ def _learn_column(
         return plain
     try:
         result = facade.aggregate(table, group_by=[name], limit=max_values)
-    except PersistenceError as exc:
+    except BackendUnavailableError:
+        raise
+    except PersistenceError as exc:  # a timeout, aggregates disabled …: kept without values
         return _skip(plain, f"not readable: {type(exc).__name__}")
     if result.capped:
         return _skip(plain, f"more than {max_values} distinct values")

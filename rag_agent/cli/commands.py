@@ -209,8 +209,11 @@ def cmd_vocabulary(
     columns, kinds, references and few-valued columns' values, and what was skipped and why."""
     with connect(args, agent=False, settings=settings) as conn:
         err.write(sample_note(conn, args, settings))
-        if args.table is not None:
-            conn.facade.columns(args.table)  # an unknown or refused table: the facade's error
+        readable = conn.facade.tables()
+        if args.table is not None and args.table not in readable:
+            raise UsageError(
+                f"{args.table!r} is not a readable table; choose one of: " + ", ".join(readable)
+            )
         learned = conn.facade.vocabulary(refresh=True)
     tables = [t for t in learned.tables.values() if args.table in (None, t.name)]
     if wants_json(args, out):

@@ -104,7 +104,7 @@ def _learned_values(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, 
     return {
         c.name: list(c.values)
         for c in words.columns.values()
-        if c.values is not None and c.values_source == "data"
+        if c.values and c.values_source == "data"
     }
 
 

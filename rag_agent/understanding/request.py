@@ -281,5 +281,5 @@ def _learned(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, tuple[s
     return {
         c.name: tuple(str(v) for v in c.values)
         for c in (words.columns.values() if words is not None else ())
-        if c.values is not None and c.values_source == "data"
+        if c.values and c.values_source == "data"
     }

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from tests.benchmarks import pg_suite, startup
+from tests.benchmarks import pg_suite, startup, vocabulary
 from tests.benchmarks.common import quiet_logging
 from tests.benchmarks.report import environment, render
 from tests.benchmarks.run_config import ROOT, THREADS, Config, Results, _config
@@ -114,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     memory_runs: list[pg_suite.Throughput] = []
     steps.append(("postgres", lambda: pg_runs.extend(postgres(config, results))))
     steps.append(("lookups", lambda: lookups(config, results)))
+    steps.append(
+        ("vocabulary", lambda: vocabulary.run(config.quick, results, config.vocabulary_rows))
+    )
     steps.append(("aggregates", lambda: aggregates(config, results)))
     steps.append(("related", lambda: related(config, results)))
     steps.append(("scan", lambda: scan(config, results)))

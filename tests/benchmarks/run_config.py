@@ -38,6 +38,8 @@ class Config:
     #: P@10 of hybrid search against the peer on the labelled set (with the peer only).
     search_relevance: bool = True
     plot: Path | None = None
+    #: Leads the database's vocabulary is learned from (full mode: 1M, the issue's aim).
+    vocabulary_rows: int = 0
 
 
 @dataclass
@@ -96,4 +98,5 @@ def _config(args: argparse.Namespace) -> Config:
         vector_rows=vector_rows if _embeddings_available() else 0,
         search_relevance=_embeddings_available(),
         plot=args.output.parent / "benchmarks-growth.png",
+        vocabulary_rows=pg_rows,
     )

@@ -58,6 +58,12 @@ CASES: list[tuple[tuple[str, ...], str, dict[str, str], int, str]] = [
     # tables
     (("tables", "--dsn", UNREACHABLE), "", {}, EXIT_UNAVAILABLE, r"rag-agent: error: " + SHOWN),
     (("tables", "--dsn", MALFORMED), "", {}, EXIT_USAGE, MALFORMED_LINE),
+    # vocabulary
+    (("vocabulary", "users"), "", {}, EXIT_USAGE,
+     r"rag-agent: error: 'users' is not a readable table; choose one of: campaigns, "),
+    (("vocabulary", "--dsn", UNREACHABLE), "", {}, EXIT_UNAVAILABLE,
+     r"rag-agent: error: " + SHOWN),
+    (("vocabulary", "--dsn", MALFORMED), "", {}, EXIT_USAGE, MALFORMED_LINE),
     # load
     (("load", "--backend", "memory"), "", {}, EXIT_USAGE,
      r"rag-agent: error: load needs --backend postgres or supabase"),

@@ -28,7 +28,7 @@ from persistence.policy import AccessPolicy
 from persistence.steps import drive
 from rag_agent import RAGAgent, build_tools
 from rag_agent.envelope import row_hash
-from rag_agent.pipeline.similar import similar_company
+from rag_agent.pipeline.similar import name_like, similar_company
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition
 from rag_agent.understanding.filters import understand
@@ -315,11 +315,18 @@ class TestAboutRanks:
             "ignored"
         ]
 
-    def test_a_count_keeps_the_substring(self, agent: RAGAgent) -> None:
-        """A count is not ranked: 'about pricing' stays the subject condition it was."""
+    def test_a_count_counts_the_rows_mentioning_the_words(
+        self, agent: RAGAgent, store: MemoryStore
+    ) -> None:
+        """A count with a topic counts the rows whose text mentions its words, and says so."""
         data = valid(agent.run("how many inquiries about pricing", return_json=True))
-        assert data["metadata"]["total_count"] == 1
-        assert data["metadata"]["filters"][0]["column"] == "subject"
+        mentioning = [
+            row
+            for row in store.rows("inquiries")
+            if "pricing" in f"{row.get('subject', '')} {row.get('body', '')}".casefold()
+        ]
+        assert mentioning and data["metadata"]["total_count"] == len(mentioning)
+        assert data["metadata"]["count_basis"] == "rows mentioning 'pricing'"
 
     def test_without_search_the_substring_filters_again(self, store: MemoryStore) -> None:
         """A backend that cannot search reads 'about pricing' as the subject substring."""
@@ -338,7 +345,7 @@ class TestAboutRanks:
 def _similar(facade: ReadOnlyPersistenceFacade, conditions: tuple[Condition, ...]) -> Any:
     """similar_company's steps on ``leads``, their calls answered by ``facade``."""
     return drive(
-        similar_company("leads", conditions),
+        similar_company("leads", conditions, "company_name"),
         lambda call: getattr(facade, call.port)(*call.args, **call.kwargs),
     )
 
@@ -383,7 +390,16 @@ class TestSimilarCompany:
         facade = ReadOnlyPersistenceFacade(NoSearch(store), AccessPolicy.read_only(BUSINESS_TABLES))
         condition = Condition("company_name", Op.ICONTAINS, "Globx", "rules")
         [found] = _similar(facade, (condition,)) or ()
-        assert found.value == "Globex Corporation" and found.source == "rules"
+        # The replaced value says where it came from: the reformulation, not the rules.
+        assert found.value == "Globex Corporation" and found.source == "reformulation"
+
+    @pytest.mark.parametrize("typed", ["Gl", "'--", "x=1", "Gl0b3x!!", "(GX)", "%G%"])
+    def test_no_fragment_or_code_is_corrected(self, agent: RAGAgent, typed: str) -> None:
+        """Only a name-like value (letters, four or more) is replaced by a similar name: a
+        fragment or text that reads as code or punctuation never becomes a company."""
+        condition = Condition("company_name", Op.ICONTAINS, typed, "rules")
+        assert _similar(agent.facade, (condition,)) is None
+        assert not name_like(typed)
 
 
 def _tool(agent: RAGAgent) -> Any:

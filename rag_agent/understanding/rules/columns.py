@@ -9,6 +9,7 @@ column and which value come from the lexicon, so the same rules read any schema.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,10 +83,16 @@ class _Token:
 
 
 def _tokens(text: str) -> list[_Token]:
-    return [
+    return list(_tokenized(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _tokenized(text: str) -> tuple[_Token, ...]:
+    # The rules tokenise the same (partly claimed) text several times: once per text suffices.
+    return tuple(
         _Token(m.group().lower(), stem(m.group().lower().replace("\u2019", "'")), *m.span())
         for m in _TOKEN_RE.finditer(text)
-    ]
+    )
 
 
 def _negated(tokens: list[_Token], index: int) -> bool:
@@ -138,6 +145,7 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
                 or (token.stem,) in lexicon.names
                 or _in_name(reading.original, tokens, i)  # "Acme Logistics LLC"
                 or (reading.table_span is not None and _inside(token, reading.table_span))
+                or not _may_start(other, token)
             ):
                 continue
             for column in other.columns.values():
@@ -216,6 +224,18 @@ def _writers(reading: Reading, lexicon: Lexicon) -> None:
         if senses and len({s.column for s in senses}) == 1:
             reading.add(senses[0].column, Op.EQ, senses[0].value)
             reading.claim(*match.span())
+
+
+def _may_start(lexicon: Lexicon, token: _Token) -> bool:
+    """Whether a phrase of ``lexicon`` may start at ``token`` (or at it without a negating
+    prefix: "inactive")."""
+    if token.stem in lexicon.triggers:
+        return True
+    return any(
+        token.text.startswith(prefix)
+        and stem(token.text[len(prefix) :].lstrip("-")) in lexicon.triggers
+        for prefix in _PREFIXES
+    )
 
 
 def _in_name(text: str, tokens: list[_Token], i: int) -> bool:

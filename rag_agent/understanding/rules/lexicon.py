@@ -95,6 +95,8 @@ class Lexicon:
     #: stems of a phrase → the columns it names
     names: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
     longest: int = 1
+    _phrases: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict, repr=False)
+    _triggers: frozenset[str] | None = field(default=None, repr=False)
 
     def has(self, column: str) -> bool:
         return column in self.columns
@@ -140,6 +142,23 @@ class Lexicon:
 
     def column_phrases(self, column: str) -> tuple[tuple[str, ...], ...]:
         """The stem phrases naming ``column``: its words, and without filler words."""
+        known = self._phrases.get(column)
+        if known is None:
+            known = self._phrases[column] = self._column_phrases(column)
+        return known
+
+    @property
+    def triggers(self) -> frozenset[str]:
+        """Every stem that may start a phrase of this table: a column's name or a value (so
+        another table's rules can skip a word none of its phrases starts with)."""
+        if self._triggers is None:
+            found = {phrase[0] for phrase in self.values}
+            for column in self.columns:
+                found.update(phrase[0] for phrase in self.column_phrases(column))
+            self._triggers = frozenset(found)
+        return self._triggers
+
+    def _column_phrases(self, column: str) -> tuple[tuple[str, ...], ...]:
         words = self.columns[column].stems
         meaningful = tuple(w for w in words if w not in _FILLER)
         phrases = {words, meaningful}

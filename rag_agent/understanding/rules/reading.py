@@ -40,6 +40,7 @@ class Reading:
     text: str = ""
     #: Where the text names its table ("imported leads"), once known: no value is read there.
     table_span: tuple[int, int] | None = None
+    _lexicon: Lexicon | None = field(default=None, repr=False)
     conditions: list[Condition] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
     through: list[Through] = field(default_factory=list)
@@ -69,7 +70,10 @@ class Reading:
     @property
     def lexicon(self) -> Lexicon:
         """The words of the table being read, from the database's vocabulary."""
-        return lexicon_of(self.vocabulary, self.table, self.synonyms)
+        kept = self._lexicon
+        if kept is None or kept.table != self.table:
+            kept = self._lexicon = lexicon_of(self.vocabulary, self.table, self.synonyms)
+        return kept
 
     @property
     def known(self) -> bool:
