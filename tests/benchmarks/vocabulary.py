@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
-import statistics
 import time
 import tracemalloc
 from typing import Any

@@ -16,11 +16,49 @@ from rag_agent.understanding.rules import understand
 
 NOW = dt.datetime(2025, 6, 18, 12, tzinfo=dt.UTC)
 #: Words that mean nothing to the rules (no table, framing, date, comparison or role word).
-WORDS = (
-    "amber birch cedar delta ember fjord garnet harbor indigo juniper koala lagoon maple nectar "
-    "onyx pebble quartz raven saffron tundra umber violet willow yarrow zephyr cobalt dune "
-    "falcon glacier heron iris jasper kelp lotus mango nimbus opal prairie quill reef sierra"
-).split()
+WORDS = [
+    "amber",
+    "birch",
+    "cedar",
+    "delta",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "koala",
+    "lagoon",
+    "maple",
+    "nectar",
+    "onyx",
+    "pebble",
+    "quartz",
+    "raven",
+    "saffron",
+    "tundra",
+    "umber",
+    "violet",
+    "willow",
+    "yarrow",
+    "zephyr",
+    "cobalt",
+    "dune",
+    "falcon",
+    "glacier",
+    "heron",
+    "iris",
+    "jasper",
+    "kelp",
+    "lotus",
+    "mango",
+    "nimbus",
+    "opal",
+    "prairie",
+    "quill",
+    "reef",
+    "sierra",
+]  # a word list reads better as one string
 
 
 @st.composite
