@@ -214,6 +214,8 @@ class SchemaVocabulary:
                 raise  # no database to learn from: the caller says so, never an empty vocabulary
             except PersistenceError:
                 continue
+            if not types:  # the backend cannot tell (a Supabase project hiding its description)
+                continue
             references = {
                 r.child_column: r.parent_table for r in relations if r.child_table == table
             }

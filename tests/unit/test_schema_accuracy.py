@@ -10,6 +10,9 @@ import pytest
 from tests.data.schema_accuracy import Report, evaluate
 from tests.data.schema_questions import SCHEMAS
 
+# The whole labelled set in one fixture: a minute or more on a busy 2-core machine.
+pytestmark = pytest.mark.timeout(600)
+
 #: The aim of the understand-any-schema work, per schema, on the half the rules were not tuned on.
 HELD_OUT_AIM = 0.95
 

@@ -23,7 +23,7 @@ from rag_agent.understanding.rules.columns import read_columns, report_other_tab
 from rag_agent.understanding.rules.dates import find_dates
 from rag_agent.understanding.rules.reading import Reading, plural
 from rag_agent.understanding.rules.related import read_related
-from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary
+from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary, with_sample_fallback
 from rag_agent.understanding.rules.topic import topic_of
 from rag_agent.understanding.rules.vocabulary import DEFAULT_TABLE, REFERENCE_WORDS, TABLE_WORDS
 
@@ -414,7 +414,8 @@ def understand(
         return Understanding(table=table)
     original = text[:MAX_TEXT_LENGTH].replace("\x00", " ")
     extra = {k: tuple(v) for k, v in (synonyms or {}).items()} or None
-    reading = Reading(original, table or DEFAULT_TABLE, vocabulary or sample_vocabulary(), extra)
+    known = sample_vocabulary() if vocabulary is None else with_sample_fallback(vocabulary)
+    reading = Reading(original, table or DEFAULT_TABLE, known, extra)
     count_only = False
     for match in reading.finditer(_COUNT_RE, ("how", "number", "count")):
         count_only = True

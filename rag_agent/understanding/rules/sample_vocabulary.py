@@ -12,7 +12,7 @@ import functools
 from persistence import MemoryStore, create_read_only_facade
 from persistence.vocabulary import SchemaVocabulary
 
-__all__ = ["sample_vocabulary"]
+__all__ = ["sample_vocabulary", "with_sample_fallback"]
 
 
 @functools.cache
@@ -23,3 +23,17 @@ def sample_vocabulary() -> SchemaVocabulary:
     store = MemoryStore()
     load_sample(store)
     return SchemaVocabulary.learn(create_read_only_facade(kind="memory", store=store))
+
+
+@functools.lru_cache(maxsize=64)
+def with_sample_fallback(vocabulary: SchemaVocabulary) -> SchemaVocabulary:
+    """``vocabulary``, with the sample's words for a business table it could not learn (a
+    backend that cannot describe its columns): the rules then propose the reference schema's
+    columns, which the facade's own check keeps or reports, as for any table."""
+    sample = sample_vocabulary()
+    missing = {
+        name: words for name, words in sample.tables.items() if name not in vocabulary.tables
+    }
+    if not missing:
+        return vocabulary
+    return SchemaVocabulary({**missing, **vocabulary.tables})
