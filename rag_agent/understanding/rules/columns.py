@@ -86,9 +86,11 @@ def _tokens(text: str) -> list[_Token]:
     return list(_tokenized(text))
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=16)
 def _tokenized(text: str) -> tuple[_Token, ...]:
-    # The rules tokenise the same (partly claimed) text several times: once per text suffices.
+    # The rules tokenise the same (partly claimed) text several times within one question:
+    # once per text suffices, and a few texts are all one question needs (so no long question
+    # is kept after it).
     return tuple(
         _Token(m.group().lower(), stem(m.group().lower().replace("\u2019", "'")), *m.span())
         for m in _TOKEN_RE.finditer(text)
