@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from persistence import Filter, InvalidQueryError, Order, ReadOnlyPersistenceFacade
+from persistence import Filter, InvalidQueryError, Order, ReadOnlyPersistenceFacade, brief_repr
 from persistence.query import is_identifier
 from rag_agent.envelope import Envelope
 from rag_agent.envelope.assemble import (
@@ -70,14 +70,16 @@ class PipelineParts:
         elif type(limit) is int and limit >= 1:
             eff_limit = min(limit, settings.max_limit)
         else:
-            raise InvalidQueryError(f"limit must be a positive int, not {limit!r}", field="limit")
+            raise InvalidQueryError(
+                f"limit must be a positive int, not {brief_repr(limit)}", field="limit"
+            )
         if offset is None:
             eff_offset = 0
         elif type(offset) is int and offset >= 0:
             eff_offset = offset
         else:
             raise InvalidQueryError(
-                f"offset must be a non-negative int, not {offset!r}", field="offset"
+                f"offset must be a non-negative int, not {brief_repr(offset)}", field="offset"
             )
         return eff_limit, eff_offset
 

@@ -28,6 +28,7 @@ from persistence import (
     Op,
     PersistenceError,
     ReadOnlyPersistenceFacade,
+    brief_repr,
 )
 from rag_agent.specs import (
     ColumnInfo,
@@ -225,7 +226,7 @@ def apply_conditions(
 def describe(condition: Condition) -> str:
     """A condition as a short phrase: ``"score gt 80"``."""
     op = condition.op.value if isinstance(condition.op, Op) else str(condition.op)
-    return f"{condition.column} {op} {condition.value!r}"
+    return f"{condition.column} {op} {brief_repr(condition.value)}"
 
 
 _EXACT = frozenset(op.value for op in EXACT_OPERATORS)
