@@ -61,7 +61,7 @@ _SCALAR_TYPES = (str, int, float, bool, decimal.Decimal, dt.date, dt.datetime, d
 # A lone surrogate is what undecodable bytes become (``surrogateescape``); no UTF-8 store holds it.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # Bits of the smallest integer of MAX_NUMBER_DIGITS + 1 digits, less one: 10**1000 has 3,322.
-_MAX_NUMBER_BITS = (10**MAX_NUMBER_DIGITS).bit_length() - 1
+_MAX_NUMBER_BITS: int = (10**MAX_NUMBER_DIGITS).bit_length() - 1
 # A decimal exponent past this (1e-10000, 1e10000) is no business value either.
 _MAX_EXPONENT = 2 * MAX_NUMBER_DIGITS
 # PostgreSQL's LIMIT and OFFSET are bigint: a larger page window is a mistake, refused as one.

@@ -46,6 +46,7 @@ from rag_agent.agent import RAGAgent
 from rag_agent.envelope import Envelope, envelope_json_schema
 from rag_agent.envelope.assemble import error_envelope
 from rag_agent.envelope.compact import compact_text
+from rag_agent.mcp_security import HttpSecurity, server_options
 from rag_agent.tools import DeliverDataTool, _EnvelopeTool, build_tools
 
 __all__ = [
@@ -59,7 +60,8 @@ __all__ = [
 ]
 
 SERVER_NAME = "readonly-rag"
-#: Streamable HTTP binds the loopback interface unless told otherwise: the server has no auth.
+#: Streamable HTTP binds the loopback interface unless told otherwise; beyond it the server needs
+#: a bearer token and an allowed-hosts list (rag_agent.mcp_security).
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
@@ -108,13 +110,19 @@ def mcp_tools(agent: RAGAgent) -> list[LangChainMCPTool]:
 
 
 def create_mcp_server(
-    agent: RAGAgent, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+    agent: RAGAgent,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    security: HttpSecurity | None = None,
 ) -> FastMCP[Any]:
     """A ``FastMCP`` server exposing the read-only tools of ``agent``.
 
-    ``host`` and ``port`` matter for ``run("streamable-http")`` only (path ``/mcp``); on the
-    loopback interface the SDK also refuses requests whose ``Host`` or ``Origin`` is not local
-    (DNS rebinding).
+    ``host``, ``port`` and ``security`` matter for ``run("streamable-http")`` (path ``/mcp``).
+    On the loopback interface the SDK refuses requests whose ``Host`` or ``Origin`` is not
+    local (DNS rebinding). Beyond it, ``security`` must hold a bearer token and the allowed
+    ``Host`` values, or this raises ``ConfigurationError`` (:mod:`rag_agent.mcp_security`).
+    Sessions and request bodies are bounded on every address.
     """
     if not isinstance(agent, RAGAgent):
         raise TypeError(f"create_mcp_server needs a RAGAgent, not {type(agent).__name__}")
@@ -125,6 +133,7 @@ def create_mcp_server(
         host=host,
         port=port,
         log_level="WARNING",
+        **server_options(host, port, security),
     )
 
 
