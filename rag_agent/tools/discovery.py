@@ -70,7 +70,8 @@ def describe_table(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, A
             "type": ctype.name,
             "kind": ctype.kind.value,
             "operators": list(operators.get(name, ())),
-            # Shown redacted ("mask:email", "hash", "drop"): exact look-ups only.
+            # Shown redacted ("mask:email", "hash", "drop"): exact look-ups at most (its
+            # operators say which, if any, the redaction answers).
             **({"redacted": redacted[name]} if name in redacted else {}),
             # An enum's values are a closed list: a model filters on one of these labels.
             **({"labels": list(ctype.labels)} if ctype.labels is not None else {}),
