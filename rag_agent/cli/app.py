@@ -255,8 +255,12 @@ def _logging(err: TextIO, settings: RAGSettings) -> Iterator[None]:
 def _run(
     args: argparse.Namespace, settings: RAGSettings, inp: TextIO, out: TextIO, err: TextIO
 ) -> int:
-    from rag_agent.cli.connect import resolve_backend
+    from rag_agent.cli.connect import dsn_password_warning, resolve_backend
 
+    warning = dsn_password_warning(getattr(args, "dsn", None))
+    if warning:
+        err.write(warning + "\n")
+        err.flush()
     if hasattr(args, "default_backend"):
         args.backend = resolve_backend(args, settings, default=args.default_backend)
     if args.command == "doctor":

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from persistence import DEFAULT_RELATED_LIMIT, MAX_RELATED_LIMIT, Include, Op, Order
 from persistence.query import MAX_NUMBER_DIGITS, MAX_ORDER_KEYS, MAX_TEXT_VALUE_LENGTH
 from persistence.search import DEFAULT_K, MAX_K, MAX_OFFSET, MAX_SEARCH_TEXT_LENGTH
-from rag_agent.specs import Condition, FilterSpec, OrderSpec
+from rag_agent.specs import Condition, FilterSpec, OrderSpec, WholeNumber
 from rag_agent.understanding.conditions import legacy_conditions
 from rag_agent.understanding.filters import FILTER_KEYS, normalize_filters
 
@@ -262,14 +262,16 @@ class QueryLeadsInput(_Args):
     )
     email: str | None = Field(default=None, description="Exact e-mail (case-insensitive).")
     company: str | None = Field(default=None, description="Company name (substring match).")
-    id: int | str | None = Field(default=None, description="The lead's id.")
-    client_id: int | str | None = Field(default=None, description="The client account's id.")
+    id: WholeNumber | str | None = Field(default=None, description="The lead's id.")
+    client_id: WholeNumber | str | None = Field(
+        default=None, description="The client account's id."
+    )
     status: str | None = Field(
         default=None, description="Lead status, e.g. 'qualified' (case-insensitive)."
     )
     title: str | None = Field(default=None, description="Job title (substring), e.g. 'CTO'.")
-    score_min: int | None = Field(default=None, description="Lowest score (inclusive).")
-    score_max: int | None = Field(default=None, description="Highest score (inclusive).")
+    score_min: WholeNumber | None = Field(default=None, description="Lowest score (inclusive).")
+    score_max: WholeNumber | None = Field(default=None, description="Highest score (inclusive).")
     created_after: str | None = Field(
         default=None, description="Created at or after this ISO 8601 date/time (UTC if no zone)."
     )
@@ -277,8 +279,8 @@ class QueryLeadsInput(_Args):
         default=None, description="Created before this ISO 8601 date/time (UTC if no zone)."
     )
     count_only: bool = Field(default=False, description="Only count the matches.")
-    limit: int | None = Field(default=None, ge=1, description="Page size (clamped).")
-    offset: int | None = Field(default=None, ge=0, description="Rows to skip.")
+    limit: WholeNumber | None = Field(default=None, ge=1, description="Page size (clamped).")
+    offset: WholeNumber | None = Field(default=None, ge=0, description="Rows to skip.")
 
     def conditions(self) -> tuple[Condition, ...]:
         """The explicit fields as conditions (``source="tool"``), legacy keys first."""
@@ -330,15 +332,15 @@ class QueryTableInput(_Args):
         description="Ranges, e.g. {column: created_at, gte: '2025-03-01', lt: '2025-04-01'}.",
     )
     count_only: bool = Field(default=False, description="Only count the matches.")
-    limit: int | None = Field(default=None, ge=1, description="Page size (clamped).")
-    offset: int = Field(default=0, ge=0, description="Rows to skip.")
+    limit: WholeNumber | None = Field(default=None, ge=1, description="Page size (clamped).")
+    offset: WholeNumber = Field(default=0, ge=0, description="Rows to skip.")
     include: list[str] | None = Field(
         default=None,
         max_length=8,
         description="Relations whose rows each record carries under 'related' (see "
         "describe_table), e.g. ['conversations'] or ['conversations.messages'].",
     )
-    include_limit: int | None = Field(
+    include_limit: WholeNumber | None = Field(
         default=None,
         ge=1,
         le=MAX_RELATED_LIMIT,
@@ -396,7 +398,7 @@ class AggregateTableInput(CountRowsInput):
         description="'count' (rows), or '<function>:<column>' with function count_distinct, "
         "sum, avg (numeric columns), min or max (numbers, text, dates), e.g. 'avg:score'.",
     )
-    limit: int | None = Field(
+    limit: WholeNumber | None = Field(
         default=None, ge=1, le=1000, description="At most this many groups (default 100)."
     )
 
@@ -419,8 +421,8 @@ class SearchTableInput(_Args):
         default=None,
         description="Ranges, e.g. {column: received_at, gte: '2025-03-01', lt: '2025-04-01'}.",
     )
-    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K, description="Rows to return.")
-    offset: int = Field(default=0, ge=0, le=MAX_OFFSET, description="Ranked rows to skip.")
+    k: WholeNumber = Field(default=DEFAULT_K, ge=1, le=MAX_K, description="Rows to return.")
+    offset: WholeNumber = Field(default=0, ge=0, le=MAX_OFFSET, description="Ranked rows to skip.")
     mode: Literal["hybrid", "keyword", "semantic"] = Field(
         default="hybrid",
         description="hybrid (words and meaning), keyword (words, typos forgiven) or semantic.",
@@ -436,8 +438,8 @@ class RAGAgentInput(_Args):
 
     query: str | None = Field(default=None, description="What to find, in free text.")
     table: str = Field(default="leads", description="The table to search.")
-    limit: int | None = Field(default=None, ge=1)
-    offset: int | None = Field(default=None, ge=0)
+    limit: WholeNumber | None = Field(default=None, ge=1)
+    offset: WholeNumber | None = Field(default=None, ge=0)
     metadata: dict[str, Any] | None = Field(
         default=None,
         description="A previous envelope's metadata: its query_filters, limit, offset are reused.",
