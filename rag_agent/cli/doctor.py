@@ -73,6 +73,7 @@ def _postgres(args: argparse.Namespace, settings: RAGSettings) -> tuple[Report, 
         indexes=facts.indexes,
         extensions=facts.extensions,
         available=facts.available,
+        spelling=facts.spelling,
     )
     return report, advice
 

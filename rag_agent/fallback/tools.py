@@ -50,9 +50,9 @@ from rag_agent.untrusted import UNTRUSTED_DATA_NOTE, boundary_block
 __all__ = [
     "FallbackSession",
     "FallbackStepLimitError",
-    "FallbackToolCallLimitError",
     "FallbackStopped",
     "FallbackTimeoutError",
+    "FallbackToolCallLimitError",
 ]
 
 _DEFAULT_ROWS_PER_CALL = 10

@@ -167,7 +167,9 @@ class MemoryBackend(WorkerAsyncReads):
             embedder,
             project=lambda row: _copy_row({c: row.get(c) for c in columns}),
             cache=vector_cache(self._store),
-            every_row=lambda: _views(*self._matching(query.table, ())),
+            # Corrections come from words of rows inside the filters only (all rows without).
+            every_row=None if query.filters else lambda: _views(*self._matching(query.table, ())),
+            correct_from_rows=bool(query.filters),
         )
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
