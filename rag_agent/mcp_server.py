@@ -11,7 +11,8 @@
 Every tool of :func:`~rag_agent.tools.build_tools` that reads is exposed under its own name,
 description and argument schema, annotated ``readOnlyHint``, ``idempotentHint``, not destructive
 and not open-world. ``deliver_data`` is not exposed: it is disabled, and a server only advertises
-what it can do. A call runs the LangChain tool itself, so the allow-list, the page and fallback
+what it can do. A call runs the LangChain tool itself, in a worker thread (the sessions share
+the event loop), so the allow-list, the page and fallback
 budgets, the input coercion and the refusal of nested input are the tools' own, not a copy. The
 answer carries the compact view (:mod:`rag_agent.envelope.compact`: rows without provenance, counts,
 paging hints, what was applied and ignored; row text between untrusted-data markers) as text in
@@ -31,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 try:
+    import anyio
     from mcp.server.fastmcp import FastMCP
     from mcp.server.fastmcp.tools import Tool
     from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase, FuncMetadata
@@ -96,9 +98,16 @@ class LangChainMCPTool(Tool):
     ) -> CallToolResult:
         """Run the LangChain tool on ``arguments`` (as sent: the tool coerces and validates)."""
         call = {"name": self.name, "args": arguments, "id": uuid.uuid4().hex, "type": "tool_call"}
+        # The whole call, its answer's conversion included, runs in a worker thread: every
+        # session of the server shares this event loop, and the pipeline's own CPU work
+        # (planning, records and their hashes, the compact view of up to RAG_MAX_LIMIT rows)
+        # would hold the others' calls for as long as it runs.
+        return await anyio.to_thread.run_sync(self._answer, call)
+
+    def _answer(self, call: dict[str, Any]) -> CallToolResult:
         try:
             # The tools never raise by contract; an exception here is a bug, still an answer.
-            message = await self.source.ainvoke(call)
+            message = self.source.invoke(call)
         except Exception as exc:
             return _envelope_result(error_envelope(self.name, exc))
         return _result(message)
