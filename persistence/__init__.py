@@ -24,6 +24,7 @@ from persistence.errors import (
     QueryTimeoutError,
     TableNotAllowedError,
     UnsupportedOperatorError,
+    brief_repr,
 )
 from persistence.facade import PersistenceAgent, ReadOnlyPersistenceFacade
 from persistence.factory import (
@@ -101,6 +102,7 @@ __all__ = [
     "RowRedaction",
     "TableNotAllowedError",
     "UnsupportedOperatorError",
+    "brief_repr",
     "canonical_value",
     "column_type",
     "create_persistence_agent",

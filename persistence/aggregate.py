@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from persistence.errors import InvalidQueryError
+from persistence.errors import InvalidQueryError, brief_repr
 from persistence.query import is_identifier
 from persistence.values.column_kinds import ColumnKind, ColumnType
 
@@ -144,10 +144,11 @@ def _group_by(group_by: Iterable[str]) -> tuple[str, ...]:
     names = tuple(group_by)
     for name in names:
         if not isinstance(name, str) or not is_identifier(name):
-            raise InvalidQueryError(f"invalid group_by column {name!r}", field="group_by")
+            raise InvalidQueryError(f"invalid group_by column {brief_repr(name)}", field="group_by")
     if len(set(names)) != len(names) or len(names) > MAX_GROUP_BY:
         raise InvalidQueryError(
-            f"group_by names at most {MAX_GROUP_BY} distinct columns, not {list(names)!r}",
+            f"group_by names at most {MAX_GROUP_BY} distinct columns, "
+            f"not {brief_repr(list(names))}",
             field="group_by",
         )
     return names
@@ -158,7 +159,7 @@ def _limit(limit: int | None) -> int:
         return DEFAULT_GROUP_LIMIT
     if type(limit) is not int or not 1 <= limit <= MAX_GROUP_LIMIT:
         raise InvalidQueryError(
-            f"limit (groups) must be an int from 1 to {MAX_GROUP_LIMIT}, not {limit!r}",
+            f"limit (groups) must be an int from 1 to {MAX_GROUP_LIMIT}, not {brief_repr(limit)}",
             field="limit",
         )
     return limit

@@ -33,7 +33,43 @@ __all__ = [
     "QueryTimeoutError",
     "TableNotAllowedError",
     "UnsupportedOperatorError",
+    "brief_repr",
 ]
+
+#: What an error message shows of a caller's value, at most: messages are logged, redacted and
+#: sent back to a model, and each of those costs time in the length of the text.
+BRIEF_REPR_WIDTH = 60
+
+
+def brief_repr(value: object, width: int = BRIEF_REPR_WIDTH) -> str:
+    """``repr(value)`` cut to ``width`` characters, for error messages about caller values.
+
+    Never raises and never renders a huge value whole: a long ``str`` is described by its
+    length, an ``int`` too wide to print (``repr`` raises ``ValueError`` past 4,300 digits) by
+    its number of digits, and a container by its type and length.
+
+    >>> brief_repr(10**5000)
+    'an integer of about 5001 digits'
+    >>> brief_repr("x" * 1000)
+    'a 1000-character string'
+    """
+    if isinstance(value, str) and len(value) > width:
+        return f"a {len(value)}-character string"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3 * width:
+        # Digits from the bit length, as printing the number would cost (or raise) to count.
+        return f"an integer of about {_digits(value)} digits"
+    if isinstance(value, list | tuple | set | frozenset | dict) and len(value) > 8:
+        return f"a {type(value).__name__} of {len(value)} items"
+    try:
+        shown = repr(value)
+    except Exception:  # a value whose repr fails still gets a message
+        return f"a {type(value).__name__}"
+    return shown if len(shown) <= width else f"{shown[: width - 3]}..."
+
+
+def _digits(value: int) -> int:
+    # log10(2) * bits, rounded down, plus one: exact or one more than the true count.
+    return int(abs(value).bit_length() * 0.30102999566398120) + 1
 
 
 class PersistenceError(Exception):

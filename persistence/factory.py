@@ -118,6 +118,7 @@ def _redaction(
     if isinstance(given, RedactionPolicy):
         return given
     key = settings.redaction_key if isinstance(settings, PersistenceSettings) else None
+    lookups = settings.redact_lookups if isinstance(settings, PersistenceSettings) else "hash"
     if given is not None:
         if not isinstance(given, Mapping):
             raise ConfigurationError(
@@ -125,9 +126,9 @@ def _redaction(
                 f"not {type(given).__name__}"
             )
         rules = {t: c for t, c in given.items() if t != "*"}
-        return RedactionPolicy(rules, default=given.get("*"), key=key)
+        return RedactionPolicy(rules, default=given.get("*"), key=key, lookups=lookups)
     if isinstance(settings, PersistenceSettings) and settings.redact:
-        return RedactionPolicy.parse(settings.redact, key=key)
+        return RedactionPolicy.parse(settings.redact, key=key, lookups=lookups)
     return None
 
 

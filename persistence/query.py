@@ -11,18 +11,22 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import enum
+import itertools
 import math
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from persistence.errors import InvalidQueryError
+from persistence.errors import InvalidQueryError, brief_repr
 
 __all__ = [
     "IDENTIFIER_PATTERN",
+    "MAX_COLUMNS",
     "MAX_IN_VALUES",
+    "MAX_NUMBER_DIGITS",
+    "MAX_ORDER_KEYS",
     "MAX_TEXT_VALUE_LENGTH",
     "Filter",
     "Op",
@@ -41,11 +45,25 @@ MAX_IN_VALUES = 1_000
 #: no e-mail (254), name or title comes near it, and on PostgreSQL a 200 KB literal held a pooled
 #: connection for the whole statement timeout.
 MAX_TEXT_VALUE_LENGTH = 4_096
+#: An integer or decimal value with more digits than this is refused: no id, amount or count
+#: comes near it, Python refuses to print an integer past 4,300 digits (so no message could
+#: show it), and comparing or hashing a 100,000-digit number is real work on every row.
+MAX_NUMBER_DIGITS = 1_000
+#: A read naming more distinct columns than this is refused (no table of the schema has half).
+MAX_COLUMNS = 256
+#: More sort keys than this are refused: the id tie-breaker makes every order total already, so
+#: further keys change nothing a reader can see, while the memory backend compared rows by each
+#: of them (20,000 keys cost 20 s of CPU in one call).
+MAX_ORDER_KEYS = 4
 
 Scalar = str | int | float | bool | decimal.Decimal | dt.date | dt.datetime | dt.time | uuid.UUID
 _SCALAR_TYPES = (str, int, float, bool, decimal.Decimal, dt.date, dt.datetime, dt.time, uuid.UUID)
 # A lone surrogate is what undecodable bytes become (``surrogateescape``); no UTF-8 store holds it.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Bits of the smallest integer of MAX_NUMBER_DIGITS + 1 digits, less one: 10**1000 has 3,322.
+_MAX_NUMBER_BITS: int = (10**MAX_NUMBER_DIGITS).bit_length() - 1
+# A decimal exponent past this (1e-10000, 1e10000) is no business value either.
+_MAX_EXPONENT = 2 * MAX_NUMBER_DIGITS
 # PostgreSQL's LIMIT and OFFSET are bigint: a larger page window is a mistake, refused as one.
 _MAX_COUNT = 2**63 - 1
 
@@ -58,8 +76,8 @@ def is_identifier(name: object) -> bool:
 def _check_identifier(name: object, what: str) -> str:
     if not is_identifier(name):
         raise InvalidQueryError(
-            f"{what} {name!r} is not a valid identifier: use lower-case ASCII letters, digits "
-            "and '_', starting with a letter or '_', at most 63 characters",
+            f"{what} {brief_repr(name)} is not a valid identifier: use lower-case ASCII "
+            "letters, digits and '_', starting with a letter or '_', at most 63 characters",
             field=what,
         )
     return name  # type: ignore[return-value]
@@ -105,6 +123,11 @@ def _check_scalar(value: object, column: str) -> Scalar:
         isinstance(value, decimal.Decimal) and not value.is_finite()
     ):
         raise InvalidQueryError(f"filter on {column!r} has a non-finite float", field="value")
+    if _too_many_digits(value):
+        raise InvalidQueryError(
+            f"filter on {column!r} has a number of more than {MAX_NUMBER_DIGITS} digits",
+            field="value",
+        )
     if isinstance(value, str) and len(value) > MAX_TEXT_VALUE_LENGTH:
         raise InvalidQueryError(
             f"filter on {column!r} has a text value of {len(value)} characters; at most "
@@ -119,6 +142,16 @@ def _check_scalar(value: object, column: str) -> Scalar:
             field="value",
         )
     return value
+
+
+def _too_many_digits(value: object) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        # By bit length: counting decimal digits would print the number (or raise past 4,300).
+        return abs(value).bit_length() > _MAX_NUMBER_BITS
+    if isinstance(value, decimal.Decimal):
+        digits = value.as_tuple()
+        return len(digits.digits) > MAX_NUMBER_DIGITS or abs(int(digits.exponent)) > _MAX_EXPONENT
+    return False
 
 
 def _ends_with_lone_escape(pattern: str) -> bool:
@@ -151,7 +184,8 @@ class Filter:
         if op is Op.IS_NULL:
             if type(value) is not bool:
                 raise InvalidQueryError(
-                    f"is_null on {self.column!r} takes True or False, not {value!r}", field="value"
+                    f"is_null on {self.column!r} takes True or False, not {brief_repr(value)}",
+                    field="value",
                 )
             return value
         if op is Op.IN:
@@ -199,12 +233,58 @@ class Order:
             raise InvalidQueryError("Order.descending must be a bool", field="descending")
 
 
+def _distinct_columns(given: Iterable[Any]) -> tuple[Any, ...]:
+    """``given`` without repeats, in order: a repeated name projects nothing new, and thousands
+    of repeats cost 100 ms of projection per read. Refused past :data:`MAX_COLUMNS` distinct
+    names, counted before any name is checked."""
+    distinct: dict[Any, None] = {}
+    for name in given:
+        if not isinstance(name, Hashable):
+            _check_identifier(name, "column")  # raises: no identifier is unhashable
+        distinct[name] = None
+        if len(distinct) > MAX_COLUMNS:
+            raise InvalidQueryError(
+                f"columns names more than {MAX_COLUMNS} columns", field="columns"
+            )
+    return tuple(distinct)
+
+
+def _checked_order(given: Any) -> tuple[Order, ...]:
+    """``given`` as sort keys: at most :data:`MAX_ORDER_KEYS`, each column once (a repeated
+    column can never break a tie the first did not), counted before anything else is checked."""
+    if isinstance(given, str | bytes) or not isinstance(given, Iterable):
+        raise InvalidQueryError(
+            f"order must be a sequence of sort keys, not {type(given).__name__}", field="order"
+        )
+    # One key past the bound is enough to refuse: a huge or endless iterable is never read whole.
+    keys = tuple(itertools.islice(given, MAX_ORDER_KEYS + 1))
+    if len(keys) > MAX_ORDER_KEYS:
+        raise InvalidQueryError(
+            f"order has more than {MAX_ORDER_KEYS} sort keys; at most {MAX_ORDER_KEYS}",
+            field="order",
+        )
+    order = tuple(Order(o) if isinstance(o, str) else o for o in keys)
+    seen: set[str] = set()
+    for item in order:
+        if not isinstance(item, Order):
+            raise InvalidQueryError(
+                f"order must be Order objects or column names, not {type(item).__name__}",
+                field="order",
+            )
+        if item.column in seen:
+            raise InvalidQueryError(
+                f"order names column {item.column!r} twice; each sort key once", field="order"
+            )
+        seen.add(item.column)
+    return order
+
+
 def _check_count(value: object, name: str, *, optional: bool) -> None:
     if value is None and optional:
         return
     if type(value) is not int or not 0 <= value <= _MAX_COUNT:
         raise InvalidQueryError(
-            f"{name} must be an integer from 0 to 2**63-1, not {value!r}", field=name
+            f"{name} must be an integer from 0 to 2**63-1, not {brief_repr(value)}", field=name
         )
 
 
@@ -236,7 +316,7 @@ class Query:
                 raise InvalidQueryError(
                     "columns must be a sequence of names, not a str", field="columns"
                 )
-            columns = tuple(self.columns)
+            columns = _distinct_columns(self.columns)
             if not columns:
                 raise InvalidQueryError(
                     "columns, when given, must name at least one column", field="columns"
@@ -244,13 +324,7 @@ class Query:
             for column in columns:
                 _check_identifier(column, "column")
             object.__setattr__(self, "columns", columns)
-        order = tuple(Order(o) if isinstance(o, str) else o for o in self.order)
-        for item in order:
-            if not isinstance(item, Order):
-                raise InvalidQueryError(
-                    f"order must be Order objects or column names, not {type(item).__name__}",
-                    field="order",
-                )
+        order = _checked_order(self.order)
         object.__setattr__(self, "order", order)
         _check_count(self.limit, "limit", optional=True)
         _check_count(self.offset, "offset", optional=False)

@@ -31,11 +31,27 @@ holder of the original data and the key can check them (:meth:`RedactionPolicy.v
 without one a random key is drawn per policy, so pseudonyms and commitments hold for that process
 only (a warning says so once).
 
-Redacted columns answer exact look-ups only: a filter on one may use ``eq``, ``ieq``, ``neq``,
-``in`` or ``is_null`` (a caller may look up a value it already knows), while ranges, substring
-patterns, ordering, grouping and ``min``/``max``/``sum``/``avg`` over it are refused with
-``ColumnNotAllowedError``: each would let a caller recover the value a character or a bit at a
-time. Columns the access policy denies never reach redaction at all.
+Ranges, substring patterns, ordering, grouping and ``min``/``max``/``sum``/``avg`` over a
+redacted column are always refused with ``ColumnNotAllowedError``: each would let a caller
+recover the value a character or a bit at a time. Exact look-ups (``eq``, ``ieq``, ``neq``,
+``in``, ``is_null``) are an oracle too: exact filters and counts recovered a masked phone number
+in seven calls, by trying the candidates the mask leaves. So ``lookups`` says which redacted
+columns answer them:
+
+* ``"hash"`` (the default): only ``hash`` columns, whose pseudonyms already tell equal values
+  apart; a ``mask`` or ``drop`` column refuses every filter. A caller who knows a value can
+  still test it against a ``hash`` column (that is what a pseudonym is for); use ``"none"``
+  where that is too much.
+* ``"none"``: no redacted column answers any filter.
+* ``"all"``: every redacted column answers exact look-ups (the behaviour before this setting).
+
+``RAG_REDACT_LOOKUPS`` sets it from the environment. Columns the access policy denies never
+reach redaction at all.
+
+Rules fail closed: two rules for the same column of ``RAG_REDACT`` (``leads.phone=mask`` then
+``leads.phone=keep``) take the strictest (``drop`` > ``mask:full`` > ``hash`` > a partial mask >
+``keep``), and a facade refuses, at start, a rule naming a table it does not read or a column
+its backend does not have (a typo would otherwise leave the real column in clear).
 """
 
 from __future__ import annotations
@@ -44,7 +60,7 @@ import hmac
 import re
 import secrets
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal
@@ -61,6 +77,7 @@ from persistence.values.canonical import canonical_json, canonical_value
 __all__ = [
     "EXACT_OPERATORS",
     "FULL_MASK",
+    "LOOKUPS",
     "FieldRedaction",
     "RedactedRow",
     "RedactionPolicy",
@@ -81,6 +98,20 @@ _SPECS = frozenset(
 _WORD = re.compile(r"[^\W_]+")
 _DIGITS = re.compile(r"\d")
 _PSEUDONYM_HEX = 24
+#: Which redacted columns answer exact look-ups (see the module doc).
+Lookups = Literal["hash", "none", "all"]
+LOOKUPS: tuple[str, ...] = ("hash", "none", "all")
+# How much each spec hides, for conflicting rules: the strictest wins.
+_STRICTNESS = {
+    "keep": 0,
+    "mask:email": 1,
+    "mask:phone": 1,
+    "mask:initials": 1,
+    "hash": 2,
+    "mask": 3,
+    "mask:full": 3,
+    "drop": 4,
+}
 _warned = threading.Event()
 
 
@@ -180,7 +211,7 @@ class RedactionPolicy:
     {'id': 1, 'email': 'j***@acme.io', 'phone': '***67'}
     """
 
-    __slots__ = ("_ephemeral", "_mac", "_others", "_rules", "_tables")
+    __slots__ = ("_default", "_ephemeral", "_lookups", "_mac", "_others", "_rules", "_tables")
 
     def __init__(
         self,
@@ -188,7 +219,14 @@ class RedactionPolicy:
         *,
         default: Mapping[str, str] | None = None,
         key: bytes | str | SecretStr | None = None,
+        lookups: Lookups = "hash",
     ) -> None:
+        if lookups not in LOOKUPS:
+            raise ConfigurationError(
+                f"redaction lookups must be one of {', '.join(LOOKUPS)}, not {lookups!r}",
+                variable="RAG_REDACT_LOOKUPS",
+            )
+        self._lookups = lookups
         self._rules = MappingProxyType(
             {
                 _name(table, "table"): _column_rules(columns, table)
@@ -196,6 +234,7 @@ class RedactionPolicy:
             }
         )
         default_rules = _column_rules(default or {}, "*")
+        self._default = default_rules
         if isinstance(key, SecretStr):
             key = key.get_secret_value()
         if isinstance(key, str):
@@ -217,9 +256,19 @@ class RedactionPolicy:
         self._others = _effective(default_rules, {})
 
     @classmethod
-    def parse(cls, text: str, *, key: bytes | str | SecretStr | None = None) -> RedactionPolicy:
+    def parse(
+        cls,
+        text: str,
+        *,
+        key: bytes | str | SecretStr | None = None,
+        lookups: Lookups = "hash",
+    ) -> RedactionPolicy:
         """A policy from ``RAG_REDACT``'s form: ``table.column=spec`` items separated by commas,
-        ``*`` as the table for every table, e.g. ``"*.email=mask:email,leads.notes=drop"``."""
+        ``*`` as the table for every table, e.g. ``"*.email=mask:email,leads.notes=drop"``.
+
+        Two rules for the same ``table.column`` take the strictest spec, never the last: a
+        ``keep`` appended to a list cannot undo a ``mask``.
+        """
         rules: dict[str, dict[str, str]] = {}
         for item in filter(None, (part.strip() for part in text.split(","))):
             target, equals, spec = item.partition("=")
@@ -228,9 +277,53 @@ class RedactionPolicy:
                 raise ConfigurationError(
                     f"redaction rule {item!r} is not table.column=spec", variable="RAG_REDACT"
                 )
-            rules.setdefault(table, {})[column] = spec.strip()
+            spec = spec.strip()
+            redaction_spec(spec)  # an unknown spec is an error before any comparison
+            columns = rules.setdefault(table, {})
+            earlier = columns.get(column)
+            if earlier is None or _STRICTNESS[spec] > _STRICTNESS[earlier]:
+                columns[column] = spec
         default = rules.pop("*", {})
-        return cls(rules, default=default, key=key)
+        return cls(rules, default=default, key=key, lookups=lookups)
+
+    @property
+    def lookups(self) -> Lookups:
+        """Which redacted columns answer exact look-ups: ``hash``, ``none`` or ``all``."""
+        return self._lookups
+
+    def allows_lookups(self, table: str, column: str) -> bool:
+        """Whether a redacted ``column`` of ``table`` answers exact look-ups (a column no rule
+        redacts answers every filter)."""
+        rule = self.columns(table).get(column)
+        if rule is None or self._lookups == "all":
+            return True
+        return self._lookups == "hash" and rule[0] == "hash"
+
+    def check_columns(
+        self, readable: Iterable[str], known: Callable[[str], frozenset[str] | None]
+    ) -> None:
+        """Refuse rules naming what does not exist: a table outside ``readable``, a column
+        ``known(table)`` lacks (``None``: the backend cannot tell, not checked), or a ``*``
+        column no readable table has. ``ConfigurationError`` listing every such name."""
+        tables = frozenset(readable)
+        wrong = [f"table {t!r} (not readable)" for t in sorted(set(self._rules) - tables)]
+        # An empty set is a table the backend knows nothing of yet: it cannot tell either.
+        columns_of = {t: known(t) or None for t in sorted(tables)}
+        for table, own in sorted(self._rules.items()):
+            have = columns_of.get(table)
+            if have is not None:
+                wrong += [f"{table}.{c}" for c in sorted(set(own) - have)]
+        if all(have is not None for have in columns_of.values()):
+            everywhere = set().union(*(h for h in columns_of.values() if h is not None))
+            wrong += [f"*.{c}" for c in sorted(set(self._default) - everywhere)]
+        _refuse_unknown(wrong)
+
+    def check_table(self, table: str, known: frozenset[str] | None) -> None:
+        """Refuse rules of ``table`` itself naming a column outside ``known`` (the backend's
+        columns, learned on the table's first read where the catalog costs I/O)."""
+        own = self._rules.get(table)
+        if own and known:
+            _refuse_unknown([f"{table}.{c}" for c in sorted(set(own) - known)])
 
     @property
     def ephemeral_key(self) -> bool:
@@ -261,10 +354,15 @@ class RedactionPolicy:
     def check_query(
         self, table: str, filters: Iterable[Filter], order: Iterable[Order], operation: str
     ) -> None:
-        """Refuse a filter other than an exact look-up, or an ordering, on a redacted column."""
+        """Refuse a filter other than an exact look-up, any filter on a column that answers no
+        look-up (:attr:`lookups`), or an ordering, on a redacted column."""
         redacted = self.columns(table)
         for flt in filters:
-            if flt.column in redacted and flt.op not in EXACT_OPERATORS:
+            if flt.column not in redacted:
+                continue
+            if not self.allows_lookups(table, flt.column):
+                raise _refused(table, flt.column, "any filter", operation, lookups=self._lookups)
+            if flt.op not in EXACT_OPERATORS:
                 raise _refused(table, flt.column, f"a {flt.op.value!r} filter", operation)
         for item in order:
             if item.column in redacted:
@@ -409,10 +507,27 @@ def _column_rules(
     )
 
 
-def _refused(table: str, column: str, what: str, operation: str) -> ColumnNotAllowedError:
+def _refuse_unknown(wrong: list[str]) -> None:
+    if wrong:
+        raise ConfigurationError(
+            "redaction rules name what the database does not have: "
+            + ", ".join(wrong[:10])
+            + (f" and {len(wrong) - 10} more" if len(wrong) > 10 else "")
+            + " (a misspelt rule would leave the real column in clear)",
+            variable="RAG_REDACT",
+        )
+
+
+def _refused(
+    table: str, column: str, what: str, operation: str, *, lookups: str | None = None
+) -> ColumnNotAllowedError:
+    allowed = (
+        f"no filter (redaction lookups={lookups!r}, RAG_REDACT_LOOKUPS)"
+        if lookups is not None
+        else f"only exact look-ups: {', '.join(sorted(op.value for op in EXACT_OPERATORS))}"
+    )
     return ColumnNotAllowedError(
-        f"column {column!r} of {table!r} is redacted: {what} on it is not allowed (only exact "
-        f"look-ups: {', '.join(sorted(op.value for op in EXACT_OPERATORS))})",
+        f"column {column!r} of {table!r} is redacted: {what} on it is not allowed ({allowed})",
         table=table,
         column=column,
         operation=operation,

@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from persistence.errors import ConfigurationError, InvalidQueryError
+from persistence.errors import ConfigurationError, InvalidQueryError, brief_repr
 from persistence.query import Filter, Page, Query, is_identifier
 from persistence.steps import Steps, drive
 
@@ -148,7 +148,7 @@ class Include:
             is_identifier(part) for part in self.path.split(".")
         ):
             raise InvalidQueryError(
-                f"include {self.path!r} is not a relation name (lower-case identifiers "
+                f"include {brief_repr(self.path)} is not a relation name (lower-case identifiers "
                 "separated by dots, e.g. 'conversations.messages')",
                 field="include",
             )
@@ -161,7 +161,7 @@ class Include:
         if type(self.limit) is not int or not 1 <= self.limit <= MAX_RELATED_LIMIT:
             raise InvalidQueryError(
                 f"include limit must be an integer from 1 to {MAX_RELATED_LIMIT}, "
-                f"not {self.limit!r}",
+                f"not {brief_repr(self.limit)}",
                 field="include",
             )
 

@@ -8,6 +8,7 @@ raises ``ConfigurationError`` whose message and ``.variable`` name the variable:
     SUPABASE_URL, SUPABASE_KEY  kind="supabase": the project URL and its API key (secret)
     RAG_REDACT                  redaction rules, e.g. "*.email=mask:email,leads.notes=drop"
     RAG_REDACTION_KEY           the key of redaction pseudonyms and commitments (secret)
+    RAG_REDACT_LOOKUPS          which redacted columns answer exact look-ups: hash | none | all
 
 Backends never read the environment: ``create_read_only_facade`` and
 ``create_persistence_agent`` fill the options a caller left out from a ``settings=`` argument,
@@ -31,7 +32,7 @@ import os
 import typing
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     AliasChoices,
@@ -193,6 +194,9 @@ class PersistenceSettings(BaseSettings):
     #: Redaction rules, ``table.column=spec`` separated by commas (``*`` for every table); see
     #: :mod:`persistence.redaction`. Checked when a facade is built.
     redact: OptionalText = None
+    #: Which redacted columns answer exact look-ups: ``hash`` (only hashed ones), ``none``, or
+    #: ``all`` (see :mod:`persistence.redaction`).
+    redact_lookups: Literal["hash", "none", "all"] = "hash"
     #: The key of the redaction's pseudonyms and commitments (at least 16 bytes).
     redaction_key: Secret = None
 

@@ -11,7 +11,8 @@
 Every tool of :func:`~rag_agent.tools.build_tools` that reads is exposed under its own name,
 description and argument schema, annotated ``readOnlyHint``, ``idempotentHint``, not destructive
 and not open-world. ``deliver_data`` is not exposed: it is disabled, and a server only advertises
-what it can do. A call runs the LangChain tool itself, so the allow-list, the page and fallback
+what it can do. A call runs the LangChain tool itself, in a worker thread (the sessions share
+the event loop), so the allow-list, the page and fallback
 budgets, the input coercion and the refusal of nested input are the tools' own, not a copy. The
 answer carries the compact view (:mod:`rag_agent.envelope.compact`: rows without provenance, counts,
 paging hints, what was applied and ignored; row text between untrusted-data markers) as text in
@@ -49,6 +50,7 @@ from rag_agent.agent import RAGAgent
 from rag_agent.envelope import Envelope, envelope_json_schema
 from rag_agent.envelope.assemble import error_envelope
 from rag_agent.envelope.compact import compact_text
+from rag_agent.mcp_security import HttpSecurity, server_options
 from rag_agent.tools import DeliverDataTool, _EnvelopeTool, build_tools
 
 __all__ = [
@@ -64,7 +66,8 @@ __all__ = [
 ]
 
 SERVER_NAME = "readonly-rag"
-#: Streamable HTTP binds the loopback interface unless told otherwise: the server has no auth.
+#: Streamable HTTP binds the loopback interface unless told otherwise; beyond it the server needs
+#: a bearer token and an allowed-hosts list (rag_agent.mcp_security).
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
@@ -107,9 +110,16 @@ class LangChainMCPTool(Tool):
         if unknown:
             return _unknown_arguments(self, arguments, unknown, sorted(known))
         call = {"name": self.name, "args": arguments, "id": uuid.uuid4().hex, "type": "tool_call"}
+        # The whole call, its answer's conversion included, runs in a worker thread: every
+        # session of the server shares this event loop, and the pipeline's own CPU work
+        # (planning, records and their hashes, the compact view of up to RAG_MAX_LIMIT rows)
+        # would hold the others' calls for as long as it runs.
+        return await anyio.to_thread.run_sync(self._answer, call)
+
+    def _answer(self, call: dict[str, Any]) -> CallToolResult:
         try:
             # The tools never raise by contract; an exception here is a bug, still an answer.
-            message = await self.source.ainvoke(call)
+            message = self.source.invoke(call)
         except Exception as exc:
             return _envelope_result(error_envelope(self.name, exc))
         return _result(message)
@@ -139,13 +149,19 @@ def mcp_tools(agent: RAGAgent) -> list[LangChainMCPTool]:
 
 
 def create_mcp_server(
-    agent: RAGAgent, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+    agent: RAGAgent,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    security: HttpSecurity | None = None,
 ) -> FastMCP[Any]:
     """A ``FastMCP`` server exposing the read-only tools of ``agent``.
 
-    ``host`` and ``port`` matter for ``run("streamable-http")`` only (path ``/mcp``); on the
-    loopback interface the SDK also refuses requests whose ``Host`` or ``Origin`` is not local
-    (DNS rebinding).
+    ``host``, ``port`` and ``security`` matter for ``run("streamable-http")`` (path ``/mcp``).
+    On the loopback interface the SDK refuses requests whose ``Host`` or ``Origin`` is not
+    local (DNS rebinding). Beyond it, ``security`` must hold a bearer token and the allowed
+    ``Host`` values, or this raises ``ConfigurationError`` (:mod:`rag_agent.mcp_security`).
+    Sessions and request bodies are bounded on every address.
     """
     if not isinstance(agent, RAGAgent):
         raise TypeError(f"create_mcp_server needs a RAGAgent, not {type(agent).__name__}")
@@ -156,6 +172,7 @@ def create_mcp_server(
         host=host,
         port=port,
         log_level="WARNING",
+        **server_options(host, port, security),
     )
     # The SDK reports its own version as the server's unless told: clients show ours.
     server._mcp_server.version = server_version()

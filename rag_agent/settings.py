@@ -12,7 +12,8 @@
     RAG_FALLBACK_SCOPE [related]      RAG_CACHE_MAX_BYTES [67108864]
     RAG_LLM [on]                      RAG_BACKEND [inferred by the CLI]
     RAG_EMBEDDINGS [none]: none | default | openai:<model> (see rag_agent.pipeline.embeddings)
-    RAG_LLM_DEADLINE_S [30]
+    RAG_LLM_DEADLINE_S [30]           RAG_MAX_QUESTION_CHARS [4096]
+    RAG_FALLBACK_MAX_TOOL_CALLS [8]
     RAG_POSTGRES_DSN, SUPABASE_URL, SUPABASE_KEY, OPENAI_API_KEY, OPENAI_BASE_URL,
     RAG_OPENAI_MODEL [gpt-4o-mini]
 
@@ -99,6 +100,12 @@ class RAGSettings(PersistenceSettings):
     cache_max_bytes: Count = Field(DEFAULT_CACHE_MAX_BYTES, ge=1)
     rate_limit_storage: Text = "memory://"
     fallback_max_steps: Count = Field(6, ge=1)
+    #: Tool calls the fallback's model may ask for in one step; more end the run (each is read
+    #: and checked, and a hostile model asked for a thousand at once).
+    fallback_max_tool_calls: Count = Field(8, ge=1)
+    #: The longest question ``run`` accepts; a longer one is refused before it is read, logged
+    #: or redacted. Only the first 2,000 characters are ever parsed.
+    max_question_chars: Count = Field(4_096, ge=1)
     fallback_scope: Text = "related"
     #: Words the rules read as values beyond the generic synonym layer: ``{"vip": ["gold"]}``
     #: (``RAG_SYNONYMS`` as JSON); a synonym applies only where its target is a learned value.

@@ -24,9 +24,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from persistence import Filter, InvalidQueryError, Op, Order
 
@@ -43,6 +43,7 @@ __all__ = [
     "Source",
     "Through",
     "Understanding",
+    "WholeNumber",
     "to_filters",
 ]
 
@@ -55,6 +56,17 @@ LLM_OPERATORS: tuple[str, ...] = tuple(op.value for op in Op if op is not Op.ILI
 #: The longest ``in`` list a tool call (LangChain, MCP or the fallback's) may send: a caller
 #: listing more keys is not looking rows up. Bounds the worst tool call on the memory backend.
 MAX_TOOL_IN_VALUES = 100
+
+
+def _not_a_boolean(value: object) -> object:
+    # pydantic reads True as 1 for an int field: "limit": true would ask for one row.
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number here")
+    return value
+
+
+#: An integer argument of a tool (a page size, an offset, an id): never a boolean.
+WholeNumber = Annotated[int, BeforeValidator(_not_a_boolean)]
 
 
 class FilterSpec(BaseModel):

@@ -58,6 +58,10 @@ class _ReaderCore(Closing):
         self._vocabulary_lock = threading.Lock()
         # Applied to every row before it leaves the facade (see persistence.redaction).
         self.__redaction = redaction
+        if redaction is not None and getattr(backend, "catalog_in_process", False):
+            # A misspelt rule is an error at start where the catalog costs no I/O; elsewhere
+            # on the first read of its table (_checked_facts).
+            redaction.check_columns(policy.read_tables, backend.columns)
         self.__embedder = (
             None
             if embeddings is None
@@ -265,6 +269,7 @@ class _ReaderCore(Closing):
                     backend=self.__backend.name,
                 )
         if self.__redaction is not None:
+            self.__redaction.check_table(table, known)
             self.__redaction.check_query(table, query.filters, query.order, operation)
         filters = coerce_filters(table, query.filters, types)
         # By identity: Filter("x", EQ, 1) == Filter("x", EQ, True), yet only one is a boolean.

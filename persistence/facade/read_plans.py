@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any, NamedTuple
 
-from persistence.query import Filter, Order
+from persistence.query import MAX_ORDER_KEYS, Filter, Order
 from persistence.values.types import ColumnType
 
 __all__ = ["PLAN_CACHE_SIZE", "ReadPlan", "ReadPlans", "read_shape", "statement_key"]
@@ -102,8 +102,8 @@ def read_shape(
         shown = tuple(columns)
         if any(type(c) is not str for c in shown):
             return None
-    if type(order) not in (tuple, list):
-        return None
+    if type(order) not in (tuple, list) or len(order) > MAX_ORDER_KEYS:
+        return None  # the full checks refuse too many keys before anything hashes them
     sorts = tuple(order)
     for item in sorts:
         if type(item) is not str and type(item) is not Order:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from persistence.errors import InvalidQueryError
+from persistence.errors import InvalidQueryError, brief_repr
 
 __all__ = [
     "DEFAULT_K",
@@ -99,7 +99,9 @@ class SearchRequest:
             mode = SearchMode(self.mode)
         except ValueError:
             modes = ", ".join(m.value for m in SearchMode)
-            raise InvalidQueryError(f"search mode {self.mode!r} is not one of {modes}") from None
+            raise InvalidQueryError(
+                f"search mode {brief_repr(self.mode)} is not one of {modes}"
+            ) from None
         object.__setattr__(self, "mode", mode)
         _check_count(self.k, "k", 1, MAX_K)
         _check_count(self.offset, "offset", 0, MAX_OFFSET)
@@ -130,7 +132,7 @@ class SearchRequest:
 def _check_count(value: object, name: str, low: int, high: int) -> None:
     if type(value) is not int or not low <= value <= high:
         raise InvalidQueryError(
-            f"search {name} must be an integer from {low} to {high}, not {value!r}"
+            f"search {name} must be an integer from {low} to {high}, not {brief_repr(value)}"
         )
 
 

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
-from persistence.errors import InvalidQueryError
+from persistence.errors import InvalidQueryError, brief_repr
 from persistence.query import Filter, Op
 from persistence.values.column_kinds import (
     MAX_NUMERIC_DIGITS,
@@ -308,10 +308,8 @@ _TEXT_ONLY_OPS = frozenset(op for op in Op if op.value in {"icontains", "ilike",
 
 
 def _shown(value: object) -> str:
-    if isinstance(value, str) and len(value) > 60:
-        return f"a {len(value)}-character string"
-    shown = repr(value)
-    return shown if len(shown) <= 60 else f"{shown[:57]}..."
+    # Never repr() a caller's value whole: an integer past 4,300 digits raises ValueError there.
+    return brief_repr(value)
 
 
 def _refuse(value: object, ctype: ColumnType, table: str, column: str, reason: str) -> NoReturn:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from persistence.errors import InvalidQueryError
+from persistence.errors import InvalidQueryError, brief_repr
 from persistence.query import Filter, Op
 from persistence.values.column_kinds import ColumnType
 from persistence.values.like import fold_case, text_predicate
@@ -56,7 +56,7 @@ def _text(value: Any, ctype: ColumnType, table: str, column: str) -> str:
         return value
     if isinstance(value, str):
         return str.__str__(value)  # a StrEnum member: its plain value
-    raise _refuse(ctype, table, column, f"{value!r} is not a label")
+    raise _refuse(ctype, table, column, f"{brief_repr(value)} is not a label")
 
 
 def exact_label(value: Any, ctype: ColumnType, *, table: str, column: str) -> str:

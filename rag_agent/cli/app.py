@@ -192,12 +192,22 @@ def build_parser() -> argparse.ArgumentParser:
         description="An MCP server exposing the read-only tools (query_leads, query_table, "
         "rag_agent, ...) with read-only annotations. stdio by default, for a client that "
         "starts it; --http serves streamable HTTP at http://HOST:PORT/mcp, on the loopback "
-        "interface unless --host says otherwise (the server has no authentication).",
+        "interface unless --host says otherwise; beyond it the server refuses to start without "
+        "a bearer token in RAG_MCP_TOKEN and the allowed Host values (--allowed-host or "
+        "RAG_MCP_ALLOWED_HOSTS).",
     )
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="--http: address (default: %(default)s)")
     mcp.add_argument(
         "--port", type=_positive, default=8000, help="--http: port (default: %(default)s)"
+    )
+    mcp.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="--http: a Host header value clients use (repeatable; 'name:*' for any port); "
+        "required beyond loopback, with RAG_MCP_TOKEN",
     )
     _add_backend_options(mcp)
 
@@ -261,8 +271,12 @@ def _logging(err: TextIO, settings: RAGSettings) -> Iterator[None]:
 def _run(
     args: argparse.Namespace, settings: RAGSettings, inp: TextIO, out: TextIO, err: TextIO
 ) -> int:
-    from rag_agent.cli.connect import resolve_backend
+    from rag_agent.cli.connect import dsn_password_warning, resolve_backend
 
+    warning = dsn_password_warning(getattr(args, "dsn", None))
+    if warning:
+        err.write(warning + "\n")
+        err.flush()
     if hasattr(args, "default_backend"):
         args.backend = resolve_backend(args, settings, default=args.default_backend)
     if args.command == "doctor":

@@ -76,6 +76,32 @@ def mask_dsn(dsn: str) -> str:
 _KEYWORD_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 
+def dsn_password_warning(dsn: object) -> str | None:
+    """The warning for a ``--dsn`` that holds a password, or ``None``.
+
+    A command line is readable by every local user (``ps``, ``/proc``) and lands in shell
+    history; the DSN works, but its password should come from the environment.
+    """
+    if not isinstance(dsn, str) or not _has_password(dsn):
+        return None
+    return (
+        "rag-agent: warning: --dsn holds a password, which every local user can read with ps "
+        "and your shell keeps in its history; pass the DSN by RAG_POSTGRES_DSN, or leave the "
+        "password out and give it by PGPASSWORD or a PGPASSFILE (~/.pgpass)"
+    )
+
+
+def _has_password(dsn: str) -> bool:
+    if "://" in dsn:
+        try:
+            parts = urllib.parse.urlsplit(dsn)
+        except ValueError:
+            return ":" in dsn.partition("://")[2].partition("@")[0]
+        query = urllib.parse.parse_qs(parts.query)
+        return bool(parts.password) or any(k.lower() == "password" for k in query)
+    return _KEYWORD_PASSWORD.search(dsn) is not None
+
+
 def target_of(args: argparse.Namespace, settings: RAGSettings) -> str:
     """The backend a command read, for an error line: ``postgres (postgresql://u:***@h/db)``."""
     kind = getattr(args, "backend", None) or "the backend"

@@ -83,6 +83,7 @@ def postgres_reports(
         indexes=facts.indexes,
         extensions=facts.extensions,
         available=facts.available,
+        spelling=facts.spelling,
     )
     return report, advice, facts
 

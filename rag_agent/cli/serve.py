@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TextIO
 
 from persistence import ReadOnlyPersistenceFacade
@@ -10,31 +11,30 @@ from rag_agent.cli._common import EXIT_OK
 from rag_agent.cli.connect import connect, sample_note
 from rag_agent.settings import RAGSettings
 
-_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-
 
 def cmd_mcp(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAGSettings) -> int:
     """Serve until the client disconnects (stdio) or the process is interrupted (HTTP).
 
     stdout belongs to the protocol on stdio: everything this command says goes to stderr.
     """
+    from rag_agent.mcp_security import HttpSecurity, server_options
     from rag_agent.mcp_server import create_mcp_server, mcp_tools
 
+    # Checked before connecting: a server that must not start touches no database.
+    security = HttpSecurity.from_env(os.environ, allowed_hosts=args.allowed_host)
+    if args.http:
+        server_options(args.host, args.port, security)
     with connect(args, agent=True, settings=settings) as conn:
         _probe(conn.facade, err)
-        server = create_mcp_server(conn.agent, host=args.host, port=args.port)
+        server = create_mcp_server(conn.agent, host=args.host, port=args.port, security=security)
         names = ", ".join(tool.name for tool in mcp_tools(conn.agent))
         err.write(sample_note(conn, args, settings))
         if args.http:
+            auth = "bearer token" if security.token is not None else "none (loopback only)"
             err.write(
                 f"rag-agent: MCP server ({args.backend}) at http://{_authority(args)}/mcp; "
-                f"tools: {names}\n"
+                f"authentication: {auth}; tools: {names}\n"
             )
-            if args.host not in _LOOPBACK:
-                err.write(
-                    "rag-agent: warning: listening beyond the loopback interface; the server has "
-                    "no authentication, put it behind one\n"
-                )
             err.flush()
             server.run("streamable-http")
         else:

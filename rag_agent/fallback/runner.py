@@ -54,8 +54,11 @@ __all__ = [
 #: Overall wall-clock budget of one fallback run built without settings (an agent's fallback
 #: gets what is left of ``RAG_LLM_DEADLINE_S`` instead).
 DEFAULT_FALLBACK_TIMEOUT_SECONDS = 60.0
-#: How long past its timeout a run waits for its worker thread to end.
-JOIN_GRACE_SECONDS = 2.0
+#: How long past its timeout a run waits for its worker thread to end. The worker's model call
+#: was given the seconds left as its timeout and its next tool call sees the cancellation, so a
+#: well-behaved model ends within this; a model that ignores its timeout is left to end on its
+#: (daemon) thread rather than hold the caller past its deadline.
+JOIN_GRACE_SECONDS = 0.1
 _MAX_ERROR_TEXT = 300
 
 _log = get_logger("rag_agent.fallback")
@@ -109,10 +112,19 @@ class _Budget(AgentMiddleware):
         self._session = session
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        return handler(self._bounded(request))
+        return self._checked(handler(self._bounded(request)))
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        return await handler(self._bounded(request))
+        return self._checked(await handler(self._bounded(request)))
+
+    def _checked(self, response: Any) -> Any:
+        """End the run when the model's answer asks for more tool calls than one step may make,
+        before any of them is parsed or run."""
+        messages = getattr(response, "result", None)
+        answers = messages if isinstance(messages, list) else [response]
+        asked = max((len(getattr(m, "tool_calls", None) or ()) for m in answers), default=0)
+        self._session.check_step(asked)
+        return response
 
     def _bounded(self, request: Any) -> Any:
         """Count the call against the budget; give it the seconds left as its request timeout."""
@@ -139,6 +151,7 @@ class AgentFallback:
         *,
         max_steps: int = 6,
         timeout_seconds: float = DEFAULT_FALLBACK_TIMEOUT_SECONDS,
+        max_tool_calls: int = 8,
         debug: bool = False,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], dt.datetime] | None = None,
@@ -150,8 +163,12 @@ class AgentFallback:
             raise ValueError(f"timeout_seconds must be positive, not {timeout_seconds}")
         self._facade = facade
         self._llm = llm
+        if max_tool_calls < 1:
+            raise ValueError(f"max_tool_calls must be at least 1, not {max_tool_calls}")
         self.max_steps = max_steps
         self.timeout_seconds = timeout_seconds
+        #: Tool calls one model step may ask for (RAG_FALLBACK_MAX_TOOL_CALLS).
+        self.max_tool_calls = max_tool_calls
         self.debug = debug
         self._clock = clock
         self._now = now or utc_now
@@ -199,7 +216,8 @@ class AgentFallback:
         if worker.is_alive():
             _log.warning(
                 "rag.fallback.overrun",
-                reason="the chat model ignored its request timeout; its thread is left to end",
+                reason="the model call had not returned at the deadline (a client's back-off, "
+                "or a model ignoring its request timeout); its thread is left to end on its own",
                 grace_s=JOIN_GRACE_SECONDS,
             )
 
@@ -238,6 +256,7 @@ class AgentFallback:
             self._facade,
             max_steps=steps,
             deadline=self._clock() + timeout,
+            max_calls_per_step=self.max_tool_calls,
             clock=self._clock,
             now=self._now,
             scope=self.scope.tables(table),
@@ -436,6 +455,7 @@ def create_fallback_runner(
             llm,
             max_steps=settings.fallback_max_steps,
             timeout_seconds=timeout_seconds,
+            max_tool_calls=settings.fallback_max_tool_calls,
             debug=settings.debug,
             clock=clock,
             scope=settings.fallback_scope if scope is None else scope,

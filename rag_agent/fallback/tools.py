@@ -44,7 +44,7 @@ from persistence import (
 from rag_agent.envelope.assemble import aggregates_info
 from rag_agent.fallback.ledger import ReadLedger, Row
 from rag_agent.hooks import FallbackCall
-from rag_agent.specs import FilterSpec, to_filters
+from rag_agent.specs import FilterSpec, WholeNumber, to_filters
 from rag_agent.untrusted import UNTRUSTED_DATA_NOTE, boundary_block
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "FallbackStepLimitError",
     "FallbackStopped",
     "FallbackTimeoutError",
+    "FallbackToolCallLimitError",
 ]
 
 _DEFAULT_ROWS_PER_CALL = 10
@@ -72,6 +73,14 @@ class FallbackStopped(Exception):
     reason: Literal["step_limit", "timeout"] = "timeout"
 
 
+class FallbackToolCallLimitError(FallbackStopped):
+    """One model step asked for more tool calls than ``RAG_FALLBACK_MAX_TOOL_CALLS``: each is
+    parsed, checked and answered, so a thousand in one step cost seconds of CPU; the run ends
+    rather than run (or refuse) them one by one."""
+
+    reason = "step_limit"
+
+
 class FallbackStepLimitError(FallbackStopped):
     """The model used all its steps (``RAG_FALLBACK_MAX_STEPS``) without a final answer."""
 
@@ -90,8 +99,8 @@ class _QueryArgs(BaseModel):
     columns: list[str] | None = Field(default=None, description="Columns to return (all if null).")
     order_by: str | None = Field(default=None, description="Column to sort by.")
     descending: bool = False
-    limit: int = Field(default=_DEFAULT_ROWS_PER_CALL, ge=1, le=_MAX_ROWS_PER_CALL)
-    offset: int = Field(default=0, ge=0)
+    limit: WholeNumber = Field(default=_DEFAULT_ROWS_PER_CALL, ge=1, le=_MAX_ROWS_PER_CALL)
+    offset: WholeNumber = Field(default=0, ge=0)
 
 
 class _SearchArgs(BaseModel):
@@ -99,8 +108,8 @@ class _SearchArgs(BaseModel):
     text: str = Field(description="What the rows should be about, in a few words.")
     filters: list[FilterSpec] = Field(default_factory=list, description="ANDed conditions.")
     mode: Literal["hybrid", "keyword", "semantic"] = "hybrid"
-    limit: int = Field(default=_DEFAULT_ROWS_PER_CALL, ge=1, le=_MAX_ROWS_PER_CALL)
-    offset: int = Field(default=0, ge=0)
+    limit: WholeNumber = Field(default=_DEFAULT_ROWS_PER_CALL, ge=1, le=_MAX_ROWS_PER_CALL)
+    offset: WholeNumber = Field(default=0, ge=0)
 
 
 class _CountArgs(BaseModel):
@@ -139,6 +148,7 @@ class FallbackSession:
         *,
         max_steps: int,
         deadline: float,
+        max_calls_per_step: int = 8,
         clock: Callable[[], float],
         now: Callable[[], dt.datetime],
         scope: Collection[str] | None = None,
@@ -148,6 +158,8 @@ class FallbackSession:
         self.scope = None if scope is None else frozenset(scope)
         self.max_steps = max_steps
         self.max_tool_calls = max_steps * _TOOL_CALLS_PER_STEP
+        #: Tool calls one model step may ask for; more end the run (RAG_FALLBACK_MAX_TOOL_CALLS).
+        self.max_calls_per_step = max_calls_per_step
         self.deadline = deadline
         self.clock = clock
         self.now = now
@@ -175,6 +187,14 @@ class FallbackSession:
                     "without a final answer",
                 )
             self.model_calls += 1
+
+    def check_step(self, asked: int) -> None:
+        """Raise :class:`FallbackToolCallLimitError` when one step asks for too many calls."""
+        if asked > self.max_calls_per_step:
+            raise FallbackToolCallLimitError(
+                f"agent fallback stopped: the model asked for {asked} tool calls in one step; "
+                f"at most {self.max_calls_per_step} (RAG_FALLBACK_MAX_TOOL_CALLS)"
+            )
 
     def start_tool_call(self) -> str | None:
         """``None`` when the call may run, else the error text to hand back to the model."""

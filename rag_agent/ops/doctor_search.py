@@ -35,7 +35,7 @@ from persistence.search.text import is_short_text_column
 from rag_agent.ops.doctor import IndexKind, create_statement, serving_index
 
 if TYPE_CHECKING:
-    from persistence.backends.postgres import IndexFacts
+    from persistence.backends.postgres import IndexFacts, SpellingFacts
 
 __all__ = [
     "DEFAULT_TEXT_SEARCH_CONFIG",
@@ -44,6 +44,7 @@ __all__ = [
     "SearchAdvice",
     "format_search",
     "search_advice",
+    "spelling_notes",
     "tsvector_expression",
 ]
 
@@ -155,9 +156,11 @@ def search_advice(
     extensions: Iterable[str],
     available: Iterable[str] = (),
     config: str = DEFAULT_TEXT_SEARCH_CONFIG,
+    spelling: SpellingFacts | None = None,
 ) -> SearchAdvice:
     """The search advice for ``tables`` (each allowed table → its text columns, in table
-    order), given the catalog's ``indexes`` and the installed and ``available`` extensions."""
+    order), given the catalog's ``indexes`` and the installed and ``available`` extensions;
+    with ``spelling``, where spelling corrections run and why not elsewhere."""
     installed, possible = frozenset(extensions), frozenset(available)
     states = {name: _extension_state(name, installed, possible) for name in EXTENSIONS}
     entries: list[LegIndex] = []
@@ -198,7 +201,33 @@ def search_advice(
                 None,  # built by the indexer, with the vectors it writes
             )
         )
-    return SearchAdvice(states, tuple(entries), tuple(_notes(states, entries, config)))
+    notes = _notes(states, entries, config)
+    if spelling is not None:
+        notes += spelling_notes(sorted(t for t in tables if tables[t]), spelling, states)
+    return SearchAdvice(states, tuple(entries), tuple(notes))
+
+
+def spelling_notes(
+    tables: Sequence[str], spelling: SpellingFacts, states: Mapping[str, str]
+) -> list[str]:
+    """Per searchable table, whether its search corrects misspelled words, and why not.
+
+    A correction may only be a word of rows the reader could read with the search's filters;
+    the words table counts every row, so corrections run only for unfiltered searches of a
+    table without row-level security.
+    """
+    if states.get("pg_trgm") != "installed":
+        return ["spelling corrections: off everywhere (pg_trgm is not installed)"]
+    notes = []
+    for table in tables:
+        if table in spelling.row_security:
+            why = "off: row-level security is on, and the words table counts hidden rows too"
+        elif table not in spelling.words_tables:
+            why = f"off: no words table this role may read (rag-agent index {table})"
+        else:
+            why = "on for unfiltered searches; a filtered search is not corrected"
+        notes.append(f"spelling corrections on {table}: {why}")
+    return notes
 
 
 def _notes(states: Mapping[str, str], entries: Sequence[LegIndex], config: str) -> list[str]:

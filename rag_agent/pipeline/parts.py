@@ -12,6 +12,7 @@ from persistence import (
     Order,
     PersistenceError,
     ReadOnlyPersistenceFacade,
+    brief_repr,
 )
 from persistence.query import is_identifier
 from persistence.vocabulary import SchemaVocabulary
@@ -80,14 +81,16 @@ class PipelineParts:
         elif type(limit) is int and limit >= 1:
             eff_limit = min(limit, settings.max_limit)
         else:
-            raise InvalidQueryError(f"limit must be a positive int, not {limit!r}", field="limit")
+            raise InvalidQueryError(
+                f"limit must be a positive int, not {brief_repr(limit)}", field="limit"
+            )
         if offset is None:
             eff_offset = 0
         elif type(offset) is int and offset >= 0:
             eff_offset = offset
         else:
             raise InvalidQueryError(
-                f"offset must be a non-negative int, not {offset!r}", field="offset"
+                f"offset must be a non-negative int, not {brief_repr(offset)}", field="offset"
             )
         return eff_limit, eff_offset
 

@@ -30,7 +30,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from persistence import Filter, InvalidQueryError, Order, Query, ReadOnlyPersistenceFacade
+from persistence import (
+    Filter,
+    InvalidQueryError,
+    Order,
+    Query,
+    ReadOnlyPersistenceFacade,
+    brief_repr,
+)
 from persistence.steps import adrive, drive
 from rag_agent.envelope import Envelope
 from rag_agent.envelope.assemble import (
@@ -112,6 +119,14 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             if not isinstance(text, str):
                 raise InvalidQueryError(
                     f"text must be a str, not {type(text).__name__}", field="text"
+                )
+            if len(text) > self.settings.max_question_chars:
+                # Refused before anything reads, logs or redacts it: the cost of a refusal is
+                # the bound's, not the text's.
+                raise InvalidQueryError(
+                    f"the question is {len(text)} characters; at most "
+                    f"{self.settings.max_question_chars} (RAG_MAX_QUESTION_CHARS)",
+                    field="text",
                 )
             if count_only is not None and type(count_only) is not bool:
                 raise InvalidQueryError("count_only must be a bool", field="count_only")
@@ -341,7 +356,9 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
                 outcome, tuple(Condition(f.column, f.op, f.value, "tool") for f in checked)
             )
             if limit is not None and type(limit) is not int:
-                raise InvalidQueryError(f"limit must be an int, not {limit!r}", field="limit")
+                raise InvalidQueryError(
+                    f"limit must be an int, not {brief_repr(limit)}", field="limit"
+                )
             yield from aggregate_into(
                 outcome, facade=self.facade, cache=self.cache, now=self.now, log=log,
                 table=checked_table, filters=checked, group_by=group_by, metrics=metrics,

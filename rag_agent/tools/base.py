@@ -16,12 +16,12 @@ from rag_agent.envelope.assemble import error_envelope
 from rag_agent.envelope.compact import compact_text
 from rag_agent.specs import Condition
 from rag_agent.tools.input import (
-    MAX_DEPTH,
     BoundedInputTool,
-    TooDeep,
+    Refused,
     ToolInputError,
     brief,
     coerce_tool_input,
+    refusal,
 )
 from rag_agent.untrusted import UNTRUSTED_DATA_NOTE, boundary_block
 
@@ -82,9 +82,12 @@ class _EnvelopeTool(BoundedInputTool):
         # One body for both flavours: the agent call is yielded, its envelope sent back.
         label = self.table_label
         try:
-            if isinstance(tool_input, TooDeep):
-                raise ToolInputError(f"input is nested deeper than {MAX_DEPTH} levels")
+            if isinstance(tool_input, Refused):
+                raise ToolInputError(tool_input.reason)
             args = coerce_tool_input(tool_input, text_field=self.text_field)
+            refused = refusal(args)  # the arguments a JSON text held, bounded as given ones are
+            if refused is not None:
+                raise refused
             if is_identifier(args.get("table")):
                 label = args["table"]  # errors name the table asked for, when it is a name
             schema = self.args_schema

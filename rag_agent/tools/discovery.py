@@ -20,13 +20,13 @@ from persistence.steps import Steps, adrive, drive
 from rag_agent.agent import RAGAgent
 from rag_agent.envelope.compact import compact_records, view_text
 from rag_agent.tools.input import (
-    MAX_DEPTH,
     BoundedInputTool,
-    TooDeep,
+    Refused,
     ToolInputError,
     _Args,
     brief,
     coerce_tool_input,
+    refusal,
 )
 from rag_agent.understanding.request import column_infos, redacted_columns
 
@@ -72,7 +72,8 @@ def describe_table(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, A
             "type": ctype.name,
             "kind": ctype.kind.value,
             "operators": list(operators.get(name, ())),
-            # Shown redacted ("mask:email", "hash", "drop"): exact look-ups only.
+            # Shown redacted ("mask:email", "hash", "drop"): exact look-ups at most (its
+            # operators say which, if any, the redaction answers).
             **({"redacted": redacted[name]} if name in redacted else {}),
             # An enum's values are a closed list: a model filters on one of these labels.
             **({"labels": list(ctype.labels)} if ctype.labels is not None else {}),
@@ -151,11 +152,15 @@ class _DiscoveryTool(BoundedInputTool):
 
     def _steps(self, tool_input: Any) -> Steps[_Io, tuple[str, dict[str, Any]]]:
         try:
-            if isinstance(tool_input, TooDeep):
-                raise ToolInputError(f"input is nested deeper than {MAX_DEPTH} levels")
+            if isinstance(tool_input, Refused):
+                raise ToolInputError(tool_input.reason)
             schema = self.args_schema
             assert isinstance(schema, type) and issubclass(schema, BaseModel)
-            args = schema.model_validate(coerce_tool_input(tool_input or {}))
+            given = coerce_tool_input(tool_input or {})
+            refused = refusal(given)  # the arguments a JSON text held, bounded as given ones are
+            if refused is not None:
+                raise refused
+            args = schema.model_validate(given)
             if not isinstance(self.agent, RAGAgent):
                 raise ToolInputError("this tool was built without a RAGAgent (schema only)")
             answer = yield from self._answer(self.agent, args)

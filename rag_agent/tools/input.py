@@ -19,14 +19,16 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from persistence import DEFAULT_RELATED_LIMIT, MAX_RELATED_LIMIT, Include, Op, Order
+from persistence.query import MAX_NUMBER_DIGITS, MAX_ORDER_KEYS, MAX_TEXT_VALUE_LENGTH
 from persistence.search import DEFAULT_K, MAX_K, MAX_OFFSET, MAX_SEARCH_TEXT_LENGTH
-from rag_agent.specs import Condition, FilterSpec, OrderSpec
+from rag_agent.specs import Condition, FilterSpec, OrderSpec, WholeNumber
 from rag_agent.understanding.conditions import legacy_conditions
 from rag_agent.understanding.filters import FILTER_KEYS, normalize_filters
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_INPUT_CHARS",
+    "MAX_TEXT_ARGUMENT_CHARS",
     "AggregateTableInput",
     "BoundedInputTool",
     "CountRowsInput",
@@ -35,20 +37,29 @@ __all__ = [
     "QueryTableInput",
     "RAGAgentInput",
     "RangeSpec",
+    "Refused",
     "SearchTableInput",
     "TooDeep",
+    "TooLarge",
     "ToolInputError",
     "bounded",
     "brief",
     "checked_filters",
     "coerce_tool_input",
     "orders",
+    "refusal",
 ]
 
 #: Inputs longer than this are refused before any parsing: a tool call is not a document.
 MAX_INPUT_CHARS = 100_000
 #: Tool arguments nest a few levels at most; deeper input is refused before anything formats it.
 MAX_DEPTH = 32
+#: One text argument longer than this is refused at the tool's entry, before anything parses,
+#: logs or redacts it: the longest value a filter accepts (an e-mail is at most 254). Free text
+#: is bounded by the agent's question bound instead (``RAG_MAX_QUESTION_CHARS``).
+MAX_TEXT_ARGUMENT_CHARS = MAX_TEXT_VALUE_LENGTH
+# Bits of the smallest integer of MAX_NUMBER_DIGITS + 1 digits, less one.
+_MAX_NUMBER_BITS = (10**MAX_NUMBER_DIGITS).bit_length() - 1
 _WRAPPER_KEYS = ("input", "query")
 _MAX_UNWRAP = 5
 _Scalar = str | int | float | bool
@@ -117,31 +128,83 @@ def _parse_text(text: str) -> Any:
         ) from None
 
 
-class TooDeep:
-    """Stands in for input nested deeper than ``MAX_DEPTH``: cheap to format, refused later."""
+class Refused:
+    """Stands in for input refused at the tool's entry: cheap to format, refused later with
+    :attr:`reason` (LangChain formats the input with ``str()`` for its callbacks first, which
+    raises for an integer past 4,300 digits and costs time in the input's size)."""
+
+    reason = "input refused"
+
+    def __repr__(self) -> str:
+        return f"<{self.reason}>"
+
+
+class TooDeep(Refused):
+    """Stands in for input nested deeper than ``MAX_DEPTH``."""
+
+    reason = f"input is nested deeper than {MAX_DEPTH} levels"
 
     def __repr__(self) -> str:
         return "<input nested too deeply>"
 
 
+class TooLarge(Refused):
+    """Stands in for input with a text, a number or a total size past the entry bounds."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
 def bounded(value: Any) -> Any:
-    """``value``, or a :class:`TooDeep` when its containers nest deeper than ``MAX_DEPTH``.
+    """``value``, or a :class:`Refused` when it breaks an entry bound: containers nested deeper
+    than ``MAX_DEPTH``, a text argument over :data:`MAX_TEXT_ARGUMENT_CHARS` characters, all text
+    together over :data:`MAX_INPUT_CHARS`, or an integer of more than :data:`MAX_NUMBER_DIGITS`
+    digits. A plain-text input (the free text of a tool that takes one, or a JSON object still
+    to parse) may use the whole of :data:`MAX_INPUT_CHARS`.
 
     Iterative, and each container is visited once, so cyclic or shared structures cost linear
-    time (a cycle itself is left to argument validation, which refuses it).
+    time (a cycle itself is left to argument validation, which refuses it). Runs before anything
+    parses, logs or redacts the input: the refusal costs time in the bounds, not in the input.
     """
+    if isinstance(value, str):
+        return value if len(value) <= MAX_INPUT_CHARS else TooLarge(_too_long(len(value)))
     seen: set[int] = set()
     stack: list[tuple[Any, int]] = [(value, 0)]
+    chars = 0
     while stack:
         item, depth = stack.pop()
+        if isinstance(item, str):
+            chars += len(item)
+            if len(item) > MAX_TEXT_ARGUMENT_CHARS:
+                return TooLarge(
+                    f"a text argument of {len(item)} characters; at most "
+                    f"{MAX_TEXT_ARGUMENT_CHARS} per argument"
+                )
+            if chars > MAX_INPUT_CHARS:
+                return TooLarge(_too_long(chars))
+            continue
+        if isinstance(item, int) and not isinstance(item, bool):
+            if abs(item).bit_length() > _MAX_NUMBER_BITS:
+                return TooLarge(f"a number of more than {MAX_NUMBER_DIGITS} digits")
+            continue
         if not isinstance(item, Mapping | list | tuple | set | frozenset) or id(item) in seen:
             continue
         if depth >= MAX_DEPTH:
             return TooDeep()
         seen.add(id(item))
-        children = item.values() if isinstance(item, Mapping) else item
+        children = [*item.keys(), *item.values()] if isinstance(item, Mapping) else item
         stack.extend((child, depth + 1) for child in children)
     return value
+
+
+def refusal(value: Any) -> ToolInputError | None:
+    """The error for input :func:`bounded` refuses, or ``None`` when it is within bounds."""
+    checked = bounded(value)
+    return ToolInputError(checked.reason) if isinstance(checked, Refused) else None
+
+
+def _too_long(chars: int) -> str:
+    return f"input of {chars} characters; at most {MAX_INPUT_CHARS} in one call"
 
 
 def brief(exc: ValidationError) -> str:
@@ -171,6 +234,9 @@ def orders(raw: list[str | OrderSpec] | str | None) -> list[Order]:
     if raw is None:
         return []
     items = [raw] if isinstance(raw, str) else raw
+    if len(items) > MAX_ORDER_KEYS:
+        # Counted before any key is read: the facade would refuse them all the same.
+        raise ToolInputError(f"order has {len(items)} sort keys; at most {MAX_ORDER_KEYS}")
     result = []
     for item in items:
         if isinstance(item, OrderSpec):
@@ -196,14 +262,16 @@ class QueryLeadsInput(_Args):
     )
     email: str | None = Field(default=None, description="Exact e-mail (case-insensitive).")
     company: str | None = Field(default=None, description="Company name (substring match).")
-    id: int | str | None = Field(default=None, description="The lead's id.")
-    client_id: int | str | None = Field(default=None, description="The client account's id.")
+    id: WholeNumber | str | None = Field(default=None, description="The lead's id.")
+    client_id: WholeNumber | str | None = Field(
+        default=None, description="The client account's id."
+    )
     status: str | None = Field(
         default=None, description="Lead status, e.g. 'qualified' (case-insensitive)."
     )
     title: str | None = Field(default=None, description="Job title (substring), e.g. 'CTO'.")
-    score_min: int | None = Field(default=None, description="Lowest score (inclusive).")
-    score_max: int | None = Field(default=None, description="Highest score (inclusive).")
+    score_min: WholeNumber | None = Field(default=None, description="Lowest score (inclusive).")
+    score_max: WholeNumber | None = Field(default=None, description="Highest score (inclusive).")
     created_after: str | None = Field(
         default=None, description="Created at or after this ISO 8601 date/time (UTC if no zone)."
     )
@@ -211,8 +279,8 @@ class QueryLeadsInput(_Args):
         default=None, description="Created before this ISO 8601 date/time (UTC if no zone)."
     )
     count_only: bool = Field(default=False, description="Only count the matches.")
-    limit: int | None = Field(default=None, ge=1, description="Page size (clamped).")
-    offset: int | None = Field(default=None, ge=0, description="Rows to skip.")
+    limit: WholeNumber | None = Field(default=None, ge=1, description="Page size (clamped).")
+    offset: WholeNumber | None = Field(default=None, ge=0, description="Rows to skip.")
 
     def conditions(self) -> tuple[Condition, ...]:
         """The explicit fields as conditions (``source="tool"``), legacy keys first."""
@@ -264,14 +332,15 @@ class QueryTableInput(_Args):
         description="Ranges, e.g. {column: created_at, gte: '2025-03-01', lt: '2025-04-01'}.",
     )
     count_only: bool = Field(default=False, description="Only count the matches.")
-    limit: int | None = Field(default=None, ge=1, description="Page size (clamped).")
-    offset: int = Field(default=0, ge=0, description="Rows to skip.")
+    limit: WholeNumber | None = Field(default=None, ge=1, description="Page size (clamped).")
+    offset: WholeNumber = Field(default=0, ge=0, description="Rows to skip.")
     include: list[str] | None = Field(
         default=None,
+        max_length=8,
         description="Relations whose rows each record carries under 'related' (see "
         "describe_table), e.g. ['conversations'] or ['conversations.messages'].",
     )
-    include_limit: int | None = Field(
+    include_limit: WholeNumber | None = Field(
         default=None,
         ge=1,
         le=MAX_RELATED_LIMIT,
@@ -329,7 +398,7 @@ class AggregateTableInput(CountRowsInput):
         description="'count' (rows), or '<function>:<column>' with function count_distinct, "
         "sum, avg (numeric columns), min or max (numbers, text, dates), e.g. 'avg:score'.",
     )
-    limit: int | None = Field(
+    limit: WholeNumber | None = Field(
         default=None, ge=1, le=1000, description="At most this many groups (default 100)."
     )
 
@@ -352,8 +421,8 @@ class SearchTableInput(_Args):
         default=None,
         description="Ranges, e.g. {column: received_at, gte: '2025-03-01', lt: '2025-04-01'}.",
     )
-    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K, description="Rows to return.")
-    offset: int = Field(default=0, ge=0, le=MAX_OFFSET, description="Ranked rows to skip.")
+    k: WholeNumber = Field(default=DEFAULT_K, ge=1, le=MAX_K, description="Rows to return.")
+    offset: WholeNumber = Field(default=0, ge=0, le=MAX_OFFSET, description="Ranked rows to skip.")
     mode: Literal["hybrid", "keyword", "semantic"] = Field(
         default="hybrid",
         description="hybrid (words and meaning), keyword (words, typos forgiven) or semantic.",
@@ -369,8 +438,8 @@ class RAGAgentInput(_Args):
 
     query: str | None = Field(default=None, description="What to find, in free text.")
     table: str = Field(default="leads", description="The table to search.")
-    limit: int | None = Field(default=None, ge=1)
-    offset: int | None = Field(default=None, ge=0)
+    limit: WholeNumber | None = Field(default=None, ge=1)
+    offset: WholeNumber | None = Field(default=None, ge=0)
     metadata: dict[str, Any] | None = Field(
         default=None,
         description="A previous envelope's metadata: its query_filters, limit, offset are reused.",

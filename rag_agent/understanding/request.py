@@ -28,6 +28,7 @@ from persistence import (
     Op,
     PersistenceError,
     ReadOnlyPersistenceFacade,
+    brief_repr,
 )
 from persistence.vocabulary import SchemaVocabulary
 from rag_agent.specs import (
@@ -243,7 +244,7 @@ def apply_conditions(
 def describe(condition: Condition) -> str:
     """A condition as a short phrase: ``"score gt 80"``."""
     op = condition.op.value if isinstance(condition.op, Op) else str(condition.op)
-    return f"{condition.column} {op} {condition.value!r}"
+    return f"{condition.column} {op} {brief_repr(condition.value)}"
 
 
 _EXACT = frozenset(op.value for op in EXACT_OPERATORS)
@@ -255,6 +256,13 @@ def redacted_columns(facade: Any, table: str) -> Mapping[str, str]:
     return own(table) if callable(own) else {}
 
 
+def _answers_lookups(facade: Any, table: str, column: str) -> bool:
+    # A mask or drop column answers no filter by default (it would be an oracle for its value).
+    policy = getattr(facade, "redaction", None)
+    allows = getattr(policy, "allows_lookups", None)
+    return bool(allows(table, column)) if callable(allows) else True
+
+
 def column_infos(facade: ReadOnlyPersistenceFacade, table: str) -> tuple[ColumnInfo, ...]:
     """The allowed columns of ``table`` with their kinds and the operators offered on each."""
     supported = {op.value for op in Op if facade.capabilities.supports(op)}
@@ -264,8 +272,9 @@ def column_infos(facade: ReadOnlyPersistenceFacade, table: str) -> tuple[ColumnI
     for name, ctype in sorted(facade.column_types(table).items()):
         kind = ctype.kind.value
         operators = OPERATORS_BY_KIND.get(kind, _ORDERED)
-        if name in redacted:  # exact look-ups only (persistence.redaction)
-            operators = tuple(op for op in operators if op in _EXACT)
+        if name in redacted:  # exact look-ups at most (persistence.redaction)
+            exact = _answers_lookups(facade, table, name)
+            operators = tuple(op for op in operators if op in _EXACT) if exact else ()
         offered = tuple(op for op in operators if op in supported)
         infos.append(ColumnInfo(name, kind, offered, ctype.labels or learned.get(name)))
     return tuple(infos)

@@ -144,13 +144,19 @@ class TestReadOnlyEnforcement:
         assert len(warnings) == 1 and "leads" in " ".join(warnings[0]["problems"])
 
     @pytest.mark.parametrize(
-        "grant", ["pg_write_all_data", "pg_read_server_files", "pg_execute_server_program"]
+        "grant",
+        [
+            "pg_read_all_data",
+            "pg_write_all_data",
+            "pg_read_server_files",
+            "pg_execute_server_program",
+        ],
     )
     def test_a_reader_with_a_powerful_predefined_role_is_refused(
         self, db: PostgresDatabase, grant: str
     ) -> None:
-        """SELECT-only on the tables is not enough: membership of a predefined role that writes
-        anything or reaches the server's files is refused too."""
+        """SELECT-only on the tables is not enough: membership of a predefined role that reads
+        or writes anything or reaches the server's files is refused too."""
         db.execute(f"GRANT {grant} TO {db.reader_role}")
         try:
             with (

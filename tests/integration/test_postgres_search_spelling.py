@@ -12,7 +12,8 @@ import pytest
 
 from persistence import create_read_only_facade
 from persistence.admin.index_build import index_table
-from persistence.backends.postgres import SearchSettings
+from persistence.backends.postgres import SearchSettings, inspect_database
+from rag_agent.ops.doctor_search import spelling_notes
 from tests.data.hostile_payloads import own_payloads
 from tests.support.pgvector import pgvector_database, pgvector_server
 from tests.support.search import HashEmbeddings, inquiries_store
@@ -96,3 +97,56 @@ def test_hostile_rows_and_text_stay_values(pgvector_server: str, line: str) -> N
         assert all(fixed.isalpha() and fixed.islower() for _, fixed in result.corrections)
         count = db.execute("SELECT count(*) FROM inquiries")
     assert count == [(3,)]
+
+
+def _secret_rows() -> list[dict[str, Any]]:
+    # "zanzibar" is held by the hidden rows only; "parcel" by every row.
+    hidden = [{"id": i, "subject": "zanzibar merger", "body": "zanzibar"} for i in (1, 2, 3)]
+    shown = [{"id": i, "subject": "parcel late", "body": "parcel"} for i in (4, 5, 6)]
+    return hidden + shown
+
+
+def test_no_correction_from_rows_row_level_security_hides(pgvector_server: str) -> None:
+    """Under row-level security the words table counts rows the reader cannot see, so it
+    corrects nothing (and says why): a reader seeing no 'zanzibar' row never gets the word."""
+    with pgvector_database(pgvector_server) as db:
+        _load(db.admin_dsn, _secret_rows())
+        index_table(
+            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+            grant_to=[db.reader_role],
+        )  # fmt: skip
+        db.execute("ALTER TABLE inquiries ENABLE ROW LEVEL SECURITY")
+        db.execute(
+            f"CREATE POLICY shown ON inquiries FOR SELECT TO {db.reader_role} "
+            "USING (subject <> 'zanzibar merger')"
+        )
+        with _facade(db.reader_dsn) as facade:
+            assert facade.count("inquiries") == 3
+            result = facade.search("inquiries", "zanzibr", k=5, mode="keyword")
+        facts = inspect_database(db.reader_dsn)
+    assert result.corrections == ()
+    assert result.degraded is not None and "row-level security" in result.degraded
+    # `rag-agent doctor` says which tables are corrected, and why the others are not.
+    notes = spelling_notes(["inquiries", "leads"], facts.spelling, {"pg_trgm": "installed"})
+    assert "spelling corrections on inquiries: off: row-level security" in notes[0]
+    assert "spelling corrections on leads: off: no words table" in notes[1]
+
+
+def test_a_filtered_search_is_not_corrected_from_other_rows(pgvector_server: str) -> None:
+    """The words table counts every row: a filtered search is not corrected by it (a word
+    only rows outside the filters hold would leak), and says so; unfiltered it is."""
+    from persistence import Filter, Op
+
+    with pgvector_database(pgvector_server) as db:
+        _load(db.admin_dsn, _secret_rows())
+        index_table(
+            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+            grant_to=[db.reader_role],
+        )  # fmt: skip
+        inside = [Filter("subject", Op.EQ, "parcel late")]
+        with _facade(db.reader_dsn) as facade:
+            filtered = facade.search("inquiries", "zanzibr", filters=inside, k=5, mode="keyword")
+            unfiltered = facade.search("inquiries", "zanzibr", k=5, mode="keyword")
+    assert filtered.corrections == ()
+    assert filtered.degraded is not None and "inside its filters" in filtered.degraded
+    assert unfiltered.corrections == (("zanzibr", "zanzibar"),)

@@ -108,7 +108,9 @@ QUERY = st.fixed_dictionaries(
     {
         "filters": st.lists(filters(), max_size=3),
         "order": st.lists(
-            st.builds(Order, st.sampled_from(sorted(COLUMN_VALUES)), st.booleans()), max_size=2
+            st.builds(Order, st.sampled_from(sorted(COLUMN_VALUES)), st.booleans()),
+            max_size=2,
+            unique_by=lambda order: order.column,
         ),
         "limit": st.none() | st.integers(min_value=0, max_value=8),
         "offset": st.integers(min_value=0, max_value=8),
@@ -291,7 +293,9 @@ TYPED_QUERY = st.fixed_dictionaries(
     {
         "filters": st.lists(typed_filters(), max_size=3),
         "order": st.lists(
-            st.builds(Order, st.sampled_from(sorted(TYPED_VALUES)), st.booleans()), max_size=2
+            st.builds(Order, st.sampled_from(sorted(TYPED_VALUES)), st.booleans()),
+            max_size=2,
+            unique_by=lambda order: order.column,
         ),
         "limit": st.none() | st.integers(min_value=0, max_value=6),
         "offset": st.integers(min_value=0, max_value=6),

@@ -46,6 +46,7 @@ FILTERS = st.one_of(
 ORDERS = st.lists(
     st.builds(Order, st.sampled_from(["email", "company_name", "score", "id"]), st.booleans()),
     max_size=2,
+    unique_by=lambda order: order.column,  # a column twice is refused (one sort key each)
 )
 
 

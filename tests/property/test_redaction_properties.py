@@ -153,3 +153,58 @@ def test_canonical_json_has_one_spelling(value: Any) -> None:
         canonical_value(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
     ).encode("utf-8")
     assert canonical_json(value) == reference
+
+
+# -- configurations: rules fail closed ----------------------------------------------------------
+
+ALL_SPECS = (*SPECS, "keep")
+# How much each spec hides: conflicting rules for one column take the strictest.
+STRICTNESS = {"keep": 0, "mask:email": 1, "mask:phone": 1, "mask:initials": 1, "hash": 2}
+STRICTNESS |= {"mask": 3, "mask:full": 3, "drop": 4}
+
+
+@given(specs=st.lists(st.sampled_from(ALL_SPECS), min_size=1, max_size=6), value=foreign)
+def test_conflicting_rules_take_the_strictest(specs: list[str], value: Any) -> None:
+    """However many rules name one column, in any order, the strictest applies: a ``keep``
+    after a ``mask`` never brings the value back."""
+    text = ",".join(f"leads.phone={spec}" for spec in specs)
+    policy = RedactionPolicy.parse(text, key=KEY)
+    strictest = max(STRICTNESS[spec] for spec in specs)
+    rule = policy.columns("leads").get("phone")
+    if strictest == 0:
+        assert rule is None
+        return
+    method, style = rule  # type: ignore[misc]
+    spec = method if style is None else f"{method}:{style}"
+    assert STRICTNESS[spec] == strictest
+    redacted = policy.redact_row("leads", {"id": 1, "phone": value})
+    assert shown(value) not in json.dumps(dict(redacted), default=str)
+
+
+COLUMNS = st.sampled_from(("email", "phone", "title", "emial", "phnoe", "notes_x", "id"))
+KNOWN = frozenset({"id", "email", "phone", "title"})
+
+
+@given(
+    rules=st.dictionaries(
+        st.sampled_from(("leads", "leeds")), st.dictionaries(COLUMNS, st.sampled_from(SPECS))
+    ),
+    default=st.dictionaries(COLUMNS, st.sampled_from(SPECS), max_size=2),
+)
+def test_unknown_tables_and_columns_are_refused(
+    rules: dict[str, dict[str, str]], default: dict[str, str]
+) -> None:
+    """A rule naming a table not read or a column the backend lacks is a configuration error;
+    any other configuration is accepted."""
+    from persistence import ConfigurationError
+
+    policy = RedactionPolicy(rules, default=default, key=KEY)
+    wrong = ("leeds" in rules) or any(
+        set(columns) - KNOWN for columns in (*rules.values(), default)
+    )
+    try:
+        policy.check_columns({"leads"}, lambda table: KNOWN if table == "leads" else None)
+    except ConfigurationError as exc:
+        assert wrong and exc.variable == "RAG_REDACT"
+    else:
+        assert not wrong

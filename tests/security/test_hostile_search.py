@@ -109,3 +109,23 @@ class TestHostileSearch:
         facade = create_read_only_facade(kind="memory", store=store)
         with pytest.raises(InvalidQueryError):
             facade.search("inquiries", "ordinary", mode=mode)
+
+
+class TestCorrectionsStayInsideTheFilters:
+    """A spelling correction is a word of rows inside the search's filters, never of others."""
+
+    def test_memory(self) -> None:
+        from persistence import Filter, MemoryStore, Op, create_read_only_facade
+
+        store = MemoryStore()
+        hidden = [{"id": i, "subject": "zanzibar merger", "body": "zanzibar"} for i in (1, 2, 3)]
+        shown = [{"id": i, "subject": "parcel late", "body": "parcel"} for i in (4, 5, 6)]
+        store.insert("inquiries", hidden + shown)
+        facade = create_read_only_facade("memory", store=store)
+        inside = [Filter("subject", Op.EQ, "parcel late")]
+        filtered = facade.search("inquiries", "zanzibr", filters=inside, k=5, mode="keyword")
+        assert filtered.corrections == ()
+        assert facade.search("inquiries", "parcle", filters=inside, k=5).corrections == (
+            ("parcle", "parcel"),
+        )
+        assert facade.search("inquiries", "zanzibr", k=5).corrections == (("zanzibr", "zanzibar"),)

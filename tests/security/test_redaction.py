@@ -59,9 +59,9 @@ def store() -> MemoryStore:
     return store
 
 
-def policy() -> RedactionPolicy:
+def policy(lookups: Any = "hash") -> RedactionPolicy:
     rules = {t: c for t, c in RULES.items() if t != "*"}
-    return RedactionPolicy(rules, default=RULES["*"], key=KEY)
+    return RedactionPolicy(rules, default=RULES["*"], key=KEY, lookups=lookups)
 
 
 class _SearchingMemory(MemoryBackend):
@@ -158,13 +158,55 @@ class TestFacade:
         with pytest.raises(ColumnNotAllowedError, match="redacted"):
             facade.check_filters("leads", [flt])
 
-    def test_exact_lookups_allowed(self, store: MemoryStore) -> None:
-        """A caller may look a known value up; the answer still shows it redacted."""
-        facade = facade_over(store)
+    def test_exact_lookups_with_lookups_all(self, store: MemoryStore) -> None:
+        """With lookups="all" a caller may look a known value up in any redacted column; the
+        answer still shows it redacted."""
+        facade = facade_over(store, redaction=policy("all"))
         rows = facade.read("leads", [Filter("email", Op.IEQ, "JANE.DOE@acme.io")]).rows
         assert [r["id"] for r in rows] == [1]
         assert rows[0]["email"] == "j***@acme.io"
         assert facade.count("leads", [Filter("title", Op.EQ, "CTO")]) == 1
+
+    @pytest.mark.parametrize(
+        "flt",
+        [
+            Filter("email", Op.IEQ, "jane.doe@acme.io"),  # mask:email
+            Filter("phone", Op.EQ, "+1 555 0167"),  # mask:phone
+            Filter("phone", Op.IN, ("+1 555 0167", "+1 555 0168")),
+            Filter("title", Op.EQ, "CTO"),  # drop
+            Filter("first_name", Op.IS_NULL, False),  # mask:initials
+        ],
+    )
+    def test_masked_and_dropped_columns_answer_no_filter(
+        self, store: MemoryStore, flt: Filter
+    ) -> None:
+        """By default a mask or drop column refuses even exact look-ups: exact filters and
+        counts would be an oracle for the value (a phone number fell in seven calls)."""
+        facade = facade_over(store)
+        for call in (facade.read, facade.count, facade.check_filters):
+            with pytest.raises(ColumnNotAllowedError, match="RAG_REDACT_LOOKUPS"):
+                call("leads", [flt])
+
+    def test_hash_columns_answer_exact_lookups_unless_none(self, store: MemoryStore) -> None:
+        """A hash column answers exact look-ups by default (documented: its pseudonyms already
+        tell equal values apart); lookups="none" refuses them too."""
+        assert facade_over(store).count("leads", [Filter("last_name", Op.EQ, "Doe")]) == 2
+        strict = facade_over(store, redaction=policy("none"))
+        with pytest.raises(ColumnNotAllowedError, match="lookups='none'"):
+            strict.count("leads", [Filter("last_name", Op.EQ, "Doe")])
+        assert strict.count("leads", [Filter("status", Op.EQ, "new")]) == 2  # not redacted
+
+    def test_lookups_setting(self, store: MemoryStore) -> None:
+        """RAG_REDACT_LOOKUPS reaches the policy; a bad value names the variable."""
+        env = {"RAG_REDACT": "*.email=mask:email", "RAG_REDACTION_KEY": KEY}
+        facade = create_read_only_facade(
+            "memory",
+            store=store,
+            settings=PersistenceSettings.from_env({**env, "RAG_REDACT_LOOKUPS": "all"}),
+        )
+        assert facade.count("leads", [Filter("email", Op.EQ, LEAD["email"])]) == 1
+        with pytest.raises(ConfigurationError, match="RAG_REDACT_LOOKUPS"):
+            PersistenceSettings.from_env({**env, "RAG_REDACT_LOOKUPS": "some"})
 
     def test_ordering_grouping_and_revealing_metrics_refused(self, store: MemoryStore) -> None:
         """Order, group keys and min/max/sum/avg would hand the values out; count_distinct not."""
@@ -256,8 +298,9 @@ class TestConfiguration:
 
 
 class TestEnvelope:
-    def agent(self, store: MemoryStore) -> RAGAgent:
-        return RAGAgent(facade_over(store), settings=RAGSettings(), llm=None)
+    def agent(self, store: MemoryStore, lookups: Any = "hash") -> RAGAgent:
+        facade = facade_over(store, redaction=policy(lookups))
+        return RAGAgent(facade, settings=RAGSettings(), llm=None)
 
     def test_envelope_marks_redaction_and_still_verifies(self, store: MemoryStore) -> None:
         """row_hash verifies over the record as shown; source_hash and every commitment verify
@@ -337,8 +380,9 @@ class TestEnvelope:
 
     def test_tools_never_show_the_raw_value(self, store: MemoryStore) -> None:
         """Every data tool's output (what a model reads) holds redacted values only, beyond the
-        caller's own filter values echoed in the metadata."""
-        tools = {t.name: t for t in build_tools(self.agent(store))}
+        caller's own filter values echoed in the metadata (with every redacted column
+        answering exact look-ups, so that the look-ups find rows)."""
+        tools = {t.name: t for t in build_tools(self.agent(store, lookups="all"))}
         calls = {
             "query_leads": {"email": "jane.doe@acme.io"},
             "query_table": {"table": "leads", "filters": {"id": 1}, "include": ["conversations"]},
@@ -358,13 +402,16 @@ class TestEnvelope:
                 assert secret not in body, (name, secret, body[:400])
 
     def test_describe_table_says_what_is_redacted(self, store: MemoryStore) -> None:
-        """describe_table marks redacted columns and offers exact look-ups only on them."""
+        """describe_table marks redacted columns and offers exact look-ups only on the hashed
+        ones, none on masked ones."""
         tools = {t.name: t for t in build_tools(self.agent(store))}
         described = json.loads(tools["describe_table"].invoke({"table": "leads"}))
         columns = {c["name"]: c for c in described["columns"]}
         assert columns["email"]["redacted"] == "mask:email"
-        assert "icontains" not in columns["email"]["operators"]
-        assert "ieq" in columns["email"]["operators"]
+        assert columns["email"]["operators"] == []  # a masked column answers no filter
+        assert columns["last_name"]["redacted"] == "hash"
+        assert "icontains" not in columns["last_name"]["operators"]
+        assert "eq" in columns["last_name"]["operators"]
         assert "redacted" not in columns["company_name"]
         assert "icontains" in columns["company_name"]["operators"]
 
@@ -443,6 +490,7 @@ class TestPostgres:
             {**{t: c for t, c in RULES.items() if t != "*"}, "conversations": {"channel": "hash"}},
             default=RULES["*"],
             key=KEY,
+            lookups="all",  # the look-up by e-mail below finds the row
         )
         with (
             create_read_only_facade(
@@ -505,3 +553,35 @@ class TestSupabase:
             assert "channel" not in row["conversations"][0]
             with pytest.raises(ColumnNotAllowedError, match="redacted"):
                 facade.read("leads", [Filter("phone", Op.ICONTAINS, "555")])
+
+
+class TestRulesFailClosed:
+    def test_misspelt_column_is_an_error_at_start(self, store: MemoryStore) -> None:
+        """A rule for a column the table does not have (a typo) stops the facade at start."""
+        for rules in ({"leads": {"phnoe": "mask"}}, {"*": {"emial": "mask"}}, {"leeds": {}}):
+            with pytest.raises(ConfigurationError, match="does not have"):
+                facade_over(store, redaction=rules)
+        env = {"RAG_REDACT": "leads.phnoe=mask:phone", "RAG_REDACTION_KEY": KEY}
+        with pytest.raises(ConfigurationError, match=r"leads\.phnoe"):
+            create_read_only_facade(
+                "memory", store=store, settings=PersistenceSettings.from_env(env)
+            )
+
+    def test_mask_then_keep_keeps_the_mask(self, store: MemoryStore) -> None:
+        """``leads.phone=mask`` then ``leads.phone=keep``: the phone stays masked."""
+        env = {"RAG_REDACT": "leads.phone=mask,leads.phone=keep", "RAG_REDACTION_KEY": KEY}
+        facade = create_read_only_facade(
+            "memory", store=store, settings=PersistenceSettings.from_env(env)
+        )
+        row = facade.read("leads", [Filter("id", Op.EQ, 1)]).rows[0]
+        assert row["phone"] == "***"
+
+    def test_postgres_checks_on_first_read(self, postgres_clean: Any) -> None:
+        """Where the catalog costs I/O, a misspelt rule fails the first read of its table."""
+        with (
+            create_read_only_facade(
+                "postgres", dsn=postgres_clean.reader_dsn, redaction={"leads": {"phnoe": "mask"}}
+            ) as facade,
+            pytest.raises(ConfigurationError, match=r"leads\.phnoe"),
+        ):
+            facade.count("leads")

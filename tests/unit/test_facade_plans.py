@@ -121,7 +121,7 @@ class TestPlanCache:
 
     def test_redaction_refusals_hold_on_a_cached_shape(self) -> None:
         """A fuzzy filter on a redacted column is refused every time."""
-        redaction = RedactionPolicy({"leads": {"email": "mask:email"}})
+        redaction = RedactionPolicy({"leads": {"email": "mask:email"}}, lookups="all")
         facade = create_read_only_facade(kind="memory", store=_store(), redaction=redaction)
         facade.read("leads", [Filter("email", Op.EQ, "user1@acme.io")])
         for _ in range(2):

@@ -26,6 +26,7 @@ from rag_agent.fallback import (
     ReadLedger,
     boundary_block,
 )
+from rag_agent.fallback.runner import JOIN_GRACE_SECONDS
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -376,10 +377,45 @@ class TestBounds:
         """Tool calls beyond four per step are answered with a budget error, not run."""
         many = calls(*[call("list_tables") for _ in range(10)])
         model = ScriptedChatModel(script=[many, final()])
-        result = fallback(facade, model, max_steps=2).run("x")
+        result = fallback(facade, model, max_steps=2, max_tool_calls=10).run("x")
         answers = replies(model.requests[-1])
         assert sum(r.startswith("ERROR: tool call budget") for r in answers) == 2
         assert result.tool_calls == 8 and result.stopped == "answer"
+
+    @pytest.mark.parametrize("asked", [9, 1_000])
+    def test_too_many_tool_calls_in_one_step_end_the_run(
+        self, facade: ReadOnlyPersistenceFacade, asked: int
+    ) -> None:
+        """A step asking for more tool calls than RAG_FALLBACK_MAX_TOOL_CALLS ends the run
+        before any of them runs: no tool is called, no row becomes a record."""
+        many = calls(*[call("query_table", table="leads") for _ in range(asked)])
+        model = ScriptedChatModel(script=[many, final(("leads", 1))])
+        result = fallback(facade, model, max_steps=3).run("x")
+        assert result.tool_calls == 0 and result.records == ()
+        assert result.error_type == "FallbackToolCallLimitError"
+        assert result.error is not None and "RAG_FALLBACK_MAX_TOOL_CALLS" in result.error
+        assert len(model.requests) == 1
+
+    def test_a_model_ignoring_its_timeout_does_not_hold_the_caller(
+        self, facade: ReadOnlyPersistenceFacade
+    ) -> None:
+        """At the timeout the run returns while the model call is still under way: it waits
+        JOIN_GRACE_SECONDS (0.1 s) for the worker, not for the model."""
+        release, finished = threading.Event(), threading.Event()
+
+        def ignores_timeout(messages: list[BaseMessage]) -> AIMessage:
+            release.wait(30)
+            finished.set()
+            return acme_query()
+
+        model = ScriptedChatModel(script=[ignores_timeout, final(("leads", 1))])
+        try:
+            result = fallback(facade, model, timeout_seconds=0.3).run("acme")
+            still_running = not finished.is_set()
+        finally:
+            release.set()
+        assert result.stopped == "timeout" and still_running
+        assert JOIN_GRACE_SECONDS <= 0.2
 
     def test_deadline_checked_with_the_injected_clock(
         self, facade: ReadOnlyPersistenceFacade

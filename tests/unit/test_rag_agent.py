@@ -950,7 +950,8 @@ class TestLongTextReachesNoModel:
             llm_filters=llm_filters,
             fallback=fallback,
         )
-        envelope = agent.run("y" * 1_000_000)
+        # Longer than the prefix, within the question bound (a longer one is refused).
+        envelope = agent.run("y" * (2 * MAX_TEXT_LENGTH))
         assert envelope.metadata.error is None
         assert seen == [MAX_TEXT_LENGTH, MAX_TEXT_LENGTH]
 
@@ -960,8 +961,10 @@ class TestLongTextIsNotRetained:
 
     def test_memoised_rule_parse_keeps_only_the_parsed_prefix(self) -> None:
         """Twenty distinct 200 kB texts leave well under one text's size of memory behind."""
-        agent = RAGAgent(create_read_only_facade("memory"), settings=RAGSettings())
         size = 200_000
+        # The question bound raised past the texts: what is kept of an accepted long text.
+        settings = RAGSettings(max_question_chars=size + 100)
+        agent = RAGAgent(create_read_only_facade("memory"), settings=settings)
         assert size > MAX_TEXT_LENGTH
         agent.run("warm up the lru cache and logging")
         gc.collect()

@@ -262,6 +262,7 @@ class TestPersistenceSettings:
             "supabase_key": "SUPABASE_KEY",
             "redact": "RAG_REDACT",
             "redaction_key": "RAG_REDACTION_KEY",
+            "redact_lookups": "RAG_REDACT_LOOKUPS",
         }
         assert issubclass(RAGSettings, PersistenceSettings)
         assert set(PersistenceSettings.env_variables().items()) <= set(ENV_VARIABLES.items())

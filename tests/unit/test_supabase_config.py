@@ -159,6 +159,20 @@ class TestPrivilegedKeys:
         """The role claim is read from the JWT payload; secret keys count as service_role."""
         assert key_role(key) == role
 
+    @pytest.mark.parametrize("parts", [4, 2, 5])
+    def test_a_dotted_non_jwt_key_claiming_a_role_counts_as_it(
+        self, http: httpx.Client, parts: int
+    ) -> None:
+        """A key of another dotted shape whose part claims service_role is refused, as a JWT
+        claiming it is (a gateway may accept what is no JWT to the facade)."""
+        jwt = fake_key("service_role").split(".")
+        key = ".".join([*jwt[:2], *(["sig"] * (parts - 2))])
+        assert key_role(key) == "service_role"
+        with pytest.raises(ConfigurationError, match="row-level security"):
+            create_read_only_facade(kind="supabase", url=BASE_URL, key=key, http_client=http)
+        anon = ".".join([*fake_key("anon").split(".")[:2], "a", "b"])
+        assert key_role(anon) == "anon"
+
     def test_service_role_refused_for_read_only(self, http: httpx.Client) -> None:
         """The read-only facade refuses a key that bypasses row-level security."""
         with pytest.raises(ConfigurationError, match="row-level security") as info:

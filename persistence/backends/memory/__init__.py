@@ -39,7 +39,6 @@ from typing import Any
 
 from persistence.aggregate import AggregateResult, Metric
 from persistence.backends.memory.evaluate import _matching, _predicate, _sorted, _views
-from persistence.backends.memory.inline_async import InlineAsyncReads
 from persistence.backends.memory.search import search_rows, vector_cache
 from persistence.backends.memory.store import DEFAULT_INDEXED as DEFAULT_INDEXED
 from persistence.backends.memory.store import (
@@ -50,6 +49,7 @@ from persistence.backends.memory.store import (
     _copy_row,
 )
 from persistence.backends.memory.table import Layout, RowView, Values
+from persistence.backends.memory.worker_async import WorkerAsyncReads
 from persistence.capabilities import Capabilities
 from persistence.errors import ConfigurationError
 from persistence.options import check_options
@@ -79,15 +79,18 @@ def default_store() -> MemoryStore:
     return _DEFAULT_STORE
 
 
-class MemoryBackend(InlineAsyncReads):
+class MemoryBackend(WorkerAsyncReads):
     """Serves queries from a :class:`MemoryStore` (``default_store()`` unless given one).
 
     ``relations`` are the relations ``include`` may follow (a store has no foreign keys): the
-    reference schema's by default. Its awaitable reads (``aread`` ...) run inline on the event
-    loop, with no thread: they wait for nothing.
+    reference schema's by default. Its awaitable reads (``aread`` ...) run in a worker thread: they
+    wait for nothing, but their CPU work must not hold an event loop other sessions share.
     """
 
     name = "memory"
+    #: Its columns are known without I/O: the facade checks redaction rules against them at
+    #: start.
+    catalog_in_process = True
     #: Every operator.
     capabilities = Capabilities()
 
@@ -169,7 +172,9 @@ class MemoryBackend(InlineAsyncReads):
             embedder,
             project=lambda row: _copy_row({c: row.get(c) for c in columns}),
             cache=vector_cache(self._store),
-            every_row=lambda: _views(*self._matching(query.table, ())),
+            # Corrections come from words of rows inside the filters only (all rows without).
+            every_row=None if query.filters else lambda: _views(*self._matching(query.table, ())),
+            correct_from_rows=bool(query.filters),
         )
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:

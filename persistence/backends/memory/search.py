@@ -30,7 +30,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from persistence.backends.memory.vectors import VectorCache, vector_cache
+from persistence.backends.memory.vectors import VectorCache, counted_vocabulary, vector_cache
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult
 from persistence.search.bm25 import bm25_scores, tokens
 from persistence.search.embedder import Embedder
@@ -104,26 +104,30 @@ def search_rows(
     project: Callable[[Row], dict[str, Any]],
     cache: VectorCache,
     every_row: Callable[[], Sequence[Row]] | None = None,
+    correct_from_rows: bool = False,
 ) -> SearchResult:
     """Rank ``rows`` (the rows matching the filters, in ``id`` order) by ``request``; each hit's
-    row is ``project(row)`` (the columns the caller may see, copied). ``every_row()`` gives
-    the whole table, whose words correct the text's misspellings
-    (:mod:`persistence.search.spelling`); without it nothing is corrected."""
-    corrected = (
-        Correction(request.text)
-        if every_row is None
-        else correct(
-            request.text,
-            cache.vocabulary(
-                table, text_columns, lambda: (_text(row, text_columns) for row in every_row())
-            ),
+    row is ``project(row)`` (the columns the caller may see, copied).
+
+    The text's misspellings are corrected (:mod:`persistence.search.spelling`) by the words of
+    ``every_row()`` (the whole table, for a search without filters: its vocabulary is cached
+    per table version), or with ``correct_from_rows`` by the words of ``rows`` alone (a filtered
+    search: a correction must never be a word only rows outside the filters hold); with
+    neither nothing is corrected."""
+    texts = [_text(row, text_columns) for row in rows]
+    if correct_from_rows:
+        corrected = correct(request.text, counted_vocabulary(texts))
+    elif every_row is not None:
+        vocabulary = cache.vocabulary(
+            table, text_columns, lambda: (_text(row, text_columns) for row in every_row())
         )
-    )
+        corrected = correct(request.text, vocabulary)
+    else:
+        corrected = Correction(request.text)
     text = corrected.text
     query = topical_text(text, table)
     mode, why = request.runnable_mode(embedder is not None)
     notes = [] if why is None else [why]
-    texts = [_text(row, text_columns) for row in rows]
     legs: dict[str, list[int]] = {}
     if mode is not SearchMode.SEMANTIC:
         terms = keyword_terms(text, table)

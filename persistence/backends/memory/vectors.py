@@ -36,6 +36,7 @@ __all__ = [
     "MAX_VECTOR_BYTES",
     "Cosines",
     "VectorCache",
+    "counted_vocabulary",
     "numpy_or_none",
     "vector_cache",
 ]
@@ -287,6 +288,16 @@ class Cosines:
         return tuple(array.array("f", vector))
 
 
+def counted_vocabulary(texts: Iterable[str]) -> CountedVocabulary:
+    """The words of ``texts`` (one per row) and how many rows hold each."""
+    counts: dict[str, int] = {}
+    for text in texts:
+        for word in set(tokens(text)):
+            if is_vocabulary_word(word):
+                counts[word] = counts.get(word, 0) + 1
+    return CountedVocabulary(counts)
+
+
 class VectorCache:
     """Row vectors of one store, a matrix per table and model (its id and dimension; see the
     module docstring).
@@ -323,12 +334,7 @@ class VectorCache:
             known = self._vocabularies.get(key)
         if known is not None and known[0] == version:
             return known[1]
-        counts: dict[str, int] = {}
-        for text in texts():
-            for word in set(tokens(text)):
-                if is_vocabulary_word(word):
-                    counts[word] = counts.get(word, 0) + 1
-        vocabulary = CountedVocabulary(counts)
+        vocabulary = counted_vocabulary(texts())
         with self._lock:
             self._vocabularies[key] = (version, vocabulary)
         return vocabulary

@@ -57,6 +57,7 @@ try:
     from persistence.backends.postgres.reads import _PostgresReads
     from persistence.backends.postgres.search import PostgresSearch
     from persistence.backends.postgres.vectors import SearchSettings
+    from persistence.backends.postgres.words import SpellingFacts, read_spelling_facts
     from persistence.backends.postgres.writes import _PostgresWrites
 except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
     raise ConfigurationError(
@@ -70,6 +71,7 @@ __all__ = [
     "PostgresBackend",
     "RoleFacts",
     "SearchSettings",
+    "SpellingFacts",
     "create_backend",
     "data_target",
     "inspect_database",
@@ -168,6 +170,8 @@ class DatabaseFacts(NamedTuple):
     extensions: frozenset[str]
     #: The extensions the server could install (``pg_available_extensions``).
     available: frozenset[str] = frozenset()
+    #: Tables under row-level security and tables with a readable words table.
+    spelling: SpellingFacts = SpellingFacts()
 
 
 def inspect_database(
@@ -197,6 +201,7 @@ def inspect_database(
                 indexes=read_indexes(conn, schema),
                 extensions=read_extensions(conn),
                 available=read_available_extensions(conn),
+                spelling=read_spelling_facts(conn, schema),
             )
     except psycopg.Error as exc:
         raise translate(exc, "inspect") from exc

@@ -95,8 +95,11 @@ WHERE r.rolname <> current_user
   AND (r.rolsuper OR r.rolbypassrls OR r.rolname = ANY(%s))
 ORDER BY r.rolname
 """
-#: Predefined roles that write any table or reach the server's files or programs.
+#: Predefined roles that read or write any table or reach the server's files or programs.
+#: ``pg_read_all_data`` reads every table, view and sequence of every schema whatever the grants
+#: say: a member is no least-privilege reader, as the table allow-list is then its only bound.
 POWERFUL_ROLES = (
+    "pg_read_all_data",
     "pg_write_all_data",
     "pg_read_server_files",
     "pg_write_server_files",

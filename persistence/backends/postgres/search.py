@@ -129,7 +129,13 @@ class PostgresSearch:
         mode, why = request.runnable_mode(embedder is not None)
         notes = [] if why is None else [why]
         corrected = correct_text(
-            self._connections, self._schema, table, request.text, text_columns, notes
+            self._connections,
+            self._schema,
+            table,
+            request.text,
+            text_columns,
+            notes,
+            filtered=bool(filters),
         )
         text = corrected.text
         topical = topical_text(text, table)

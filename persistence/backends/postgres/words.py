@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import sql
@@ -36,10 +36,12 @@ from persistence.search.spelling import (
 )
 
 __all__ = [
+    "FILTERED_SEARCH",
     "WORDS_TABLE_SUFFIX",
     "PgVocabulary",
     "correct_text",
     "probe_words",
+    "read_spelling_facts",
     "words_table",
     "write_words",
 ]
@@ -57,9 +59,46 @@ SELECT
   (SELECT n.nspname FROM pg_catalog.pg_extension e
      JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'),
   CASE WHEN w.oid IS NOT NULL AND pg_catalog.has_table_privilege(w.oid, 'SELECT')
-       THEN pg_catalog.obj_description(w.oid, 'pg_class') END
+       THEN pg_catalog.obj_description(w.oid, 'pg_class') END,
+  (SELECT c.relrowsecurity FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass(%s))
 FROM (SELECT pg_catalog.to_regclass(%s) AS oid) AS w
 """
+#: Why a filtered search is not corrected: the words table counts every row of the table, so a
+#: correction could be a word only rows outside the filters hold.
+FILTERED_SEARCH = (
+    "misspelled words were not corrected: on PostgreSQL the words table counts every row, and a "
+    "filtered search may only be corrected by words of rows inside its filters"
+)
+
+
+# The tables of a schema under row-level security, and those whose words table this role may
+# read: what decides where spelling corrections run (for `rag-agent doctor`).
+_SPELLING_FACTS_SQL = b"""
+SELECT c.relname, c.relrowsecurity,
+       pg_catalog.has_table_privilege(w.oid, 'SELECT') IS TRUE
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_class w
+  ON w.relnamespace = c.relnamespace AND w.relname = c.relname || '_words'
+WHERE n.nspname = %s AND c.relkind IN ('r', 'p')
+"""
+
+
+class SpellingFacts(NamedTuple):
+    """Where spelling corrections can run on PostgreSQL: tables under row-level security and
+    tables with a words table the connected role may read."""
+
+    row_security: frozenset[str] = frozenset()
+    words_tables: frozenset[str] = frozenset()
+
+
+def read_spelling_facts(conn: psycopg.Connection[Any], schema: str) -> SpellingFacts:
+    """The :class:`SpellingFacts` of ``schema``, read from the catalog."""
+    rows = conn.execute(_SPELLING_FACTS_SQL, (schema,)).fetchall()
+    return SpellingFacts(
+        frozenset(str(r[0]) for r in rows if r[1]),
+        frozenset(str(r[0]) for r in rows if r[2]),
+    )
 
 
 def words_table(table: str) -> str:
@@ -120,12 +159,22 @@ def correct_text(
     text: str,
     text_columns: Sequence[str],
     notes: list[str],
+    *,
+    filtered: bool = False,
 ) -> Correction:
     """``text`` with its misspelled words corrected against ``table``'s words table, in a
     short read-only transaction of its own (the search embeds the corrected text before its
     own transaction opens); unchanged, with a note, when there is no words table to read. No
-    round trip for a text without a word that could be corrected."""
+    round trip for a text without a word that could be corrected.
+
+    A correction may only be a word of rows the reader could read with the same filters. The
+    words table counts every row (the index step reads them all), so it is not consulted for a
+    ``filtered`` search, nor for a table under row-level security (:func:`probe_words`).
+    """
     if not has_correctable(text):
+        return Correction(text)
+    if filtered:
+        notes.append(FILTERED_SEARCH)
         return Correction(text)
 
     def work(conn: psycopg.Connection[Any]) -> tuple[Correction, str | None]:
@@ -148,11 +197,18 @@ def probe_words(
     cursor: psycopg.Cursor[Any], schema: str, table: str, text_columns: Sequence[str]
 ) -> tuple[PgVocabulary | None, str | None]:
     """``table``'s vocabulary when its words table exists, this role may read it, it counts
-    only columns the search may read, and pg_trgm is installed; else ``None`` and why."""
+    only columns the search may read, pg_trgm is installed, and ``table`` is not under
+    row-level security (whose hidden rows the words table counts too); else ``None`` and why."""
     relation = sql.Identifier(schema, words_table(table))
-    row = cursor.execute(_PROBE_SQL, [relation.as_string(None)]).fetchall()[0]
-    trgm, description = row[0], row[1]
+    base = sql.Identifier(schema, table).as_string(None)
+    row = cursor.execute(_PROBE_SQL, [base, relation.as_string(None)]).fetchall()[0]
+    trgm, description, row_security = row[0], row[1], row[2]
     skipped = "misspelled words were not corrected"
+    if row_security:
+        return None, (
+            f"row-level security is on for {table!r} and its words table counts every row, "
+            f"visible or not: {skipped}"
+        )
     if trgm is None:
         return None, f"pg_trgm is not installed: {skipped}"
     if description is None:

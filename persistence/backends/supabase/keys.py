@@ -30,12 +30,42 @@ def key_role(key: str) -> str | None:
     """The ``role`` claim of a Supabase API key, read without verifying it (``None`` if opaque).
 
     New-style secret keys (``sb_secret_...``) count as ``service_role``: they bypass RLS too.
+    A key of any other dotted shape (four parts, two...) that carries a role claim in one of
+    its parts counts as its most privileged claim: a gateway may accept what the facade cannot
+    parse as a JWT, and "opaque" must not mean "harmless".
     """
     if key.startswith("sb_secret_"):
         return "service_role"
     claims = _jwt_claims(key)
     role = claims.get("role") if claims is not None else None
-    return role if isinstance(role, str) else None
+    if isinstance(role, str):
+        return role
+    claimed = _claimed_roles(key) if claims is None else ()
+    beyond = [r for r in claimed if r not in ALLOWED_KEY_ROLES]
+    return beyond[0] if beyond else (claimed[0] if claimed else None)
+
+
+#: Parts of a dotted key searched for a role claim, and the longest part decoded.
+_MAX_PARTS = 8
+_MAX_PART_CHARS = 16_384
+
+
+def _claimed_roles(key: str) -> tuple[str, ...]:
+    """Every ``role`` claim found in a base64url JSON part of a dotted key (not a JWT)."""
+    if "." not in key:
+        return ()
+    roles = []
+    for part in key.split(".", _MAX_PARTS)[:_MAX_PARTS]:
+        if not part or len(part) > _MAX_PART_CHARS:
+            continue
+        try:
+            payload = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+        except (ValueError, binascii.Error, UnicodeDecodeError):
+            continue
+        role = payload.get("role") if isinstance(payload, dict) else None
+        if isinstance(role, str):
+            roles.append(role)
+    return tuple(roles)
 
 
 def _lacks_role_claim(key: str) -> bool:
