@@ -91,6 +91,10 @@ class _ReaderCore(Closing):
             self._vocabulary = (learned, versions, now)
             return learned
 
+    async def avocabulary(self, *, refresh: bool = False) -> SchemaVocabulary:
+        """:meth:`vocabulary`, awaited: learned in a worker thread, never on the event loop."""
+        return await asyncio.to_thread(self.vocabulary, refresh=refresh)
+
     @property
     def embedder(self) -> Embedder | None:
         """The embeddings the semantic leg of :meth:`search` uses, or ``None``."""

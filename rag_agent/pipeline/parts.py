@@ -29,6 +29,7 @@ from rag_agent.envelope.assemble import (
 from rag_agent.hooks import FallbackRunner
 from rag_agent.pipeline.reformulation import LEGACY_ROLES, Roles
 from rag_agent.runtime.cache import QueryCache
+from rag_agent.runtime.effects import Call, Steps
 from rag_agent.runtime.ratelimit import RateLimiter
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition
@@ -98,6 +99,15 @@ class PipelineParts:
     def _applied(outcome: Outcome, conditions: tuple[Condition, ...]) -> None:
         outcome.filters = query_filters_view(conditions)
         outcome.applied = applied_filters(conditions)
+
+    def learned_vocabulary(self) -> Steps[SchemaVocabulary | None]:
+        """The database's vocabulary as a pipeline call (an awaited run learns it in a worker
+        thread); ``None`` when it cannot be learned."""
+        try:
+            learned: SchemaVocabulary = yield Call("vocabulary", (), {})
+        except PersistenceError:
+            return None
+        return learned
 
     def vocabulary(self) -> SchemaVocabulary | None:
         """The database's vocabulary, learned through the facade; ``None`` when it cannot be

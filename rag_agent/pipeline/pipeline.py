@@ -246,9 +246,10 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         # (rag_agent.pipeline.plan_memo), else understood and checked now (and memoised if it
         # may be).
         now = self.now()
-        key = (
-            None if given is not None else plan_key(text, table, count_only, now, self.vocabulary())
-        )
+        # Learned (or taken from the facade's cache) as a call, so an awaited run learns it off
+        # the event loop.
+        vocabulary = yield from self.learned_vocabulary()
+        key = None if given is not None else plan_key(text, table, count_only, now, vocabulary)
         plan = None if key is None else self.plans.get(key, self.facade)
         if plan is not None:
             outcome.source = source_of(plan.request.table)

@@ -29,8 +29,10 @@ __all__ = ["PREPARE", "Call", "Steps", "perform", "perform_async"]
 T = TypeVar("T")
 
 #: ``prepare`` loads what the facade's checks consult (a backend's catalog) before any of them.
-Port = Literal["prepare", "read", "count", "aggregate", "search", "extract", "fallback"]
-_FACADE_PORTS = frozenset({"read", "count", "aggregate", "search"})
+Port = Literal[
+    "prepare", "read", "count", "aggregate", "search", "vocabulary", "extract", "fallback"
+]
+_FACADE_PORTS = frozenset({"read", "count", "aggregate", "search", "vocabulary"})
 
 
 @dataclass(frozen=True, slots=True)

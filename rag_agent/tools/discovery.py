@@ -209,6 +209,8 @@ class DescribeTableTool(_DiscoveryTool):
     def _answer(self, agent: RAGAgent, args: DescribeTableInput) -> Steps[_Io, dict[str, Any]]:
         # The catalog: awaited on the async path, loaded on first use by the blocking facade.
         yield _Io(lambda: None, agent.facade.aprepare)
+        # The learned vocabulary (its values): learned in a worker thread on the async path.
+        yield _Io(lambda: None, agent.facade.avocabulary)
         described = describe_table(agent.facade, args.table)
         if args.sample_rows:
             table, limit = args.table, args.sample_rows

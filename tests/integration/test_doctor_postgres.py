@@ -10,7 +10,7 @@ import pytest
 
 from persistence.backends.postgres import inspect_database
 from tests.conftest import PostgresDatabase
-from tests.support.cli import run
+from tests.support.cli import run, without_dsn_warning
 
 pytestmark = pytest.mark.postgres
 
@@ -40,7 +40,7 @@ def db(postgres_clean: PostgresDatabase) -> Iterator[PostgresDatabase]:
 def doctor(dsn: str, *extra: str) -> tuple[int, dict[str, Any]]:
     """Run `rag-agent doctor --json` against ``dsn``; return the exit code and the report."""
     code, out, err = run("doctor", "--dsn", dsn, "--json", *extra)
-    assert err == "", err
+    assert without_dsn_warning(err) == "", err
     return code, json.loads(out)
 
 

@@ -6,7 +6,7 @@ import io
 
 from rag_agent.cli import main
 
-__all__ = ["Terminal", "run"]
+__all__ = ["Terminal", "run", "without_dsn_warning"]
 
 
 class Terminal(io.StringIO):
@@ -23,3 +23,13 @@ def run(*argv: str, stdin: str | io.StringIO = "", tty: bool = False) -> tuple[i
     source = io.StringIO(stdin) if isinstance(stdin, str) else stdin
     code = main(list(argv), stdin=source, stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
+
+
+def without_dsn_warning(err: str) -> str:
+    """``err`` without the warning a ``--dsn`` holding a password gets (the tests' DSNs carry
+    their roles' passwords; the warning itself is tested on its own)."""
+    return "".join(
+        line
+        for line in err.splitlines(keepends=True)
+        if not line.startswith("rag-agent: warning: --dsn holds a password")
+    )

@@ -19,7 +19,7 @@ from rag_agent.cli import (
 )
 from rag_agent.understanding.llm.chat_model import _reset_disabled_warning
 from tests.conftest import PostgresDatabase
-from tests.support.cli import run
+from tests.support.cli import run, without_dsn_warning
 
 UNREACHABLE = "postgresql://someone:pa55word@127.0.0.1:1/nowhere"
 BACKEND_VARIABLES = ("RAG_POSTGRES_DSN", "SUPABASE_URL", "SUPABASE_KEY", "RAG_BACKEND", "RAG_LLM")
@@ -44,6 +44,7 @@ class TestBackendInference:
     def test_dsn_alone_means_postgres(self) -> None:
         """--dsn without --backend reads PostgreSQL (here unreachable: exit 3, naming it)."""
         code, out, err = run("tables", "--dsn", UNREACHABLE)
+        err = without_dsn_warning(err)
         assert (code, out) == (EXIT_UNAVAILABLE, "")
         assert err.startswith("rag-agent: error: postgres (postgresql://someone:***@127.0.0.1:1/")
         assert err.count("\n") == 1
@@ -52,6 +53,7 @@ class TestBackendInference:
         """RAG_POSTGRES_DSN alone makes `ask` read PostgreSQL, not the memory sample."""
         monkeypatch.setenv("RAG_POSTGRES_DSN", UNREACHABLE)
         code, out, err = run("ask", "find leads at acme", "--json")
+        err = without_dsn_warning(err)
         assert code == EXIT_UNAVAILABLE
         assert json.loads(out)["metadata"]["error"]["type"] == "BackendUnavailableError"
         assert err.startswith("rag-agent: query failed: BackendUnavailableError: ")
@@ -59,6 +61,7 @@ class TestBackendInference:
     def test_url_alone_means_supabase(self) -> None:
         """--url without --backend is the Supabase backend, which then asks for its key."""
         code, _, err = run("tables", "--url", "https://x.supabase.co")
+        err = without_dsn_warning(err)
         assert code == EXIT_USAGE
         assert "the supabase backend needs SUPABASE_KEY" in err
 
@@ -67,6 +70,7 @@ class TestBackendInference:
         monkeypatch.setenv("RAG_POSTGRES_DSN", UNREACHABLE)
         monkeypatch.setenv("RAG_BACKEND", "memory")
         code, out, err = run("tables", tty=True)
+        err = without_dsn_warning(err)
         assert code == EXIT_OK, err
         assert out.startswith("backend: memory\n")
 
@@ -75,6 +79,7 @@ class TestBackendInference:
         monkeypatch.setenv("RAG_POSTGRES_DSN", UNREACHABLE)
         monkeypatch.setenv("SUPABASE_URL", "https://x.supabase.co")
         code, _, err = run("tables")
+        err = without_dsn_warning(err)
         assert code == EXIT_USAGE
         assert "both RAG_POSTGRES_DSN and SUPABASE_URL are set" in err
         assert "RAG_BACKEND" in err
@@ -90,6 +95,7 @@ class TestBackendInference:
         """RAG_BACKEND names one of the three backends, or is a configuration error."""
         monkeypatch.setenv("RAG_BACKEND", "mysql")
         code, _, err = run("tables")
+        err = without_dsn_warning(err)
         assert code == EXIT_USAGE
         assert "RAG_BACKEND='mysql' is not a backend" in err
 
@@ -97,6 +103,7 @@ class TestBackendInference:
         """`demo` (what `make demo` runs) is the memory tour whatever the environment says."""
         monkeypatch.setenv("RAG_POSTGRES_DSN", UNREACHABLE)
         code, out, err = run("demo", tty=True)
+        err = without_dsn_warning(err)
         assert code == EXIT_OK, err
         assert "memory: persistence.leads" in out
 
@@ -112,9 +119,11 @@ class TestBackendInference:
         )
         monkeypatch.setenv("RAG_POSTGRES_DSN", postgres_db.reader_dsn)
         code, out, err = run("ask", f"find leads at {company}", tty=True)
+        err = without_dsn_warning(err)
         assert code == EXIT_OK, err
         assert out.startswith("postgres: persistence.leads · 1 match")
         code, out, err = run("tables", tty=True)
+        err = without_dsn_warning(err)
         assert code == EXIT_OK, err
         assert out.startswith("backend: postgres\n")
 
@@ -143,6 +152,7 @@ class TestErrorClasses:
     def test_malformed_dsn_is_configuration(self, dsn: str) -> None:
         """A DSN libpq cannot read is exit 2, before any connection, and hides the password."""
         code, out, err = run("tables", "--dsn", dsn)
+        err = without_dsn_warning(err)
         assert (code, out) == (EXIT_USAGE, "")
         assert err.startswith("rag-agent: error: the DSN") and "is malformed" in err
         assert err.count("\n") == 1
@@ -155,6 +165,7 @@ class TestErrorClasses:
         Before, `ask` reported the condition as ignored and answered zero rows with exit 0.
         """
         code, _, err = run(*command, "--dsn", UNREACHABLE)
+        err = without_dsn_warning(err)
         assert code == EXIT_UNAVAILABLE
         assert "Connection refused" in err and "pa55word" not in err
         assert err.count("\n") == 1
@@ -169,6 +180,7 @@ class TestErrorClasses:
         postgres_db.execute(f"REVOKE SELECT ON {table} FROM {postgres_db.reader_role}")
         try:
             code, out, err = run("tables", "--dsn", postgres_db.reader_dsn)
+            err = without_dsn_warning(err)
         finally:
             postgres_db.execute(f"GRANT SELECT ON {table} TO {postgres_db.reader_role}")
         assert (code, out) == (EXIT_QUERY_ERROR, ""), err
@@ -185,6 +197,7 @@ class TestErrorClasses:
 
         monkeypatch.setattr(commands, "cmd_tables", broken)
         code, _, err = run("tables")
+        err = without_dsn_warning(err)
         assert code == EXIT_INTERNAL
         assert err == "rag-agent: error: RuntimeError: boom second line\n"
 
@@ -200,6 +213,7 @@ class TestLLMSwitch:
         monkeypatch.setenv("RAG_LLM", value)
         _reset_disabled_warning()
         code, _, err = run("ask", "find leads at acme", "--count")
+        err = without_dsn_warning(err)
         assert code == EXIT_OK
         assert ("rag.llm.disabled" in err) is warned
 
@@ -214,6 +228,7 @@ class TestMissingExtra:
             monkeypatch.setitem(sys.modules, name, None)
         monkeypatch.delitem(sys.modules, "rag_agent.mcp_server", raising=False)
         code, out, err = run("mcp")
+        err = without_dsn_warning(err)
         assert (code, out) == (EXIT_USAGE, "")
         assert err.startswith("rag-agent: error: the MCP server needs the MCP SDK: ")
         assert err.endswith(' pip install "readonly-rag[mcp]"\n')

@@ -42,10 +42,13 @@ def test_held_out_questions_are_answered_right_on_memory(memory_report: Report) 
 
 
 def test_every_class_is_mostly_right_on_both_schemas(memory_report: Report) -> None:
-    """No question class is left behind on either schema (the tuned half included)."""
-    weak = {
-        key: (right, asked)
-        for key, (right, asked) in memory_report.by_class().items()
-        if right < 0.7 * asked
-    }
+    """No question class is left behind on either schema: at least 0.75 of each class's
+    questions (both halves, 12 to 19 a class) are right (the weakest today: 11 of 14)."""
+    tally: dict[tuple[str, str], list[int]] = {}
+    for result in memory_report.results:
+        key = (result.question.schema, result.question.cls)
+        tally.setdefault(key, [0, 0])
+        tally[key][0] += result.right
+        tally[key][1] += 1
+    weak = {key: tuple(counts) for key, counts in tally.items() if counts[0] < 0.75 * counts[1]}
     assert weak == {}

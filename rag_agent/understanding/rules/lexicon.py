@@ -49,6 +49,8 @@ _COMPANY_TABLES = frozenset({"clients"})  # the eight tables' own meaning: a cli
 _TEXT_WORDS = frozenset(
     {"subject", "body", "text", "content", "message", "description", "notes", "summary", "topic"}
 )
+#: Text columns that head a row rather than tell it: few values make them a category.
+_HEADING_WORDS = frozenset({"subject", "topic"})
 #: Every generic word the roles are told by (the docs list them; a test exempts them from the
 #: rule that no sample column or value is written into the rules).
 ROLE_WORDS = _COMPANY_WORDS | _TEXT_WORDS | {
@@ -213,8 +215,12 @@ def _is_category(lexicon: Lexicon, column: ColumnWords) -> bool:
     if len(column.values) > MAX_CATEGORY_VALUES:
         return False
     personal = ("company", "given", "family", "person", "email", "phone", "job")
+    # A subject or topic column with few learned values ("Security questionnaire", "Invoice
+    # copy") is a category too; bodies, notes and descriptions are prose, and names, e-mails,
+    # phones and titles are never categories.
+    prose = column.name in lexicon.role("text") and not set(column.words) & _HEADING_WORDS
     return column.name not in {c for role in personal for c in lexicon.role(role)} and (
-        column.name not in lexicon.role("name") and column.name not in lexicon.role("text")
+        column.name not in lexicon.role("name") and not prose
     )
 
 
