@@ -4,7 +4,7 @@ about login problems" → ``conversation_id in (…)``, the conversations of the
 
 The rules read "from Globex" as a company, but no column of ``inquiries`` (or ``messages``) holds
 one (:func:`rag_agent.understanding.rules.parser.no_company_column`). A *route* leads from a table
-whose rows name companies (:data:`COMPANY_TABLES`: ``clients.name``, ``leads.company_name``) down
+whose rows name companies (:data:`COMPANY_TABLES`, each by its learned company column) down
 the relations ``facade.relations`` offers to the asked table, at most :data:`MAX_HOPS` of them:
 ``clients → inquiries`` (``inquiries.client_id``), ``leads → conversations → messages``. The
 shortest route of each company table is tried, shortest first (``clients`` before ``leads`` at equal
@@ -44,6 +44,7 @@ from rag_agent.pipeline.similar import Closest, closest_name
 from rag_agent.runtime.effects import Call, Steps
 from rag_agent.specs import Condition, Ignored
 from rag_agent.understanding.rules import names
+from rag_agent.understanding.rules.lexicon import lexicon_of
 from rag_agent.understanding.rules.parser import no_company_column
 
 __all__ = [
@@ -58,7 +59,9 @@ __all__ = [
 
 #: Tables whose rows are companies, with the column naming the company, tried in this order
 #: when their routes are as long.
-COMPANY_TABLES: tuple[tuple[str, str], ...] = (("clients", "name"), ("leads", "company_name"))
+COMPANY_TABLES: tuple[str, ...] = ("clients", "leads")
+#: The column naming the company on a company table whose vocabulary cannot be learned.
+_REFERENCE_COMPANY = {"clients": "name", "leads": "company_name"}
 #: A name matching more different names than this is too vague to be one company.
 MAX_LINKED_KEYS = 20
 #: Keys one hop may read (and one condition may list); more are reported, never cut.
@@ -193,10 +196,30 @@ def _shortest(
     return None
 
 
+def _company_columns(facade: ReadOnlyPersistenceFacade) -> list[tuple[str, str]]:
+    """Each company table with the column naming its company, from the database's learned
+    vocabulary (the reference column where it could not be learned)."""
+    try:
+        vocabulary = facade.vocabulary()
+    except BackendError:
+        raise
+    except PersistenceError:
+        vocabulary = None
+    found = []
+    for table in COMPANY_TABLES:
+        if vocabulary is None or vocabulary.table(table) is None:
+            found.append((table, _REFERENCE_COMPANY[table]))
+            continue
+        column = lexicon_of(vocabulary, table).first("company")
+        if column is not None:
+            found.append((table, column))
+    return found
+
+
 def _routes(facade: ReadOnlyPersistenceFacade, table: str) -> list[_Route]:
     known: dict[str, tuple[Relation, ...]] = {}
     found = []
-    for rank, (company, column) in enumerate(COMPANY_TABLES):
+    for rank, (company, column) in enumerate(_company_columns(facade)):
         path = None if company == table else _shortest(facade, company, table, known)
         if path is not None:
             found.append((len(path), rank, _Route(company, column, path)))

@@ -249,7 +249,9 @@ class TestNewcomerTrips:
     def test_known_arguments_still_answer(self, agent: RAGAgent) -> None:
         assert not _call(agent, "list_tables", {}).isError
 
-    def test_a_disconnect_is_one_line(self, caplog: pytest.LogCaptureFixture) -> None:
+    def test_a_disconnect_is_one_line(
+        self, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         import logging
 
         import anyio
@@ -258,6 +260,11 @@ class TestNewcomerTrips:
 
         quiet_disconnects()
         logger = logging.getLogger("mcp.server.streamable_http")
+        # Whatever other tests did to logging (a disabled logger, a parent that stops
+        # propagation), the records are captured at the SDK's logger itself.
+        monkeypatch.setattr(logger, "disabled", False)
+        monkeypatch.setattr(logger, "propagate", False)
+        monkeypatch.setattr(logger, "handlers", [*logger.handlers, caplog.handler])
         with caplog.at_level(logging.DEBUG, logger="mcp.server.streamable_http"):
             try:
                 raise anyio.ClosedResourceError

@@ -142,6 +142,7 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
         for i, token in enumerate(tokens):
             if (
                 "\x00" in reading.text[token.start : token.end]  # claimed meanwhile
+                or (i and tokens[i - 1].text == "at")  # "leads at globex": the company's
                 or token.stem in framing
                 or token.stem in _TABLE_STEMS
                 or (token.stem,) in lexicon.names
@@ -324,6 +325,14 @@ def _values(reading: Reading, lexicon: Lexicon) -> None:
             continue
         length, senses = match
         senses = [s for s in senses if _spelled(s, tokens[i : i + length])]
+        # A word of a subject ("security" of "Security questionnaire") is that subject only
+        # right before a table noun ("security inquiries"), never in a sentence ("could not
+        # sign in" is no "Sign in again").
+        senses = [
+            s
+            for s in senses
+            if s.exact or s.column not in lexicon.role("text") or _noun_after(tokens, i + length)
+        ]
         if not senses:
             i += 1
             continue
@@ -366,6 +375,10 @@ def _values(reading: Reading, lexicon: Lexicon) -> None:
 _CUE_BEFORE = frozenset({"is", "are", "was", "were", "still", "currently", "as", "that", "which",
                          "who", "not", "isn't", "aren't", "only", "neither", "nor", "either",
                          "or", "and"})  # fmt: skip
+
+
+def _noun_after(tokens: list[_Token], index: int) -> bool:
+    return index < len(tokens) and tokens[index].text in TABLE_WORDS
 
 
 def _spelled(sense: ValueSense, tokens: list[_Token]) -> bool:
