@@ -121,21 +121,29 @@ class TestRefusalToStart:
             assert not asyncio.run(check(other))
 
 
+class _ReadyServer(uvicorn.Server):
+    """A uvicorn server that says when it listens (no polling)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+
 @contextmanager
 def _serving(app: Any) -> Iterator[str]:
     """``app`` on a loopback port in a thread; yields its base URL."""
     port = free_port()
-    server = uvicorn.Server(
+    server = _ReadyServer(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        for _ in range(300):
-            if server.started:
-                break
-            time.sleep(0.05)
-        assert server.started
+        assert server.ready.wait(15) and server.started
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         server.should_exit = True
@@ -213,15 +221,23 @@ class TestAuthenticatedServer:
         assert 503 in codes and codes.count(200) <= 3
 
 
-class SlowMessagesBackend(MemoryBackend):
-    """A memory backend whose reads of ``messages`` take SLOW seconds: backend work that is
-    long, whatever makes it so."""
+class HeldMessagesBackend(MemoryBackend):
+    """A memory backend whose reads of ``messages`` are held until the test releases them:
+    backend work that is long, whatever makes it so, without waiting out a clock. ``entered``
+    says a held read has begun; a read is let go after ``HOLD_LIMIT`` seconds at most, so a
+    loop it wrongly holds shows up as a light call that long, not as a hung test."""
 
-    SLOW = 3.0
+    HOLD_LIMIT = 10.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.entered = threading.Event()
+        self.release = threading.Event()
 
     def read(self, query: Query) -> Page:
         if query.table == "messages":
-            time.sleep(self.SLOW)
+            self.entered.set()
+            self.release.wait(self.HOLD_LIMIT)
         return super().read(query)
 
 
@@ -230,13 +246,10 @@ class TestNoCallHoldsTheLoop:
     latency check: the light call's latency is measured against its own baseline)."""
 
     def test_light_call_beside_slow_ones(self, sample_store: MemoryStore) -> None:
-        server = create_mcp_server(_agent(SlowMessagesBackend(sample_store, read_only=True)))
+        backend = HeldMessagesBackend(sample_store, read_only=True)
+        server = create_mcp_server(_agent(backend))
         light = ("count_rows", {"table": "leads", "filters": {"status": "new"}})
         hostile_order = [f"{'-' if i % 2 else ''}{c}" for i in range(20_000) for c in ("id",)]
-        slow_calls = [
-            ("query_table", {"table": "messages", "filters": {"id": 1}}),
-            ("query_table", {"table": "leads", "order": hostile_order}),
-        ]
 
         async def timed(client: ClientSession) -> float:
             start = time.perf_counter()
@@ -250,19 +263,27 @@ class TestNoCallHoldsTheLoop:
                 create_connected_server_and_client_session(server) as fast,
             ):
                 baseline = statistics.median([await timed(fast) for _ in range(5)])
-                latencies = []
-                for name, args in slow_calls:
-                    # Light calls back to back for as long as the slow one runs: one of them is
-                    # in flight whenever anything holds the loop, and waits as long as it does.
-                    task = asyncio.create_task(slow.call_tool(name, args))
-                    during = [await timed(fast)]
-                    while not task.done():
-                        during.append(await timed(fast))
-                    await task
-                    latencies.append(max(during))
-                return baseline, latencies
+                # A read held in the backend: light calls run while it is held. Were it on the
+                # loop, none could finish before its release (HOLD_LIMIT seconds at most).
+                held = asyncio.create_task(
+                    slow.call_tool("query_table", {"table": "messages", "filters": {"id": 1}})
+                )
+                assert await asyncio.to_thread(backend.entered.wait, backend.HOLD_LIMIT)
+                during_hold = [await timed(fast) for _ in range(5)]
+                assert not held.done()  # the light calls ran while the read was still held
+                backend.release.set()
+                await held
+                # A hostile argument (20,000 sort keys) costs its session, never the other's.
+                hostile = asyncio.create_task(
+                    slow.call_tool("query_table", {"table": "leads", "order": hostile_order})
+                )
+                during_hostile = [await timed(fast)]
+                while not hostile.done():
+                    during_hostile.append(await timed(fast))
+                await hostile
+                return baseline, [max(during_hold), max(during_hostile)]
 
         baseline, latencies = asyncio.run(main())
-        # Generous: the slow read takes 3 s; a light call waiting for it would take as long.
+        # Generous: a light call waiting for the held read would take HOLD_LIMIT seconds.
         for latency in latencies:
             assert latency < baseline + 0.5, (baseline, latencies)
