@@ -164,6 +164,15 @@ class TableWords:
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", MappingProxyType(dict(self.columns)))
 
+    def learned_values(self) -> dict[str, tuple[Any, ...]]:
+        """The values learned from the data, per few-valued column that has any (not enum
+        labels or a boolean's two: the catalog says those)."""
+        return {
+            c.name: c.values
+            for c in self.columns.values()
+            if c.values and c.values_source == "data"
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "table": self.name,

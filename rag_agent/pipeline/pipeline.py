@@ -256,7 +256,7 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             self.facade.policy.check_read(plan.request.table, "run")
             return plan
         request, by_rules = yield from self._understood(
-            log, deadline, text, table, given, count_only, now
+            log, deadline, text, table, given, count_only, now, vocabulary
         )
         outcome.source = source_of(request.table)
         checked_table = self.facade.policy.check_read(request.table, "run")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from persistence.vocabulary import SchemaVocabulary
 from rag_agent.pipeline.parts import PipelineParts
 from rag_agent.pipeline.related import reachable_relations
 from rag_agent.runtime.deadline import LLMDeadline, deadline_scope
@@ -18,22 +19,6 @@ class UnderstandingSteps(PipelineParts):
 
     __slots__ = ()
 
-    def _understand(
-        self,
-        log: Any,
-        deadline: LLMDeadline,
-        text: str,
-        table: str | None,
-        given: tuple[Condition, ...] | None,
-        count_only: bool | None,
-        now: dt.datetime | None = None,
-    ) -> Steps[Request]:
-        # understand_request is pure but for its extract callback, which it calls (or not) by
-        # rules alone: a first pass learns whether the model is asked and about which table,
-        # the answer is asked for as a step, and a second pass is handed it.
-        request, _ = yield from self._understood(log, deadline, text, table, given, count_only, now)
-        return request
-
     def _understood(
         self,
         log: Any,
@@ -43,16 +28,16 @@ class UnderstandingSteps(PipelineParts):
         given: tuple[Condition, ...] | None,
         count_only: bool | None,
         now: dt.datetime | None = None,
+        vocabulary: SchemaVocabulary | None = None,
     ) -> Steps[tuple[Request, bool]]:
-        """The request, and whether the rules alone made it (no model was asked)."""
+        """The request, and whether the rules alone made it (no model was asked); read with
+        ``vocabulary``, the database's as the run learned it (the sample's when ``None``)."""
         now = self.now() if now is None else now
         asked: list[tuple[str, str]] = []
 
         def note(text: str, table: str) -> Understanding:
             asked.append((text, table))
             return Understanding()
-
-        vocabulary = self.vocabulary()
 
         def understood(extract: Any) -> Request:
             return understand_request(

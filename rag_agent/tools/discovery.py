@@ -100,13 +100,8 @@ def _learned_values(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, 
         words = facade.vocabulary().table(table)
     except PersistenceError:
         return {}
-    if words is None:
-        return {}
-    return {
-        c.name: list(c.values)
-        for c in words.columns.values()
-        if c.values and c.values_source == "data"
-    }
+    learned = words.learned_values() if words is not None else {}
+    return {column: list(values) for column, values in learned.items()}
 
 
 def _error(exc: Exception) -> dict[str, Any]:

@@ -287,8 +287,5 @@ def _learned(facade: ReadOnlyPersistenceFacade, table: str) -> dict[str, tuple[s
         words = facade.vocabulary().table(table)
     except PersistenceError:
         return {}
-    return {
-        c.name: tuple(str(v) for v in c.values)
-        for c in (words.columns.values() if words is not None else ())
-        if c.values and c.values_source == "data"
-    }
+    learned = words.learned_values() if words is not None else {}
+    return {column: tuple(str(v) for v in values) for column, values in learned.items()}

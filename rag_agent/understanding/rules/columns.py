@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from persistence import Op
-from persistence.search.text import FRAMING_WORDS
 from persistence.vocabulary import SchemaVocabulary, stem
 from rag_agent.specs import Condition, Through
 from rag_agent.understanding.rules.lexicon import (
+    FRAMING_STEMS,
     NEEDS_CUE,
     OFF_WORDS,
     Lexicon,
@@ -82,8 +82,8 @@ class _Token:
     end: int
 
 
-def _tokens(text: str) -> list[_Token]:
-    return list(_tokenized(text))
+def _tokens(text: str) -> tuple[_Token, ...]:
+    return _tokenized(text)
 
 
 @functools.lru_cache(maxsize=16)
@@ -97,7 +97,7 @@ def _tokenized(text: str) -> tuple[_Token, ...]:
     )
 
 
-def _negated(tokens: list[_Token], index: int) -> bool:
+def _negated(tokens: Sequence[_Token], index: int) -> bool:
     """Whether the phrase at ``tokens[index]`` is negated by the words just before it: past
     bridge words and prepositions, and at most one other word ("not run on linkedin")."""
     look = tokens[max(0, index - 5) : index]
@@ -129,7 +129,7 @@ def read_columns(reading: Reading, lexicon: Lexicon) -> None:
 def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
     """Report what names another table's column or value, never leaving it to be searched
     for as words: "leads from linkedin" on a table with no channel."""
-    framing = {stem(w) for w in FRAMING_WORDS}
+    framing = FRAMING_STEMS
     # Tables the text names come first: "linkedin campaigns" is the campaigns' channel. A value
     # is read through another table only when the text names it and a foreign key joins the two
     # ("leads of software clients"); else it is reported ("find leads from linkedin").
@@ -241,7 +241,7 @@ def _may_start(lexicon: Lexicon, token: _Token) -> bool:
     )
 
 
-def _in_name(text: str, tokens: list[_Token], i: int) -> bool:
+def _in_name(text: str, tokens: Sequence[_Token], i: int) -> bool:
     """Whether ``tokens[i]`` is a capitalised word among others (a name: "Acme Logistics").
     A lone capitalised word ("leads in Italy") may still be a value."""
 
@@ -252,7 +252,7 @@ def _in_name(text: str, tokens: list[_Token], i: int) -> bool:
 
 
 def _flag_at(
-    tokens: list[_Token], i: int, phrases: Iterable[tuple[str, ...]]
+    tokens: Sequence[_Token], i: int, phrases: Iterable[tuple[str, ...]]
 ) -> tuple[bool, int] | None:
     """A flag named at ``tokens[i]``: ("active", end) → True, ("inactive", end) → False."""
     length = _phrase_at(tokens, i, phrases)
@@ -267,7 +267,7 @@ def _flag_at(
 
 
 def _related_value(
-    other: Lexicon, column: str, tokens: list[_Token], i: int, length: int
+    other: Lexicon, column: str, tokens: Sequence[_Token], i: int, length: int
 ) -> object | None:
     """The value of ``column`` the words at ``tokens[i]`` name (a value alone, or the value after
     the column's name), when they name one and are not negated."""
@@ -377,11 +377,11 @@ _CUE_BEFORE = frozenset({"is", "are", "was", "were", "still", "currently", "as",
                          "or", "and"})  # fmt: skip
 
 
-def _noun_after(tokens: list[_Token], index: int) -> bool:
+def _noun_after(tokens: Sequence[_Token], index: int) -> bool:
     return index < len(tokens) and tokens[index].text in TABLE_WORDS
 
 
-def _spelled(sense: ValueSense, tokens: list[_Token]) -> bool:
+def _spelled(sense: ValueSense, tokens: Sequence[_Token]) -> bool:
     """A synonym is met only by its own spelling (a plural, a suffix): "run" is not "running"."""
     if sense.synonym is None:
         return True
@@ -391,7 +391,7 @@ def _spelled(sense: ValueSense, tokens: list[_Token]) -> bool:
     )
 
 
-def _cued(lexicon: Lexicon, tokens: list[_Token], i: int, senses: list[ValueSense]) -> bool:
+def _cued(lexicon: Lexicon, tokens: Sequence[_Token], i: int, senses: list[ValueSense]) -> bool:
     """Whether an everyday word stands where a value does: before a table noun (past other
     values and "or"), or after its column's name or "is"/"are"/"still"."""
     for token in tokens[i + 1 : i + 5]:
@@ -450,7 +450,7 @@ def _prefixed(lexicon: Lexicon, token: _Token) -> tuple[int, list[ValueSense]] |
 
 
 def _disambiguate(
-    lexicon: Lexicon, tokens: list[_Token], start: int, end: int, senses: list[ValueSense]
+    lexicon: Lexicon, tokens: Sequence[_Token], start: int, end: int, senses: list[ValueSense]
 ) -> ValueSense | None:
     exact = [s for s in senses if s.exact] or senses
     columns = {s.column for s in exact}
@@ -463,7 +463,7 @@ def _disambiguate(
     return exact[0]
 
 
-def _negation_start(tokens: list[_Token], index: int) -> int:
+def _negation_start(tokens: Sequence[_Token], index: int) -> int:
     start = index
     for position in range(index - 1, max(-1, index - 5), -1):
         word = tokens[position].text
@@ -474,7 +474,7 @@ def _negation_start(tokens: list[_Token], index: int) -> int:
     return start
 
 
-def _column_word_before(lexicon: Lexicon, tokens: list[_Token], index: int, column: str) -> int:
+def _column_word_before(lexicon: Lexicon, tokens: Sequence[_Token], index: int, column: str) -> int:
     for phrase in lexicon.column_phrases(column):
         for gap in range(0, 3):
             begin = index - gap - len(phrase)
@@ -488,7 +488,7 @@ def _column_word_before(lexicon: Lexicon, tokens: list[_Token], index: int, colu
     return index
 
 
-def _column_word_after(lexicon: Lexicon, tokens: list[_Token], index: int, column: str) -> int:
+def _column_word_after(lexicon: Lexicon, tokens: Sequence[_Token], index: int, column: str) -> int:
     for phrase in lexicon.column_phrases(column):
         if tuple(t.stem for t in tokens[index : index + len(phrase)]) == phrase:
             return index + len(phrase)
@@ -500,29 +500,24 @@ def _flags(reading: Reading, lexicon: Lexicon) -> None:
     for column in lexicon.booleans:
         phrases = lexicon.column_phrases(column)
         for i, token in enumerate(tokens):
-            hit = _phrase_at(tokens, i, phrases)
-            value: bool | None = None
-            length = 0
-            if hit:
-                value, length = not _negated(tokens, i), hit
+            flag = _flag_at(tokens, i, phrases)
+            begin = i
+            if flag is not None:
+                value, end = flag
+                if not value and _phrase_at(tokens, i, phrases):  # "not active": the "not" too
+                    begin = _negation_start(tokens, i)
+            elif token.text in OFF_WORDS and _switchable(lexicon, column):
+                after = tokens[i + 1] if i + 1 < len(tokens) else None
+                if token.text not in {"switched", "turned"}:
+                    value, end = False, token.end  # "disabled", "inactive"
+                elif after is not None and after.text in {"off", "on"}:
+                    value, end = after.text == "on", after.end
+                else:
+                    continue
             else:
-                for prefix in _PREFIXES:
-                    rest = token.text[len(prefix) :].lstrip("-")
-                    if token.text.startswith(prefix) and (stem(rest),) in phrases:
-                        value, length = False, 1
-                        break
-                if value is None and token.text in OFF_WORDS and _switchable(lexicon, column):
-                    after = tokens[i + 1].text if i + 1 < len(tokens) else ""
-                    if token.text in {"switched", "turned"}:
-                        if after in {"off", "on"}:
-                            value, length = after == "on", 2
-                    else:
-                        value, length = False, 1
-            if value is None:
                 continue
-            begin = _negation_start(tokens, i) if hit and value is False else i
             reading.add(column, Op.EQ, value)
-            reading.claim(tokens[begin].start, tokens[i + length - 1].end)
+            reading.claim(tokens[begin].start, end)
             tokens = _tokens(reading.text)
             break
 
@@ -535,7 +530,7 @@ def _switchable(lexicon: Lexicon, column: str) -> bool:
     return switches == [column]
 
 
-def _phrase_at(tokens: list[_Token], i: int, phrases: Iterable[tuple[str, ...]]) -> int:
+def _phrase_at(tokens: Sequence[_Token], i: int, phrases: Iterable[tuple[str, ...]]) -> int:
     for phrase in sorted(phrases, key=len, reverse=True):
         if tuple(t.stem for t in tokens[i : i + len(phrase)]) == phrase:
             return len(phrase)
@@ -641,7 +636,7 @@ def _missing(reading: Reading, lexicon: Lexicon) -> None:
                     return
 
 
-def _ends_phrase(text: str, tokens: list[_Token], index: int) -> bool:
+def _ends_phrase(text: str, tokens: Sequence[_Token], index: int) -> bool:
     """Whether the words after a "with <column>" end it (so no value or number follows)."""
     if index >= len(tokens):
         return True

@@ -9,9 +9,10 @@ the table has not ("messages by status") is ignored with the reason.
 
 from __future__ import annotations
 
+import functools
 import re
 
-from persistence.vocabulary import stem, stems
+from persistence.vocabulary import SchemaVocabulary, stem, stems
 from rag_agent.understanding.rules.reading import Reading, plural
 from rag_agent.understanding.rules.vocabulary import REFERENCE_WORDS, TABLE_WORDS
 
@@ -32,18 +33,29 @@ _GROUP_RE = re.compile(
 
 def _group_words(reading: Reading) -> frozenset[str]:
     """Every word that names a column of any table, or a table: what "by …" may group by."""
+    return _words_of(reading.vocabulary)
+
+
+@functools.lru_cache(maxsize=64)
+def _words_of(vocabulary: SchemaVocabulary) -> frozenset[str]:
+    # Once per vocabulary (a learned one is kept until the database changes), not per question.
     words = {w for w in TABLE_WORDS if " " not in w}
-    for table in reading.vocabulary.tables.values():
+    for table in vocabulary.tables.values():
         for column in table.columns.values():
             words.update(w for w in column.words if w not in {"is", "has", "at", "on", "id"})
     return frozenset(words)
+
+
+@functools.lru_cache(maxsize=64)
+def _stems_of(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(stem(w) for w in words)
 
 
 def _trim(reading: Reading, phrase: str) -> str | None:
     """The longest leading part of ``phrase`` made of group words, or ``None``."""
     words = phrase.split()
     known = _group_words(reading)
-    stems_known = {stem(w) for w in known}
+    stems_known = _stems_of(known)
     while words and not all(w.lower() in known or stem(w.lower()) in stems_known for w in words):
         words.pop()
     return " ".join(words) or None

@@ -97,20 +97,30 @@ class Lexicon:
     #: stems of a phrase → the columns it names
     names: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
     longest: int = 1
+    #: role → the table's columns in it (see :func:`_roles`)
+    roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the columns matched value by value (see :func:`_is_category`)
+    categories: frozenset[str] = frozenset()
     _phrases: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict, repr=False)
     _triggers: frozenset[str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.roles = _roles(self.table, self.columns)
+        self.categories = frozenset(
+            c.name for c in self.columns.values() if _is_category(self.roles, c)
+        )
 
     def has(self, column: str) -> bool:
         return column in self.columns
 
     def is_category(self, column: str) -> bool:
         """Whether ``column`` holds a few learned values matched word by word."""
-        return column in self.columns and _is_category(self, self.columns[column])
+        return column in self.categories
 
     def role(self, role: str) -> tuple[str, ...]:
-        """The table's columns in ``role``: company, first_name, last_name, full_name, email,
-        phone, title, text, name."""
-        return _roles(self)[role]
+        """The table's columns in ``role``: company, given, family, person (a full name),
+        email, phone, job (a title), text, name."""
+        return self.roles[role]
 
     def first(self, role: str) -> str | None:
         found = self.role(role)
@@ -171,12 +181,16 @@ class Lexicon:
         return tuple(p for p in phrases if p)
 
 
+#: The stems of request framing ("show me", "the", "in"): never a value by themselves.
+FRAMING_STEMS = frozenset(stem(w) for w in FRAMING_WORDS)
+
+
 def _index(lexicon: Lexicon, synonyms: Mapping[str, tuple[str, ...]]) -> None:
-    framing = {stem(w) for w in FRAMING_WORDS}
+    framing = FRAMING_STEMS
     for column in lexicon.columns.values():
         for phrase in lexicon.column_phrases(column.name):
             lexicon.names.setdefault(phrase, []).append(column.name)
-        if not _is_category(lexicon, column):
+        if not lexicon.is_category(column.name):
             continue
         values = [v for v in column.values or () if isinstance(v, str)]
         word_owners: dict[str, set[str]] = {}
@@ -209,37 +223,29 @@ def _add(lexicon: Lexicon, phrase: tuple[str, ...], sense: ValueSense) -> None:
         senses.append(sense)
 
 
-def _is_category(lexicon: Lexicon, column: ColumnWords) -> bool:
+_PERSONAL = ("company", "given", "family", "person", "email", "phone", "job", "name")
+
+
+def _is_category(roles: Mapping[str, tuple[str, ...]], column: ColumnWords) -> bool:
     if column.values is None or column.is_boolean or column.is_key:
         return False
     if len(column.values) > MAX_CATEGORY_VALUES:
         return False
-    personal = ("company", "given", "family", "person", "email", "phone", "job")
     # A subject or topic column with few learned values ("Security questionnaire", "Invoice
     # copy") is a category too; bodies, notes and descriptions are prose, and names, e-mails,
     # phones and titles are never categories.
-    prose = column.name in lexicon.role("text") and not set(column.words) & _HEADING_WORDS
-    return column.name not in {c for role in personal for c in lexicon.role(role)} and (
-        column.name not in lexicon.role("name") and not prose
-    )
+    prose = column.name in roles["text"] and not set(column.words) & _HEADING_WORDS
+    return not prose and all(column.name not in roles[role] for role in _PERSONAL)
 
 
-def _roles(lexicon: Lexicon) -> dict[str, tuple[str, ...]]:
-    cached: dict[str, tuple[str, ...]] | None = getattr(lexicon, "_role_cache", None)
-    if cached is not None:
-        return cached
-    roles: dict[str, list[str]] = {
-        k: []
-        for k in (
-            "company", "given", "family", "person", "email", "phone", "job",
-            "text", "name",
-        )
-    }  # fmt: skip
-    for column in lexicon.columns.values():
+def _roles(table: str, columns: Mapping[str, ColumnWords]) -> dict[str, tuple[str, ...]]:
+    """Each role's columns, told by generic words in the columns' names."""
+    roles: dict[str, list[str]] = {role: [] for role in (*_PERSONAL, "text")}
+    for column in columns.values():
         if column.kind != "text" or column.is_key:
             continue
         words = set(column.words)
-        if words & _COMPANY_WORDS or (lexicon.table in _COMPANY_TABLES and column.name == "name"):
+        if words & _COMPANY_WORDS or (table in _COMPANY_TABLES and column.name == "name"):
             roles["company"].append(column.name)
         elif {"first", "name"} <= words or {"given", "name"} <= words:
             roles["given"].append(column.name)
@@ -251,7 +257,7 @@ def _roles(lexicon: Lexicon) -> dict[str, tuple[str, ...]]:
             roles["email"].append(column.name)
         elif words & {"phone", "mobile", "telephone"}:
             roles["phone"].append(column.name)
-        elif words & {"title", "role", "position"} and lexicon.table != "campaigns":
+        elif words & {"title", "role", "position"} and table != "campaigns":
             roles["job"].append(column.name)
         elif words & _TEXT_WORDS:
             roles["text"].append(column.name)
@@ -259,9 +265,7 @@ def _roles(lexicon: Lexicon) -> dict[str, tuple[str, ...]]:
             roles["name"].append(column.name)
     # The row's own e-mail first ("email"), an owner's after it.
     roles["email"].sort(key=lambda name: (name != "email", name))
-    result = {k: tuple(v) for k, v in roles.items()}
-    lexicon._role_cache = result  # type: ignore[attr-defined]
-    return result
+    return {role: tuple(names) for role, names in roles.items()}
 
 
 @functools.lru_cache(maxsize=256)
