@@ -19,6 +19,7 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from rag_agent.agent import RAGAgent
+    from rag_agent.conversation import Conversation, ConversationError, Turn
     from rag_agent.envelope import (
         Envelope,
         ErrorInfo,
@@ -71,6 +72,8 @@ if _typing.TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "ColumnInfo": "rag_agent.specs",
     "Condition": "rag_agent.specs",
+    "Conversation": "rag_agent.conversation",
+    "ConversationError": "rag_agent.conversation",
     "Envelope": "rag_agent.envelope",
     "ErrorInfo": "rag_agent.envelope",
     "ExtractionRequest": "rag_agent.specs",
@@ -95,6 +98,7 @@ _EXPORTS: dict[str, str] = {
     "RedisSlidingWindowLimiter": "rag_agent.runtime.ratelimit",
     "ReformulationAttempt": "rag_agent.envelope",
     "SchemaFilterExtractor": "rag_agent.understanding.llm.extract",
+    "Turn": "rag_agent.conversation",
     "Understanding": "rag_agent.specs",
     "build_records": "rag_agent.envelope",
     "build_tools": "rag_agent.tools",
@@ -116,6 +120,8 @@ __all__ = [
     "REFORMULATION_ORDER",
     "ColumnInfo",
     "Condition",
+    "Conversation",
+    "ConversationError",
     "Envelope",
     "ErrorInfo",
     "ExtractionRequest",
@@ -139,6 +145,7 @@ __all__ = [
     "RedisSlidingWindowLimiter",
     "ReformulationAttempt",
     "SchemaFilterExtractor",
+    "Turn",
     "Understanding",
     "build_records",
     "build_tools",

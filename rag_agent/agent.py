@@ -28,9 +28,12 @@ read. With ``llm=`` and no explicit hooks, the agent builds them with
 cached per question) and :func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no
 explicit hook) a step is disabled.
 
-This module is the public class; its wiring is :func:`rag_agent.agent_wiring.wire_pipeline`, its
-async twins the mixin :class:`rag_agent.agent_async.AsyncTwins`, and the steps are
-:class:`rag_agent.pipeline.pipeline.Pipeline`.
+This module is the public class, its wiring (:func:`wire_pipeline`) and its async twins; the
+steps are :class:`rag_agent.pipeline.pipeline.Pipeline`.
+
+A :class:`~rag_agent.conversation.Conversation` (``rag.conversation()``) given to ``run`` or
+``arun`` makes a question a follow-up of the answers before it ("only the qualified ones", "what
+about their conversations?"); ``trace=True`` adds ``metadata.trace``, each step with its time.
 
 :meth:`RAGAgent.arun`, :meth:`RAGAgent.aread` and :meth:`RAGAgent.aaggregate` are their async
 twins: the same pipeline (one implementation, see :mod:`rag_agent.runtime.effects`), its I/O
@@ -45,8 +48,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, Unpack, overload
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypedDict, Unpack, overload
 
 from persistence import (
     Closing,
@@ -58,28 +61,67 @@ from persistence import (
     get_logger,
 )
 from persistence.search import DEFAULT_K
-from persistence.steps import drive
-from rag_agent.agent_async import AsyncTwins
-from rag_agent.agent_options import _AggregateOptions, _ReadOptions, _RunOptions, _SearchOptions
-from rag_agent.agent_wiring import wire_pipeline
+from persistence.steps import adrive, drive
+from rag_agent.conversation import Conversation
 from rag_agent.envelope import Envelope
 from rag_agent.envelope.assemble import utc_now
+from rag_agent.fallback import create_fallback_runner
 from rag_agent.fallback.scope import FallbackScope
 from rag_agent.hooks import FallbackRunner, FilterExtractor
+from rag_agent.pipeline.pipeline import Pipeline
 from rag_agent.pipeline.ranking import DEFAULT_MODE, search_steps
 from rag_agent.runtime.cache import QueryCache
-from rag_agent.runtime.effects import perform
-from rag_agent.runtime.ratelimit import RateLimiter
+from rag_agent.runtime.effects import perform, perform_async
+from rag_agent.runtime.ratelimit import RateLimiter, create_limiter
 from rag_agent.settings import RAGSettings
-from rag_agent.specs import Condition
+from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
+from rag_agent.understanding.conditions import legacy_conditions
+from rag_agent.understanding.filters import normalize_filters
+from rag_agent.understanding.llm.extract import SchemaFilterExtractor
 from rag_agent.understanding.request import ConditionExtractor
 
-__all__ = ["RAGAgent"]
+__all__ = ["RAGAgent", "wire_pipeline"]
 
 _log = get_logger("rag_agent")
 
 
-class RAGAgent(AsyncTwins, Closing):
+# The keyword options of the methods, for the overloads type checkers read.
+class _PageOptions(TypedDict, total=False):
+    limit: int | None
+    offset: int | None
+    include_raw: bool
+
+
+class _RunOptions(_PageOptions, total=False):
+    table: str | None
+    conversation: Conversation | None
+    trace: bool
+    filters: Mapping[str, Any] | Sequence[Condition] | None
+    count_only: bool | None
+    include: Sequence[str | Include] | None
+
+
+class _ReadOptions(_PageOptions, total=False):
+    columns: Sequence[str] | None
+    order: Iterable[Order | str]
+    count_only: bool
+    include: Sequence[str | Include]
+
+
+class _SearchOptions(TypedDict, total=False):
+    k: int | None
+    offset: int | None
+    mode: str
+    include_raw: bool
+
+
+class _AggregateOptions(TypedDict, total=False):
+    group_by: Sequence[str]
+    metrics: Sequence[Metric | str]
+    limit: int | None
+
+
+class RAGAgent(Closing):
     """Adaptive retrieval over a :class:`~persistence.ReadOnlyPersistenceFacade`.
 
     Usually built by :func:`rag_agent.create_rag_agent`::
@@ -178,6 +220,8 @@ class RAGAgent(AsyncTwins, Closing):
         filters: Mapping[str, Any] | Sequence[Condition] | None = None,
         count_only: bool | None = None,
         include: Sequence[str | Include] | None = None,
+        conversation: Conversation | None = None,
+        trace: bool = False,
         return_json: bool = False,
     ) -> Envelope | dict[str, Any]:
         """Answer ``text``: an ``Envelope`` (a JSON-ready dict with ``return_json=True``).
@@ -191,16 +235,48 @@ class RAGAgent(AsyncTwins, Closing):
         the text decides ("how many …"). ``metadata.filters`` lists every applied condition and
         its source, ``metadata.ignored`` what was understood but not applied. ``include``
         names the relations whose rows each record carries under ``related`` (see
-        ``facade.read``); by default the text decides ("lead 7 with its conversations"). Never
-        raises for bad input or a failing backend: the envelope's ``metadata.error`` says what
-        went wrong.
+        ``facade.read``); by default the text decides ("lead 7 with its conversations").
+
+        With a ``conversation`` (:meth:`conversation`) the text is read against its last answer
+        — a refinement, the rows related to it, one of its records, its next page — unless
+        ``table`` or ``filters`` are given, and the run is appended to it as a turn;
+        ``metadata.context`` says how it was read. ``trace=True`` adds ``metadata.trace``: each
+        step, each backend read and the fallback's model and tool calls, with their times.
+        Never raises for bad input or a failing backend: the envelope's ``metadata.error`` says
+        what went wrong.
         """
+        page = (limit, offset, include_raw)
         return self._answer(
             table,
             return_json,
             lambda log: self._pipeline.run(
-                log, text, table, filters, (limit, offset, include_raw), count_only, include
+                log,
+                text,
+                table,
+                filters,
+                page,
+                count_only,
+                include,
+                conversation=conversation,
+                trace=trace,
             ),
+        )
+
+    def conversation(self, *, id: str | None = None) -> Conversation:
+        """A new conversation with this agent's bounds (``RAG_CONVERSATION_MAX_TURNS``,
+        ``RAG_CONVERSATION_MAX_TOKENS``), to pass to :meth:`run` turn after turn::
+
+            conversation = rag.conversation()
+            rag.run("leads at Globex", conversation=conversation)
+            rag.run("only the qualified ones", conversation=conversation)
+
+        ``Conversation.to_json()``/``Conversation.from_json()`` carry it between requests.
+        """
+        settings = self.settings
+        return Conversation(
+            id=id,
+            max_turns=settings.conversation_max_turns,
+            max_history_tokens=settings.conversation_max_tokens,
         )
 
     @overload
@@ -371,6 +447,132 @@ class RAGAgent(AsyncTwins, Closing):
             ),
         )
 
+    @overload
+    async def arun(
+        self, text: str, *, return_json: Literal[False] = ..., **options: Unpack[_RunOptions]
+    ) -> Envelope: ...
+
+    @overload
+    async def arun(
+        self, text: str, *, return_json: Literal[True], **options: Unpack[_RunOptions]
+    ) -> dict[str, Any]: ...
+
+    async def arun(
+        self,
+        text: str,
+        *,
+        table: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        include_raw: bool = False,
+        filters: Mapping[str, Any] | Sequence[Condition] | None = None,
+        count_only: bool | None = None,
+        include: Sequence[str | Include] | None = None,
+        conversation: Conversation | None = None,
+        trace: bool = False,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`run`: the same arguments, steps and envelope, its I/O
+        awaited on the running event loop (the facade's ``aread``/``acount``/``aaggregate``,
+        the model's ``ainvoke``) instead of blocking it. Never raises for bad input or a
+        failing backend::
+
+            envelope = await rag.arun("find leads at acme")
+        """
+        page = (limit, offset, include_raw)
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: self._pipeline.arun(
+                log,
+                text,
+                table,
+                filters,
+                page,
+                count_only,
+                include,
+                conversation=conversation,
+                trace=trace,
+            ),
+        )
+
+    async def aread(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        columns: Sequence[str] | None = None,
+        order: Iterable[Order | str] = (),
+        limit: int | None = None,
+        offset: int | None = None,
+        include_raw: bool = False,
+        count_only: bool = False,
+        include: Sequence[str | Include] = (),
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`read`; never raises."""
+        page = (limit, offset, include_raw)
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: self._pipeline.aread(
+                log, table, filters, columns, order, page, count_only, include
+            ),
+        )
+
+    async def aaggregate(
+        self,
+        table: str,
+        filters: Iterable[Filter] = (),
+        *,
+        group_by: Sequence[str] = (),
+        metrics: Sequence[Metric | str] = ("count",),
+        limit: int | None = None,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`aggregate`; never raises."""
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: self._pipeline.aaggregate(log, table, filters, group_by, metrics, limit),
+        )
+
+    async def asearch(
+        self,
+        table: str,
+        text: str,
+        filters: Iterable[Filter] = (),
+        *,
+        k: int | None = None,
+        offset: int | None = None,
+        mode: str = DEFAULT_MODE.value,
+        include_raw: bool = False,
+        return_json: bool = False,
+    ) -> Envelope | dict[str, Any]:
+        """The async twin of :meth:`search` (the facade's ``asearch``); never raises."""
+        page = (DEFAULT_K if k is None else k, offset, include_raw)
+        pipeline = self._pipeline
+        return await self._aanswer(
+            table,
+            return_json,
+            lambda log: adrive(
+                search_steps(pipeline, log, table, text, filters, page, mode),
+                functools.partial(perform_async, pipeline),
+            ),
+        )
+
+    async def _aanswer(
+        self, table: object, return_json: object, body: Callable[[Any], Awaitable[Envelope]]
+    ) -> Envelope | dict[str, Any]:
+        log = _log.bind()
+        try:
+            envelope = await body(log)
+            return envelope.to_json() if return_json else envelope
+        except Exception as exc:  # the contract: arun() reports, it does not raise
+            self._pipeline.log_error(log, "rag.error", exc, step="envelope")
+            envelope = self.error_envelope(table, exc)
+            return envelope.to_json() if return_json else envelope
+
     def error_envelope(self, table: object, error: BaseException | str) -> Envelope:
         """An envelope with no records reporting ``error`` for a request about ``table``.
 
@@ -411,3 +613,66 @@ class RAGAgent(AsyncTwins, Closing):
             f"RAGAgent(facade={self.facade!r}, llm={type(self.llm).__name__ if self.llm else None}"
             f", fallback={'on' if self._pipeline.fallback else 'disabled'})"
         )
+
+
+def wire_pipeline(
+    facade: ReadOnlyPersistenceFacade,
+    settings: RAGSettings,
+    *,
+    llm: Any,
+    llm_filters: FilterExtractor | None,
+    extractor: ConditionExtractor | None,
+    fallback: FallbackRunner | None,
+    limiter: RateLimiter | None,
+    cache: QueryCache | None,
+    clock: Callable[[], float],
+    now: Callable[[], dt.datetime],
+    fallback_scope: FallbackScope | str | None,
+) -> Pipeline:
+    """The pipeline of a :class:`~rag_agent.RAGAgent`: the hooks, limiter and cache it was
+    given, and those it builds from ``llm`` and ``settings`` for the ones it was not."""
+    if llm is not None and fallback is None:
+        fallback = create_fallback_runner(facade, llm, settings=settings, scope=fallback_scope)
+    if limiter is None:
+        limiter = create_limiter(
+            settings.rate_limit_storage,
+            settings.max_fallbacks_per_min,
+            clock=None if clock is time.monotonic else clock,
+        )
+    if extractor is None and llm_filters is not None:
+        extractor = _hook_extractor(llm_filters, budget=None)  # the caller's own code
+    elif extractor is None and llm is not None:
+        # The agent's own model calls count against the LLM budget, the fallback's too, and
+        # a repeated question is answered from the extractor's cache at no cost.
+        extractor = SchemaFilterExtractor(
+            llm,
+            budget=limiter.try_acquire,
+            cache_maxsize=settings.cache_maxsize,
+            cache_ttl=settings.cache_ttl_seconds,
+            timer=clock,
+        )
+    # ``is None``, not ``or``: an empty QueryCache is falsy (it has ``__len__``).
+    if cache is None:
+        cache = QueryCache(
+            settings.cache_maxsize,
+            settings.cache_ttl_seconds,
+            max_bytes=settings.cache_max_bytes,
+            enabled=not settings.cache_disabled,
+            timer=clock,
+        )
+    return Pipeline(facade, settings, cache, limiter, extractor, fallback, now)
+
+
+def _hook_extractor(
+    extract: FilterExtractor, budget: Callable[[], bool] | None
+) -> ConditionExtractor:
+    """An ``llm_filters`` hook (text → the four legacy keys) as an extractor; with a
+    ``budget``, no budget means no call."""
+
+    def extractor(request: ExtractionRequest) -> Understanding:
+        if budget is not None and not budget():
+            return Understanding(ignored=(Ignored(request.text, "LLM budget exhausted"),))
+        filters = normalize_filters(extract(request.text))
+        return Understanding(conditions=legacy_conditions(filters, "llm"))
+
+    return extractor

@@ -43,6 +43,8 @@ class FallbackRequest:
     offset: int
     max_steps: int
     seconds_left: float | None = None
+    #: In a conversation, the earlier turns as short lines (questions and what each answer held).
+    history: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +70,8 @@ class FallbackCall:
 class FallbackResult:
     """Everything the fallback read in this run, and the error that stopped it, if any.
 
-    Only ``reads`` become records: the LLM's own text never does.
+    Only ``reads`` become records: the LLM's own text never does (it is ``answer``, shown as
+    text beside them).
     """
 
     reads: Sequence[FallbackRead] = ()
@@ -78,6 +81,11 @@ class FallbackResult:
     dropped_ids: int = 0
     #: Every read the tools made, in order, whether or not the answer cited its rows.
     calls: Sequence[FallbackCall] = ()
+    #: The model's final text (``metadata.answer``); its citations are the rows in ``reads``.
+    answer: str | None = None
+    #: What ran, in order: each model call (``step="model"``) and tool call (``step`` the tool's
+    #: name), refused ones included, as ``metadata.trace`` shows them (see ``TraceStep``).
+    steps: Sequence[Mapping[str, Any]] = ()
 
 
 class FallbackRunner(Protocol):

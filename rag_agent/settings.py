@@ -13,7 +13,8 @@
     RAG_LLM [on]                      RAG_BACKEND [inferred by the CLI]
     RAG_EMBEDDINGS [none]: none | default | openai:<model> (see rag_agent.pipeline.embeddings)
     RAG_LLM_DEADLINE_S [30]           RAG_MAX_QUESTION_CHARS [4096]
-    RAG_FALLBACK_MAX_TOOL_CALLS [8]
+    RAG_FALLBACK_MAX_TOOL_CALLS [8]   RAG_CONVERSATION_MAX_TURNS [20]
+    RAG_CONVERSATION_MAX_TOKENS [800]
     RAG_POSTGRES_DSN, SUPABASE_URL, SUPABASE_KEY, OPENAI_API_KEY, OPENAI_BASE_URL,
     RAG_OPENAI_MODEL [gpt-4o-mini]
 
@@ -107,6 +108,10 @@ class RAGSettings(PersistenceSettings):
     #: or redacted. Only the first 2,000 characters are ever parsed.
     max_question_chars: Count = Field(4_096, ge=1)
     fallback_scope: Text = "related"
+    #: Turns a conversation keeps (the oldest are let go), and the tokens of history a model is
+    #: shown (about four characters each; the most recent turns first).
+    conversation_max_turns: Count = Field(20, ge=1, le=200)
+    conversation_max_tokens: Count = Field(800, ge=0, le=100_000)
     #: Words the rules read as values beyond the generic synonym layer: ``{"vip": ["gold"]}``
     #: (``RAG_SYNONYMS`` as JSON); a synonym applies only where its target is a learned value.
     synonyms: dict[str, tuple[str, ...]] = Field(default_factory=dict)

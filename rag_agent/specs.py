@@ -48,8 +48,9 @@ __all__ = [
 ]
 
 #: Who understood a condition.
-Source = Literal["rules", "llm", "tool", "reformulation"]
-SOURCES: tuple[Source, ...] = ("rules", "llm", "tool", "reformulation")
+#: ``"context"``: carried from an earlier turn of a conversation (the rows a follow-up refers to).
+Source = Literal["rules", "llm", "tool", "reformulation", "context"]
+SOURCES: tuple[Source, ...] = ("rules", "llm", "tool", "reformulation", "context")
 
 #: Operators a model may use: literal values only (``ilike`` would let it write patterns).
 LLM_OPERATORS: tuple[str, ...] = tuple(op.value for op in Op if op is not Op.ILIKE)
@@ -206,7 +207,8 @@ class ExtractionRequest:
     """What the LLM extraction step gets: the text, the table, the table's allowed columns (with
     kinds and operators), the readable tables, the current time for relative dates, and the
     relations whose related rows may be asked for (relation names reachable from the table,
-    ``("conversations", "messages")``; empty when none is readable)."""
+    ``("conversations", "messages")``; empty when none is readable), and, in a conversation, the
+    earlier turns as short lines (the user's questions and what each answer held; no row)."""
 
     text: str
     table: str
@@ -214,3 +216,4 @@ class ExtractionRequest:
     tables: tuple[str, ...]
     now: dt.datetime
     relations: tuple[str, ...] = ()
+    history: tuple[str, ...] = ()

@@ -23,8 +23,11 @@ from persistence import AggregateResult, Filter, InvalidQueryError, is_identifie
 from rag_agent.envelope import (
     AggregateGroup,
     Aggregates,
+    AnswerInfo,
     AppliedFilter,
     BackendInfo,
+    Citation,
+    ContextInfo,
     Envelope,
     ErrorInfo,
     FallbackReadInfo,
@@ -61,6 +64,8 @@ __all__ = [
 
 #: Error messages in envelopes are cut to this many characters.
 MAX_ERROR_MESSAGE = 500
+#: The fallback model's answer text is cut to this many characters.
+MAX_ANSWER_TEXT = 2000
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 
 
@@ -279,6 +284,8 @@ class Outcome:
     aggregates: Aggregates | None = None
     related_capped: bool = False
     ranking: RankingInfo | None = None
+    context: ContextInfo | None = None
+    answer: AnswerInfo | None = None
 
     def take_fallback(self, result: FallbackResult, page: PageResult) -> None:
         """Use what the agent fallback read: its cited rows as ``page``, the reads it made,
@@ -294,6 +301,21 @@ class Outcome:
         ]
         if result.error is not None:
             self.error = error_info(result.error)
+        if isinstance(result.answer, str) and result.answer.strip():
+            # The model's sentence, beside the records it rests on: the records are the rows it
+            # cited and a tool read (the others were dropped and counted), so they are the
+            # citations.
+            self.answer = AnswerInfo(
+                text=clip(result.answer.strip(), MAX_ANSWER_TEXT),
+                citations=[
+                    Citation(
+                        table=r.provenance.source.removeprefix("persistence."),
+                        id=r.provenance.row_id,
+                    )
+                    for r in self.records
+                ],
+                dropped_citations=self.dropped_ids,
+            )
 
     def take_aggregate(self, result: AggregateResult, retrieved_at: dt.datetime) -> None:
         """Use an aggregate's answer: no records, the rows matched, the groups."""
@@ -323,6 +345,7 @@ class Outcome:
         """Record the error that ended the run: no records."""
         self.error = error_info(exc)
         self.records, self.total_count, self.summary = [], 0, None
+        self.answer = None
         self.aggregates = None
         self.ranking = None
 
@@ -362,6 +385,8 @@ def assemble(
         "fallback_reads": outcome.fallback_reads or None,
         "aggregates": outcome.aggregates,
         "ranking": outcome.ranking,
+        "context": outcome.context,
+        "answer": outcome.answer,
         "summary": outcome.summary,
         "backend": backend,
         **paging,

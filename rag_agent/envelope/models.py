@@ -39,10 +39,11 @@ class AppliedFilter(_Frozen):
     column: str
     op: Literal["eq", "ieq", "neq", "gt", "gte", "lt", "lte", "in", "is_null", "icontains", "ilike"]
     value: Any = Field(description="The value after coercion to the column's type.")
-    source: Literal["rules", "llm", "tool", "reformulation"] = Field(
+    source: Literal["rules", "llm", "tool", "reformulation", "context"] = Field(
         description=(
-            "Who understood it: the rule parser, the LLM extraction, a tool's arguments, or a "
-            "reformulation that replaced the value (a similar company name)."
+            "Who understood it: the rule parser, the LLM extraction, a tool's arguments, a "
+            "reformulation that replaced the value (a similar company name), or the "
+            "conversation (the rows of an earlier answer a follow-up refers to)."
         )
     )
 
@@ -173,6 +174,85 @@ class RankingInfo(_Frozen):
     )
 
 
+class ContextInfo(_Frozen):
+    """How a question asked in a conversation was read against the turns before it."""
+
+    kind: Literal["fresh", "refine", "related", "item", "page"] = Field(
+        description="fresh: a question of its own; refine: the previous turn's conditions plus "
+        "or minus this one's; related: the rows related to the previous answer's; item: one "
+        "record of the previous answer; page: the previous query's next (or previous) page."
+    )
+    turn: int | None = Field(
+        default=None, ge=1, description="The number of the turn it built on (null when fresh)."
+    )
+    carried: list[str] = Field(
+        default_factory=list,
+        description="What it took from that turn: its conditions, as 'column op value', the "
+        "rows it refers to, the topic, the count.",
+    )
+    dropped: list[str] = Field(
+        default_factory=list,
+        description="Conditions of that turn it did not keep (replaced or excluded).",
+    )
+
+
+class TraceStep(_Frozen):
+    """One step of a run: what ran, on which table, what came back and how long it took."""
+
+    step: str = Field(
+        description="rules, extract, vocabulary, read, count, search, aggregate, fallback; "
+        "inside a fallback: model (one iteration) and the tool calls by name."
+    )
+    ms: float = Field(ge=0, description="Wall-clock milliseconds.")
+    table: str | None = Field(default=None, exclude_if=_unset)
+    conditions: list[str] | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="The conditions as 'column op' (values are never traced).",
+    )
+    rows: int | None = Field(default=None, exclude_if=_unset, ge=0)
+    total: int | None = Field(default=None, exclude_if=_unset, ge=0)
+    status: Literal["ok", "refused", "error"] = "ok"
+    note: str | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="Why it ran (a reformulation's reason) or why it was refused.",
+    )
+    steps: list[TraceStep] | None = Field(
+        default=None, exclude_if=_unset, description="The steps inside it (a fallback's)."
+    )
+
+
+class TraceInfo(_Frozen):
+    """What a run did, in order, with its timings (``run(..., trace=True)``)."""
+
+    total_ms: float = Field(ge=0, description="The run's wall-clock milliseconds.")
+    steps: list[TraceStep]
+    omitted: int = Field(
+        default=0, ge=0, description="Steps left out past the trace's bound (RAG_TRACE_MAX_STEPS)."
+    )
+
+
+class Citation(_Frozen):
+    """A row an answer relies on: its table and id, as read."""
+
+    table: str
+    id: Any
+
+
+class AnswerInfo(_Frozen):
+    """The fallback model's answer: its text, and the rows it cites (each one a record of this
+    envelope: a citation of a row no tool read is dropped and counted instead)."""
+
+    text: str = Field(description="The model's sentence for the user (bounded in length).")
+    citations: list[Citation] = Field(
+        description="The records the answer rests on, by table and id, in the answer's order."
+    )
+    dropped_citations: int = Field(
+        default=0, ge=0, description="Rows it cited that no tool call read (left out)."
+    )
+
+
 class BackendInfo(_Frozen):
     """Which backend answered: its kind, and the database it read, named without any secret."""
 
@@ -273,6 +353,19 @@ class Metadata(_Frozen):
     ranking: RankingInfo | None = Field(
         default=None,
         description="Set when the records come back ranked by relevance to the request's topic.",
+    )
+    context: ContextInfo | None = Field(
+        default=None,
+        description="For a question asked in a conversation: how it was read against the "
+        "turns before it.",
+    )
+    answer: AnswerInfo | None = Field(
+        default=None,
+        description="The fallback model's answer and its verified citations, when the agent "
+        "fallback answered.",
+    )
+    trace: TraceInfo | None = Field(
+        default=None, description="What ran and how long it took, with trace=True."
     )
     backend: BackendInfo | None = Field(
         default=None,

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -54,10 +54,14 @@ def system_prompt(max_steps: int) -> str:
     return _SYSTEM_PROMPT.format(max_steps=max_steps)
 
 
-def request_message(text: str, table: str, tried: Mapping[str, Any] | None) -> str:
-    """The user's request, the table asked about, and the filters already tried (a hint)."""
+def request_message(
+    text: str, table: str, tried: Mapping[str, Any] | None, history: Sequence[str] = ()
+) -> str:
+    """The user's request, the table asked about, the filters already tried (a hint) and, in a
+    conversation, the earlier turns (the user's questions and what each answer held)."""
     hint = f"\nFilters already tried without result: {json.dumps(tried)}" if tried else ""
-    return f"Table asked about: {table}{hint}\nRequest:\n{text}"
+    earlier = "Earlier in this conversation:\n" + "\n".join(history) + "\n" if history else ""
+    return f"{earlier}Table asked about: {table}{hint}\nRequest:\n{text}"
 
 
 class CitedRow(BaseModel):

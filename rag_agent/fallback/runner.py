@@ -30,7 +30,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 
 from persistence import ReadOnlyPersistenceFacade, get_logger
 from rag_agent.envelope.assemble import utc_now
@@ -83,6 +83,8 @@ class FallbackOutcome:
     rows_read: int = 0
     #: Every read the tools made (table, filters, rows returned), in order.
     calls: tuple[FallbackCall, ...] = ()
+    #: What ran, in order: model calls and tool calls, refused ones included (the trace).
+    steps: tuple[dict[str, Any], ...] = ()
     stopped: Stopped = "answer"
     exception: BaseException | None = field(default=None, repr=False, compare=False)
 
@@ -112,10 +114,41 @@ class _Budget(AgentMiddleware):
         self._session = session
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        return self._checked(handler(self._bounded(request)))
+        bounded = self._bounded(request)
+        started = time.perf_counter()
+        try:
+            response = handler(bounded)
+        finally:
+            self._traced_model_call(started)
+        return self._checked(response)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        return self._checked(await handler(self._bounded(request)))
+        bounded = self._bounded(request)
+        started = time.perf_counter()
+        try:
+            response = await handler(bounded)
+        finally:
+            self._traced_model_call(started)
+        return self._checked(response)
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return self._traced_refusal(request, handler(request))
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        return self._traced_refusal(request, await handler(request))
+
+    def _traced_model_call(self, started: float) -> None:
+        self._session.trace({"step": "model", "ms": (time.perf_counter() - started) * 1000})
+
+    def _traced_refusal(self, request: Any, response: Any) -> Any:
+        # A call refused before its tool ran (arguments that do not validate, a tool that does
+        # not exist) is traced here; the tools trace every call that reached them.
+        if isinstance(response, ToolMessage) and response.status == "error":
+            name = str(getattr(request, "tool_call", {}).get("name", "?"))[:63]
+            self._session.trace(
+                {"step": name, "ms": 0.0, "status": "refused", "note": "invalid tool call"}
+            )
+        return response
 
     def _checked(self, response: Any) -> Any:
         """End the run when the model's answer asks for more tool calls than one step may make,
@@ -183,19 +216,20 @@ class AgentFallback:
         tried_filters: Mapping[str, Any] | None = None,
         max_steps: int | None = None,
         timeout_seconds: float | None = None,
+        history: tuple[str, ...] = (),
     ) -> FallbackOutcome:
         """Let the model look for rows answering ``text``; never raises.
 
         ``table`` is the table the caller asked about (the default for citations without one);
         ``tried_filters`` are the filters the deterministic steps already tried, as a hint;
         ``max_steps`` overrides the step limit for this run; ``timeout_seconds`` shortens its
-        timeout (what is left of the run's deadline).
+        timeout (what is left of the run's deadline); ``history`` are the conversation's earlier
+        turns as lines (``Conversation.history``), shown to the model before the request.
         """
         timeout = self._timeout(timeout_seconds)
         session = self._session(table, max_steps, timeout)
-        work = _Work(
-            contextvars.copy_context(), self._invoke, (session, text, table, tried_filters)
-        )
+        asked = (session, text, table, tried_filters, history)
+        work = _Work(contextvars.copy_context(), self._invoke, asked)
         worker = threading.Thread(target=work, name="rag-fallback", daemon=True)
         with thinking("fallback"):
             worker.start()
@@ -229,12 +263,13 @@ class AgentFallback:
         tried_filters: Mapping[str, Any] | None = None,
         max_steps: int | None = None,
         timeout_seconds: float | None = None,
+        history: tuple[str, ...] = (),
     ) -> FallbackOutcome:
         """The awaitable twin of :meth:`run`: the agent graph's ``ainvoke`` (the model's
         ``ainvoke``) on the running loop, cancelled at the deadline; never raises."""
         timeout = self._timeout(timeout_seconds)
         session = self._session(table, max_steps, timeout)
-        graph, message = self._graph(session, text, table, tried_filters)
+        graph, message = self._graph(session, text, table, tried_filters, history)
         try:
             output = await asyncio.wait_for(graph.ainvoke({"messages": [message]}), timeout)
         except TimeoutError:
@@ -265,7 +300,12 @@ class AgentFallback:
         return session
 
     def _graph(
-        self, session: FallbackSession, text: str, table: str, tried: Mapping[str, Any] | None
+        self,
+        session: FallbackSession,
+        text: str,
+        table: str,
+        tried: Mapping[str, Any] | None,
+        history: tuple[str, ...] = (),
     ) -> tuple[Any, HumanMessage]:
         graph = create_agent(
             self._llm,
@@ -274,12 +314,17 @@ class AgentFallback:
             middleware=[_Budget(session)],
             response_format=ToolStrategy(FinalAnswer),
         )
-        return graph, HumanMessage(request_message(text, table, tried))
+        return graph, HumanMessage(request_message(text, table, tried, history))
 
     def _invoke(
-        self, session: FallbackSession, text: str, table: str, tried: Mapping[str, Any] | None
+        self,
+        session: FallbackSession,
+        text: str,
+        table: str,
+        tried: Mapping[str, Any] | None,
+        history: tuple[str, ...],
     ) -> dict[str, Any]:
-        graph, message = self._graph(session, text, table, tried)
+        graph, message = self._graph(session, text, table, tried, history)
         result: dict[str, Any] = graph.invoke({"messages": [message]})
         return result
 
@@ -362,6 +407,7 @@ class _Counters(TypedDict):
     refused_tool_calls: int
     rows_read: int
     calls: tuple[FallbackCall, ...]
+    steps: tuple[dict[str, Any], ...]
 
 
 def _counters(session: FallbackSession) -> _Counters:
@@ -371,6 +417,7 @@ def _counters(session: FallbackSession) -> _Counters:
         "refused_tool_calls": session.refused,
         "rows_read": session.rows_read,
         "calls": tuple(session.calls),
+        "steps": tuple(session.steps),
     }
 
 
@@ -408,6 +455,7 @@ class PipelineFallback:
             tried_filters=request.filters or None,
             max_steps=request.max_steps,
             timeout_seconds=request.seconds_left,
+            history=request.history,
         )
         return self._answer(outcome)
 
@@ -419,6 +467,7 @@ class PipelineFallback:
             tried_filters=request.filters or None,
             max_steps=request.max_steps,
             timeout_seconds=request.seconds_left,
+            history=request.history,
         )
         return self._answer(outcome)
 
@@ -430,7 +479,12 @@ class PipelineFallback:
         ]
         error: BaseException | str | None = outcome.exception or outcome.error
         return FallbackResult(
-            reads=reads, error=error, dropped_ids=outcome.dropped_ids, calls=outcome.calls
+            reads=reads,
+            error=error,
+            dropped_ids=outcome.dropped_ids,
+            calls=outcome.calls,
+            answer=outcome.answer,
+            steps=outcome.steps,
         )
 
 

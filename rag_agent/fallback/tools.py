@@ -27,8 +27,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
-from collections.abc import Callable, Collection
-from typing import Literal
+import time
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
@@ -59,6 +60,8 @@ _DEFAULT_ROWS_PER_CALL = 10
 _MAX_ROWS_PER_CALL = 50
 _TOOL_CALLS_PER_STEP = 4
 _MAX_GROUPS = 20
+#: Steps (model and tool calls) one run's trace keeps; a run that makes more says how many not.
+MAX_TRACED_STEPS = 64
 _AGGREGATE_TEXT = (
     "Count rows (or sum/avg/min/max a column) per group of up to 3 columns, for questions "
     "about numbers ('how many ... by status'). Returns numbers, never rows."
@@ -171,6 +174,18 @@ class FallbackSession:
         self.refused = 0
         self.rows_read = 0
         self.calls: list[FallbackCall] = []
+        #: What ran, in order (``metadata.trace``): model calls and tool calls, refused included.
+        self.steps: list[dict[str, Any]] = []
+        self.untraced = 0
+        self._timer = time.perf_counter  # wall time for the trace, whatever ``clock`` is
+
+    def trace(self, step: dict[str, Any]) -> None:
+        """Add ``step`` to the run's trace (counted instead once the trace is full)."""
+        with self._lock:
+            if len(self.steps) < MAX_TRACED_STEPS:
+                self.steps.append(step)
+            else:
+                self.untraced += 1
 
     def check_time(self) -> None:
         """Raise :class:`FallbackTimeoutError` once the run is cancelled or past its deadline."""
@@ -232,15 +247,36 @@ class FallbackSession:
             )
         return table
 
-    def _guarded(self, call: Callable[[], str]) -> str:
-        # Every tool: count it against the budget, and hand a refusal back to the model as text.
+    def _guarded(
+        self,
+        name: str,
+        call: Callable[[], tuple[str, int | None]],
+        table: object = None,
+        filters: Sequence[FilterSpec] | None = None,
+    ) -> str:
+        # Every tool: count it against the budget, hand a refusal back to the model as text, and
+        # trace it (its table and conditions as names only: a value may be a person's).
+        started = self._timer()
+        step: dict[str, Any] = {"step": name}
+        if isinstance(table, str):
+            step["table"] = table[:63]
+        if filters:
+            step["conditions"] = [f"{f.column[:63]} {f.op}" for f in filters[:16]]
         refused = self.start_tool_call()
-        if refused:
-            return refused
         try:
-            return call()
-        except PersistenceError as exc:
-            return self._refused(exc)
+            if refused:
+                step.update(status="refused", note="tool call budget exhausted")
+                return refused
+            try:
+                text, rows = call()
+            except PersistenceError as exc:
+                step.update(status="refused", note=type(exc).__name__)
+                return self._refused(exc)
+            if rows is not None:
+                step["rows"] = rows
+            return text
+        finally:
+            self.trace({**step, "ms": (self._timer() - started) * 1000})
 
     # -- the tools -------------------------------------------------------------------------
 
@@ -273,14 +309,22 @@ class FallbackSession:
     def list_tables(self) -> str:
         """The allow-listed tables in this run's scope, as JSON."""
         return self._guarded(
-            lambda: json.dumps(
-                [t for t in self.facade.tables() if self.scope is None or t in self.scope]
-            )
+            "list_tables",
+            lambda: (
+                json.dumps(
+                    [t for t in self.facade.tables() if self.scope is None or t in self.scope]
+                ),
+                None,
+            ),
         )
 
     def list_columns(self, table: str) -> str:
         """The columns of ``table``, as JSON (or the refusal)."""
-        return self._guarded(lambda: json.dumps(list(self.facade.columns(self._in_scope(table)))))
+        return self._guarded(
+            "list_columns",
+            lambda: (json.dumps(list(self.facade.columns(self._in_scope(table)))), None),
+            table,
+        )
 
     def query_table(
         self,
@@ -294,7 +338,7 @@ class FallbackSession:
     ) -> str:
         """Matching rows of ``table`` between untrusted-data markers; every row is ledgered."""
 
-        def query() -> str:
+        def query() -> tuple[str, int]:
             shown = columns
             if shown is not None and "id" not in shown:
                 shown = ["id", *shown]  # rows must stay citable
@@ -316,9 +360,9 @@ class FallbackSession:
             return (
                 f"{len(page.rows)} of {page.total_count} matching rows of {table!r} "
                 f"(offset {offset}). Data only:\n{boundary_block(payload)}"
-            )
+            ), len(page.rows)
 
-        return self._guarded(query)
+        return self._guarded("query_table", query, table, filters)
 
     def search_table(
         self,
@@ -332,7 +376,7 @@ class FallbackSession:
         """Rows of ``table`` ranked by ``text`` between untrusted-data markers; every row is
         ledgered, as ``query_table``'s are."""
 
-        def search() -> str:
+        def search() -> tuple[str, int]:
             wanted = to_filters(filters)
             result = self.facade.search(
                 self._in_scope(table),
@@ -352,14 +396,17 @@ class FallbackSession:
             return (
                 f"{len(rows)} rows of {table!r} ranked by relevance (offset {offset}; "
                 f"{result.total_count} match the filters). Data only:\n{boundary_block(payload)}"
-            )
+            ), len(rows)
 
-        return self._guarded(search)
+        return self._guarded("search_table", search, table, filters)
 
     def count_rows(self, table: str, filters: list[FilterSpec] | None = None) -> str:
         """How many rows of ``table`` match ``filters`` (or the refusal)."""
         return self._guarded(
-            lambda: str(self.facade.count(self._in_scope(table), to_filters(filters)))
+            "count_rows",
+            lambda: (str(self.facade.count(self._in_scope(table), to_filters(filters))), None),
+            table,
+            filters,
         )
 
     def aggregate_table(
@@ -371,7 +418,7 @@ class FallbackSession:
     ) -> str:
         """Counts and metrics per group of ``table`` (at most 20 groups), as data: never rows."""
 
-        def aggregate() -> str:
+        def aggregate() -> tuple[str, int | None]:
             result = self.facade.aggregate(
                 self._in_scope(table),
                 to_filters(filters),
@@ -385,6 +432,6 @@ class FallbackSession:
             return (
                 f"Aggregate of {result.matched} matching rows of {table!r} (numbers, not rows: "
                 f"cite no id from it). Data only:\n{boundary_block(payload)}"
-            )
+            ), None
 
-        return self._guarded(aggregate)
+        return self._guarded("aggregate_table", aggregate, table, filters)

@@ -30,6 +30,7 @@ class FallbackStep(PipelineParts):
         window: _Window,
         include_raw: bool = False,
         deadline: LLMDeadline | None = None,
+        history: tuple[str, ...] = (),
     ) -> Steps[None]:
         # JSON-ready: the fallback shows the model what was tried (a date as its ISO text).
         filters = canonical_value(query_filters_view(conditions))
@@ -39,8 +40,9 @@ class FallbackStep(PipelineParts):
             outcome.fallback = "disabled"
             log.debug("rag.fallback", status="disabled", reason="no LLM fallback configured")
             return
-        # Paging through a fallback's answer (``chat``'s ``next``) asks the model once.
-        cache_key = ("fallback", table, text, self.facade.data_version(table))
+        # Paging through a fallback's answer (``chat``'s ``next``) asks the model once; the same
+        # words after other turns are another question.
+        cache_key = ("fallback", table, text, history, self.facade.data_version(table))
         cached = self.cache.get(cache_key)
         if isinstance(cached, FallbackResult):
             log.debug("rag.fallback", status="cached")
@@ -71,6 +73,7 @@ class FallbackStep(PipelineParts):
             offset=offset,
             max_steps=self.settings.fallback_max_steps,
             seconds_left=None if deadline is None else deadline.remaining(),
+            history=history,
         )
         try:
             result = yield Call("fallback", (request,))

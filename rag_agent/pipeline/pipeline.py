@@ -39,7 +39,10 @@ from persistence import (
     brief_repr,
 )
 from persistence.steps import adrive, drive
-from rag_agent.envelope import Envelope
+from persistence.vocabulary import SchemaVocabulary
+from rag_agent.conversation import Conversation
+from rag_agent.conversation.followup import FollowUp
+from rag_agent.envelope import ContextInfo, Envelope, TraceInfo
 from rag_agent.envelope.assemble import (
     Outcome,
     applied_filters,
@@ -50,6 +53,12 @@ from rag_agent.envelope.assemble import (
 from rag_agent.hooks import FallbackRunner
 from rag_agent.pipeline.aggregating import DEFAULT_METRICS, aggregate_into
 from rag_agent.pipeline.company_link import company_links, similar_link_attempt
+from rag_agent.pipeline.conversation_step import (
+    follow_up,
+    merged,
+    remember,
+    selection_condition,
+)
 from rag_agent.pipeline.fallback_step import FallbackStep
 from rag_agent.pipeline.parts import _Page, _sequence
 from rag_agent.pipeline.plan_memo import Plan, PlanMemo, plan_key
@@ -62,6 +71,7 @@ from rag_agent.runtime.cache import QueryCache
 from rag_agent.runtime.deadline import LLMDeadline
 from rag_agent.runtime.effects import PREPARE, Steps, perform, perform_async
 from rag_agent.runtime.ratelimit import RateLimiter
+from rag_agent.runtime.trace import Trace, traced_perform, traced_perform_async, tracing
 from rag_agent.settings import RAGSettings
 from rag_agent.specs import Condition
 from rag_agent.understanding.conditions import query_filters_view
@@ -90,13 +100,39 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
     #: Plans of questions asked before (rag_agent.pipeline.plan_memo): never a row, never a result.
     plans: PlanMemo = field(default_factory=PlanMemo)
 
-    def run(self, log: Any, *args: Any) -> Envelope:
-        """Steps 1 to 6 for ``RAGAgent.run`` (the arguments of :meth:`run_steps`), blocking."""
-        return drive(self.run_steps(log, *args), functools.partial(perform, self))
+    def run(
+        self,
+        log: Any,
+        *args: Any,
+        conversation: Conversation | None = None,
+        trace: bool = False,
+    ) -> Envelope:
+        """Steps 1 to 6 for ``RAGAgent.run`` (the arguments of :meth:`run_steps`), blocking;
+        with ``trace``, each step timed into ``metadata.trace``."""
+        recorder = Trace() if trace else None
+        answer = functools.partial(perform, self)
+        steps = self.run_steps(log, *args, conversation=conversation)
+        with tracing(recorder):
+            if recorder is None:
+                return drive(steps, answer)
+            return _traced(drive(steps, traced_perform(answer, recorder)), recorder)
 
-    async def arun(self, log: Any, *args: Any) -> Envelope:
+    async def arun(
+        self,
+        log: Any,
+        *args: Any,
+        conversation: Conversation | None = None,
+        trace: bool = False,
+    ) -> Envelope:
         """Steps 1 to 6 for ``RAGAgent.arun``: the same steps, their I/O awaited."""
-        return await adrive(self.run_steps(log, *args), functools.partial(perform_async, self))
+        recorder = Trace() if trace else None
+        answer = functools.partial(perform_async, self)
+        steps = self.run_steps(log, *args, conversation=conversation)
+        with tracing(recorder):
+            if recorder is None:
+                return await adrive(steps, answer)
+            envelope = await adrive(steps, traced_perform_async(answer, recorder))
+            return _traced(envelope, recorder)
 
     def run_steps(
         self,
@@ -107,15 +143,25 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         page: _Page,
         count_only: bool | None = None,
         include: object = None,
+        *,
+        conversation: Conversation | None = None,
     ) -> Steps[Envelope]:
         """Steps 1 to 6 for ``RAGAgent.run``; arguments are checked here, not trusted.
 
         ``table`` ``None`` means the table the text names, else ``leads``; ``explicit`` is
         ``None`` or the caller's conditions; ``page`` is ``(limit, offset, include_raw)`` as the
-        caller gave them; ``include`` ``None`` means the related rows the text asks for.
+        caller gave them; ``include`` ``None`` means the related rows the text asks for. With a
+        ``conversation`` the text is read against its last answer, and the run appends a turn.
         """
         outcome = Outcome(source_of(table if table is not None else DEFAULT_TABLE))
+        follow = FollowUp(text=text if isinstance(text, str) else "")
         try:
+            if conversation is not None and not isinstance(conversation, Conversation):
+                raise InvalidQueryError(
+                    "conversation must be a rag_agent.Conversation "
+                    f"(see RAGAgent.conversation), not {type(conversation).__name__}",
+                    field="conversation",
+                )
             if not isinstance(text, str):
                 raise InvalidQueryError(
                     f"text must be a str, not {type(text).__name__}", field="text"
@@ -136,7 +182,10 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             if table is not None:
                 table = self.facade.policy.check_read(table, "run")
         except Exception as exc:
-            return self._refuse(log, outcome, exc)
+            envelope = self._refuse(log, outcome, exc)
+            if isinstance(conversation, Conversation) and isinstance(text, str):
+                remember(conversation, text[:MAX_TEXT_LENGTH], envelope, follow, None, "")
+            return envelope
 
         # Only the prefix is ever read: no question needs more, and the LLM steps would otherwise
         # pay for (and be steered by) an arbitrarily long text.
@@ -144,11 +193,30 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         checked_table = table or DEFAULT_TABLE
         # One deadline for every model call of this run: extraction and the fallback share it.
         deadline = LLMDeadline(self.settings.llm_deadline_s)
+        history = () if conversation is None else conversation.history()
+        asked_topic = ""
         try:
             yield PREPARE
+            # Learned (or taken from the facade's cache) as a call, so an awaited run learns it
+            # off the event loop.
+            vocabulary = yield from self.learned_vocabulary()
+            follow = follow_up(
+                text, conversation, table, given, self.now(), vocabulary,
+                self.facade.tables(), self.settings.synonyms,
+            )  # fmt: skip
+            if follow.kind == "page" and follow.offset is not None:
+                # The previous query's window moved; its page size unless the caller gave one.
+                asked_limit = page[0] if page[0] is not None else follow.limit
+                window = self._window(asked_limit, follow.offset)
             request, checked_table, applied, refused = yield from self._plan(
-                log, outcome, deadline, text, table, given, count_only
+                log, outcome, deadline, text, table, given, count_only, vocabulary, follow, history
             )
+            if follow.selection is not None:
+                # "their conversations": the rows related to the previous answer's rows.
+                related_to = yield from selection_condition(self.facade, follow, checked_table)
+                more, more_refused = apply_conditions(self.facade, checked_table, (related_to,))
+                applied, refused = applied + more, refused + more_refused
+            asked_topic = request.topic
             # "inquiries from Globex": a company read through the table the rows refer to.
             linked, request_ignored = yield from company_links(
                 self.facade, checked_table, request.ignored, applied
@@ -224,12 +292,15 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             counted = ((bool(applied) or bool(topic)) and request.count_only) or aggregated
             if outcome.total_count == 0 and outcome.error is None and given is None and not counted:
                 yield from self._fall_back(
-                    log, outcome, text, checked_table, applied, window, include_raw, deadline
-                )
+                    log, outcome, text, checked_table, applied, window, include_raw, deadline,
+                    history,
+                )  # fmt: skip
         except Exception as exc:
             self.log_error(log, "rag.error", exc, step="query", table=checked_table)
             outcome.fail(exc)
-        return self._done(log, "rag.run", outcome, checked_table, window)
+        envelope = self._done(log, "rag.run", outcome, checked_table, window)
+        remember(conversation, text, envelope, follow, checked_table, asked_topic)
+        return envelope
 
     def _plan(
         self,
@@ -240,24 +311,36 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
         table: str | None,
         given: tuple[Condition, ...] | None,
         count_only: bool | None,
+        vocabulary: SchemaVocabulary | None,
+        follow: FollowUp,
+        history: tuple[str, ...] = (),
     ) -> Steps[Plan]:
         # The request and the conditions the facade applies: from the plan memo when the same
         # question was planned by the rules alone and the table's columns are unchanged
         # (rag_agent.pipeline.plan_memo), else understood and checked now (and memoised if it
-        # may be).
+        # may be). A follow-up is planned with what it carries over: never memoised.
         now = self.now()
-        # Learned (or taken from the facade's cache) as a call, so an awaited run learns it off
-        # the event loop.
-        vocabulary = yield from self.learned_vocabulary()
-        key = None if given is not None else plan_key(text, table, count_only, now, vocabulary)
+        standalone = follow.kind == "fresh"
+        key = (
+            plan_key(follow.text, table, count_only, now, vocabulary)
+            if given is None and standalone
+            else None
+        )
         plan = None if key is None else self.plans.get(key, self.facade)
         if plan is not None:
             outcome.source = source_of(plan.request.table)
             self.facade.policy.check_read(plan.request.table, "run")
+            if follow.turn is not None or history:
+                outcome.context = ContextInfo(kind="fresh")
             return plan
         request, by_rules = yield from self._understood(
-            log, deadline, text, table, given, count_only, now, vocabulary
-        )
+            log, deadline, follow.text, follow.table or table, given, count_only, now, vocabulary,
+            history,
+        )  # fmt: skip
+        if not standalone:
+            request, outcome.context = merged(request, follow, count_only)
+        elif history:
+            outcome.context = ContextInfo(kind="fresh")
         outcome.source = source_of(request.table)
         checked_table = self.facade.policy.check_read(request.table, "run")
         memoised = key is not None and by_rules and self.plans.maxsize > 0
@@ -369,3 +452,11 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             self.log_error(log, "rag.error", exc, step="aggregate", table=table)
             outcome.fail(exc)
         return self.finish(outcome)
+
+
+def _traced(envelope: Envelope, trace: Trace) -> Envelope:
+    """``envelope`` with ``metadata.trace``: the run's steps and its total time, measured now."""
+    info = TraceInfo.model_validate(trace.finish())
+    return envelope.model_copy(
+        update={"metadata": envelope.metadata.model_copy(update={"trace": info})}
+    )

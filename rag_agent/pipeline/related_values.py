@@ -25,7 +25,7 @@ from persistence.relations import Relation
 from rag_agent.runtime.effects import Call, Steps
 from rag_agent.specs import Condition, Ignored, Through
 
-__all__ = ["MAX_HOPS", "related_values"]
+__all__ = ["MAX_HOPS", "Route", "related_values", "route", "route_keys"]
 
 #: Relations one route may follow ("messages of leads in Italy": leads → conversations →
 #: messages).
@@ -33,6 +33,9 @@ MAX_HOPS = 2
 
 #: One step of a route: read ``table`` rows whose ``column`` is in the keys, keep ``key``.
 _Hop = tuple[str, str, str]
+#: A route: the key column read on the start table, the hops between, and the column of the goal
+#: table the last keys are matched against.
+Route = tuple[str, tuple[_Hop, ...], str]
 
 
 def related_values(
@@ -42,7 +45,7 @@ def related_values(
     added: list[Condition] = []
     ignored: list[Ignored] = []
     for item in through:
-        route = _route(facade, item.table, table)
+        route = _route_between(facade, item.table, table)
         if route is None:
             ignored.append(Ignored(item.text, f"no relation leads from {item.table} to {table}"))
             continue
@@ -54,11 +57,13 @@ def related_values(
     return tuple(added), tuple(ignored)
 
 
-def _route(
-    facade: ReadOnlyPersistenceFacade, start: str, goal: str
-) -> tuple[str, tuple[_Hop, ...], str] | None:
-    """The shortest route from ``start`` to ``goal``: the key column read on ``start``, the hops
-    between, and the column of ``goal`` the last keys are matched against."""
+def route(facade: ReadOnlyPersistenceFacade, start: str, goal: str) -> Route | None:
+    """The shortest route from ``start`` to ``goal`` (at most :data:`MAX_HOPS` relations, in
+    either direction), or ``None`` when no relation leads there."""
+    return _route_between(facade, start, goal)
+
+
+def _route_between(facade: ReadOnlyPersistenceFacade, start: str, goal: str) -> Route | None:
     edges = _edges(facade)
     frontier: list[tuple[str, tuple[tuple[Relation, bool], ...]]] = [(start, ())]
     seen = {start}
@@ -108,29 +113,41 @@ def _as_hops(path: tuple[tuple[Relation, bool], ...]) -> tuple[str, tuple[_Hop, 
     return first_key, tuple(hops), matched
 
 
-def _follow(item: Through, route: tuple[str, tuple[_Hop, ...], str]) -> Steps[Condition | str]:
-    first_key, hops, matched = route
+def _follow(item: Through, route: Route) -> Steps[Condition | str]:
     condition = item.condition
     described = f"the {item.table} whose {condition.column} is {condition.value!r}"
-    keys = yield from _keys(item.table, condition.to_filter(), first_key)
+    keys = yield from route_keys(item.table, (condition.to_filter(),), route, described)
+    if isinstance(keys, str):
+        return f"not applied: {keys}"
+    return Condition(route[2], Op.IN, keys, "rules")
+
+
+def route_keys(
+    start: str, where: Sequence[Filter], route: Route, described: str | None = None
+) -> Steps[tuple[Any, ...] | str]:
+    """The keys of the goal table's rows related to ``start``'s rows matching ``where``, along
+    ``route``; a sentence saying why not when a bound is hit or no row is related."""
+    first_key, hops, _ = route
+    described = described or f"the {start} asked about"
+    keys = yield from _keys(start, where, first_key)
     for table, column, key in hops:
         if isinstance(keys, str) or not keys:
             break
         described = f"the {table} of {described}"
-        keys = yield from _keys(table, Filter(column, Op.IN, keys), key)
+        keys = yield from _keys(table, (Filter(column, Op.IN, keys),), key)
     if isinstance(keys, str):
-        return f"not applied: {keys} ({described})"
+        return f"{keys} ({described})"
     if not keys:
-        return f"not applied: there are no {described}"
-    return Condition(matched, Op.IN, keys, "rules")
+        return f"there are no {described}"
+    return keys
 
 
-def _keys(table: str, where: Filter, key: str) -> Steps[tuple[Any, ...] | str]:
+def _keys(table: str, where: Sequence[Filter], key: str) -> Steps[tuple[Any, ...] | str]:
     # The distinct keys, as groups of one aggregate: bounded by the groups it returns, however
     # many rows share a key (the conversations of one lead).
     try:
         result = yield Call(
-            "aggregate", (table, [where]), {"group_by": [key], "limit": MAX_IN_VALUES}
+            "aggregate", (table, list(where)), {"group_by": [key], "limit": MAX_IN_VALUES}
         )
     except BackendError:
         raise

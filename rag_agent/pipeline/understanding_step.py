@@ -10,6 +10,7 @@ from rag_agent.pipeline.parts import PipelineParts
 from rag_agent.pipeline.related import reachable_relations
 from rag_agent.runtime.deadline import LLMDeadline, deadline_scope
 from rag_agent.runtime.effects import Call, Steps
+from rag_agent.runtime.trace import timed
 from rag_agent.specs import Condition, ExtractionRequest, Understanding
 from rag_agent.understanding.request import Request, column_infos, understand_request
 
@@ -29,6 +30,7 @@ class UnderstandingSteps(PipelineParts):
         count_only: bool | None,
         now: dt.datetime | None = None,
         vocabulary: SchemaVocabulary | None = None,
+        history: tuple[str, ...] = (),
     ) -> Steps[tuple[Request, bool]]:
         """The request, and whether the rules alone made it (no model was asked); read with
         ``vocabulary``, the database's as the run learned it (the sample's when ``None``)."""
@@ -45,14 +47,20 @@ class UnderstandingSteps(PipelineParts):
                 extract=extract, vocabulary=vocabulary, synonyms=self.settings.synonyms,
             )  # fmt: skip
 
-        request = understood(None if self.extractor is None else note)
+        with timed("rules", table=table):
+            request = understood(None if self.extractor is None else note)
         if not asked:
             return request, True
-        found = yield from self._extract(log, deadline, *asked[0])
+        found = yield from self._extract(log, deadline, *asked[0], history=history)
         return understood(lambda _text, _table: found), False
 
     def _extract(
-        self, log: Any, deadline: LLMDeadline, text: str, table: str
+        self,
+        log: Any,
+        deadline: LLMDeadline,
+        text: str,
+        table: str,
+        history: tuple[str, ...] = (),
     ) -> Steps[Understanding]:
         # The extractor meters and caches its own model calls; it is told the table's allowed
         # columns, their kinds and operators, so its answer is constrained by the schema.
@@ -65,6 +73,7 @@ class UnderstandingSteps(PipelineParts):
                 tables=self.facade.tables(),
                 now=self.now(),
                 relations=reachable_relations(self.facade, table),
+                history=history,
             )
             with deadline_scope(deadline):
                 found = yield Call("extract", (request,))

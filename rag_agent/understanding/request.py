@@ -52,6 +52,7 @@ __all__ = [
     "column_infos",
     "describe",
     "explicit_conditions",
+    "named_table",
     "understand_request",
 ]
 
@@ -160,6 +161,20 @@ def understand_request(
         topic=found.topic,
         through=found.through if explicit is None else (),
     )
+
+
+def named_table(
+    text: str,
+    now: dt.datetime,
+    vocabulary: SchemaVocabulary | None = None,
+    synonyms: Mapping[str, tuple[str, ...]] | None = None,
+) -> str | None:
+    """The table ``text`` names, as the rules read it ("their conversations" →
+    ``"conversations"``), or ``None`` when it names none."""
+    if not text.strip():
+        return None
+    extra = tuple(sorted((synonyms or {}).items()))
+    return _rules(text, None, now.astimezone(dt.UTC).date(), vocabulary, extra).table
 
 
 def _asks_model(found: Understanding, text: str) -> bool:

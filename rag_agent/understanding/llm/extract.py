@@ -283,7 +283,13 @@ class SchemaFilterExtractor:
         if schema is None:
             log.info("rag.filters.llm", outcome="no_columns")
             return _nothing(request, f"{request.table} offers no column to filter on")
-        key = (request.table, request.text, schema_fingerprint(schema), _utc_day(request.now))
+        key = (
+            request.table,
+            request.text,
+            schema_fingerprint(schema),
+            _utc_day(request.now),
+            request.history,  # the same words after other turns may mean something else
+        )
         cached = self._cache.get(key)
         if isinstance(cached, Understanding):
             log.info("rag.filters.llm", outcome="cache_hit")

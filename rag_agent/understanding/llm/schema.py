@@ -268,4 +268,9 @@ def extraction_messages(
             "\nAnswer with one JSON object and nothing else, following this JSON Schema:\n"
             + json.dumps(schema, ensure_ascii=False)
         )
+    if request.history:
+        # The user's earlier questions give a follow-up its meaning ("only the qualified ones");
+        # they are the user's own words, as the question is.
+        earlier = "\n".join(request.history)
+        return prompt, f"Earlier in this conversation:\n{earlier}\n\nQuestion:\n{request.text}"
     return prompt, request.text
