@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
+import threading
 import uuid
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -109,6 +112,8 @@ class LangChainMCPTool(Tool):
         unknown = sorted(name for name in arguments if name not in known)
         if unknown:
             return _unknown_arguments(self, arguments, unknown, sorted(known))
+        if "conversation_id" in known:
+            arguments = {**arguments, "conversation_id": _session_conversation(context, arguments)}
         call = {"name": self.name, "args": arguments, "id": uuid.uuid4().hex, "type": "tool_call"}
         # The whole call, its answer's conversion included, runs in a worker thread: every
         # session of the server shares this event loop, and the pipeline's own CPU work
@@ -123,6 +128,28 @@ class LangChainMCPTool(Tool):
         except Exception as exc:
             return _envelope_result(error_envelope(self.name, exc))
         return _result(message)
+
+
+#: Each MCP session's own key: its conversations are named under it.
+_SESSION_KEYS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_SESSION_KEYS_LOCK = threading.Lock()
+
+
+def _session_conversation(context: Any, arguments: Mapping[str, Any]) -> str | None:
+    """The conversation of this call: the session's own (a session holds one conversation), or
+    the one the client names under the session's key. A client never names another session's
+    conversation: the key is random and never sent."""
+    session = getattr(getattr(context, "request_context", None), "session", None)
+    if session is None:
+        return None  # no session (called outside a request): each call stands alone
+    with _SESSION_KEYS_LOCK:
+        key = _SESSION_KEYS.get(session)
+        if key is None:
+            key = _SESSION_KEYS[session] = f"mcp-{secrets.token_hex(12)}"
+    named = arguments.get("conversation_id")
+    if isinstance(named, str) and named:
+        return f"{key}/{named[:64]}"
+    return key
 
 
 def _unknown_arguments(

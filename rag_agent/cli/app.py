@@ -96,6 +96,11 @@ def _add_query_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--include-raw", action="store_true", help="add each row as read to its provenance"
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="show what ran: each step and backend read with its time (metadata.trace)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -53,9 +53,12 @@ def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
 
 
 _CHAT_HELP = (
-    "Type a request, e.g. 'find leads at acme'. Commands: next (the next page), "
-    "history, reset (clear history and cache), help, exit/quit/bye (or Ctrl-D)."
+    "Type a request, e.g. 'find leads at acme', then follow it up: 'only the qualified ones', "
+    "'what about their conversations?', 'the first one', 'next page'. Commands: /history, "
+    "/reset (a new conversation; the cache cleared), /help, /exit (or Ctrl-D)."
 )
+#: Session commands, typed with or without their slash.
+_COMMANDS = frozenset({"help", "history", "reset"})
 #: Lines that end a session, as people type them ("bye", "Exit.", "quit!", ":q").
 _ENDINGS = frozenset({"exit", "quit", "bye", "goodbye", "q", ":q", "\\q"})
 
@@ -67,43 +70,35 @@ def _ends_session(command: str) -> bool:
 
 @dataclass
 class _Chat:
-    """One chat session: the agent, the history of requests, the page to continue from."""
+    """One chat session: the agent and the conversation its requests build on."""
 
     agent: Any
     args: argparse.Namespace
-    history: list[tuple[str, int, int, int]]  # (text, offset, page size, total)
+    conversation: Any
 
     def command(self, command: str, err: TextIO) -> None:
-        """Run a session command (help, history, reset, or `next` with nothing to page)."""
+        """Run a session command: help, history or reset."""
         if command == "history":
-            for i, (past, offset, _, total) in enumerate(self.history, start=1):
-                err.write(f"{i:3d}  {past}  (offset {offset}, {total} matches)\n")
+            for turn in self.conversation.turns:
+                kind = "" if turn.kind == "fresh" else f" [{turn.kind}]"
+                err.write(f"{turn.number:3d}  {turn.question}{kind}  -> {turn.summary()}\n")
+            if not self.conversation.turns:
+                err.write("no question asked yet\n")
         elif command == "reset":
-            self.history.clear()
+            self.conversation.reset()
             self.agent.cache.clear()
-            err.write("history and cache cleared\n")
-        elif command == "next":
-            err.write("nothing to page through yet\n")
+            err.write("a new conversation: history and cache cleared\n")
         else:
             err.write(_CHAT_HELP + "\n")
 
-    def next_page(self) -> tuple[str, int] | None:
-        if not self.history:
-            return None
-        text, offset, size, _ = self.history[-1]
-        return text, offset + size
-
-    def ask(self, text: str, offset: int | None) -> Envelope:
-        envelope = run_query(self.agent, text, self.args, offset=offset)
-        meta = envelope.get("metadata", {})
-        size = (
-            meta.get("limit")
-            if isinstance(meta.get("limit"), int)
-            else len(envelope.get("records", []))
-        )
-        total = meta.get("total_count") if isinstance(meta.get("total_count"), int) else 0
-        self.history.append((text, int(meta.get("offset") or 0), max(size, 1), total))
-        return envelope
+    def ask(self, text: str) -> Envelope:
+        # The first question keeps the command line's --table/--offset; follow-ups read their
+        # table and page from the conversation.
+        first = not self.conversation.turns
+        overrides: dict[str, Any] = {"conversation": self.conversation}
+        if not first:
+            overrides.update(table=None, offset=None)
+        return run_query(self.agent, text, self.args, **overrides)
 
 
 def _line_reader(inp: TextIO, err: TextIO) -> Callable[[], str | None]:
@@ -152,7 +147,7 @@ def cmd_chat(
     read = _line_reader(inp, err)
     failed = EXIT_OK
     with connect(args, agent=True, settings=settings) as conn:
-        chat = _Chat(conn.agent, args, [])
+        chat = _Chat(conn.agent, args, conn.agent.conversation())
         err.write(sample_note(conn, args, settings))
         if isatty(inp):
             err.write(_CHAT_HELP + "\n")
@@ -161,16 +156,16 @@ def cmd_chat(
             command = text.lower()
             if not text:
                 continue
-            if _ends_session(command):
+            if _ends_session(command.removeprefix("/")):
                 break
-            offset = args.offset
-            if command == "next" and (following := chat.next_page()) is not None:
-                text, offset = following
-            elif command in {"help", "history", "reset", "next"}:
-                chat.command(command, err)
+            if command.removeprefix("/") in _COMMANDS:
+                chat.command(command.removeprefix("/"), err)
+                continue
+            if command == "next" and chat.conversation.last is None:
+                err.write("nothing to page through yet\n")
                 continue
             with show_progress(err):
-                envelope = chat.ask(text, offset)
+                envelope = chat.ask(text)
             emit(envelope, as_json, out, backend=args.backend)
             out.flush()
             if error_of(envelope):

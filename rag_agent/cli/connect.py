@@ -306,6 +306,7 @@ def run_query(agent: Any, text: str, args: argparse.Namespace, **overrides: Any)
         "offset": args.offset,
         "include_raw": args.include_raw,
         "count_only": True if args.count else None,
+        "trace": bool(getattr(args, "trace", False)),
     }
     options.update(overrides)
     envelope: Envelope = agent.run(text, return_json=True, **options)

@@ -100,6 +100,12 @@ def format_envelope(
             "filters: " + json.dumps(meta["query_filters"], ensure_ascii=False, default=str)
         )
     lines = [" · ".join(status)]
+    context = meta.get("context")
+    if isinstance(context, Mapping) and context.get("kind") != "fresh":
+        lines.append(_context_line(context))
+    answer = meta.get("answer")
+    if isinstance(answer, Mapping):
+        lines.extend(_answer_lines(answer))
     ranking = meta.get("ranking")
     if isinstance(ranking, Mapping):
         lines.append(_ranking_line(ranking, records))
@@ -128,7 +134,56 @@ def format_envelope(
         lines.append(_format_summary(meta.get("summary")))
     if meta.get("has_more"):
         lines.append(f"more rows: --offset {meta.get('next_offset')}")
+    trace = meta.get("trace")
+    if isinstance(trace, Mapping):
+        lines.extend(_trace_lines(trace))
     return "\n".join(lines)
+
+
+def _context_line(context: Mapping[str, Any]) -> str:
+    """How a follow-up was read: its kind, the turn it built on, what it carried and dropped."""
+    line = f"  follow-up ({context.get('kind')} of turn {context.get('turn')})"
+    carried = context.get("carried") or []
+    if carried:
+        line += ": kept " + "; ".join(map(str, carried))
+    dropped = context.get("dropped") or []
+    if dropped:
+        line += " · dropped " + "; ".join(map(str, dropped))
+    return line
+
+
+def _answer_lines(answer: Mapping[str, Any]) -> list[str]:
+    """The fallback model's answer above the rows, and the rows it cites."""
+    lines = [f"answer: {answer.get('text', '')}"]
+    cited = [f"{c.get('table')}#{c.get('id')}" for c in answer.get("citations") or ()]
+    if cited:
+        lines.append("  cites: " + ", ".join(cited))
+    if answer.get("dropped_citations"):
+        lines.append(f"  {answer['dropped_citations']} citation(s) of rows never read dropped")
+    return lines
+
+
+def _trace_lines(trace: Mapping[str, Any], indent: str = "  ") -> list[str]:
+    """The trace as lines: each step with its time, its table, conditions and rows."""
+    lines = [f"trace: {trace.get('total_ms', 0):.1f} ms in all"] if indent == "  " else []
+    for step in trace.get("steps") or ():
+        parts = [f"{indent}{step.get('ms', 0):8.1f} ms  {step.get('step')}"]
+        if step.get("table"):
+            parts.append(str(step["table"]))
+        if step.get("conditions"):
+            parts.append("[" + ", ".join(step["conditions"]) + "]")
+        if step.get("rows") is not None or step.get("total") is not None:
+            parts.append(f"-> {step.get('rows', '-')} of {step.get('total', '-')}")
+        if step.get("status", "ok") != "ok":
+            parts.append(str(step["status"]))
+        if step.get("note"):
+            parts.append(f"({step['note']})")
+        lines.append(" ".join(parts))
+        if step.get("steps"):
+            lines.extend(_trace_lines({"steps": step["steps"]}, indent + "    "))
+    if trace.get("omitted"):
+        lines.append(f"{indent}… {trace['omitted']} more steps not kept")
+    return lines
 
 
 def _ranking_line(ranking: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> str:

@@ -17,6 +17,7 @@ from rag_agent.pipeline.reformulation import relaxations
 from rag_agent.pipeline.related import related_versions
 from rag_agent.pipeline.similar import similar_company, swap_note, with_similar_company
 from rag_agent.runtime.effects import Call, Steps
+from rag_agent.runtime.trace import current_trace
 from rag_agent.specs import Condition, Ignored
 from rag_agent.understanding.conditions import query_filters_view
 
@@ -126,6 +127,9 @@ class RetrievalSteps(PipelineParts):
                 relaxed, tried = planned, tried + 1
                 attempt, hit = yield from query(relaxed)
                 all_hits = all_hits and hit
+                trace = current_trace()
+                if trace is not None and not hit:  # the read it just made was this attempt's
+                    trace.note_last(f"reformulation: {reason}")
                 shown = query_filters_view(relaxed)
                 outcome.attempts.append(
                     ReformulationAttempt(

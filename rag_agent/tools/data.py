@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from rag_agent.conversation.store import ConversationStore
 from rag_agent.specs import LLM_OPERATORS, Condition, FilterSpec, to_filters
 from rag_agent.tools.base import _AgentCall, _data_tool, _EnvelopeTool, _FreeTextTool
 from rag_agent.tools.input import (
@@ -96,12 +97,27 @@ class RAGAgentTool(_FreeTextTool):
     missing_filters: str = (
         "rag_agent needs free text in 'query' or a 'metadata' with filters or query_filters"
     )
+    #: The conversations callers name by ``conversation_id`` (in memory, bounded).
+    conversations: ConversationStore = Field(default_factory=ConversationStore, exclude=True)
 
     def _answer(self, args: RAGAgentInput) -> _AgentCall:
         metadata = args.metadata or {}
         limit = args.limit if args.limit is not None else _int_or_none(metadata.get("limit"))
         offset = args.offset if args.offset is not None else _int_or_none(metadata.get("offset"))
         table = _table_of(metadata) or args.table
+        if args.query and args.query.strip() and args.conversation_id:
+            # A follow-up reads its table and page from the conversation unless given.
+            conversation = self.conversations.get(
+                args.conversation_id, lambda id: self._agent.conversation(id=id)
+            )
+            fields = args.model_fields_set
+            page = {
+                "table": args.table if "table" in fields else None,
+                "limit": limit,
+                "offset": offset,
+                "conversation": conversation,
+            }
+            return _AgentCall(self._agent.run, self._agent.arun, (args.query,), page)
         if args.query and args.query.strip():
             page = {"table": table, "limit": limit, "offset": offset}
             return _AgentCall(self._agent.run, self._agent.arun, (args.query,), page)

@@ -444,6 +444,15 @@ class RAGAgentInput(_Args):
         default=None,
         description="A previous envelope's metadata: its query_filters, limit, offset are reused.",
     )
+    conversation_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_.:/-]+$",
+        description="Your id for a conversation: with it, a query is read as a follow-up of "
+        "the earlier ones under the same id ('only the qualified ones', 'their conversations', "
+        "'next page').",
+    )
 
 
 class DeliverDataInput(_Args):

@@ -175,7 +175,8 @@ class TestChat:
     """`chat` answers one request per line of stdin, with history, paging and reset."""
 
     def test_piped_session(self, validator: jsonschema.Draft202012Validator) -> None:
-        """Each request yields one JSON line; `next` pages; `exit` ends the session."""
+        """Each request yields one JSON line; `next` pages (a follow-up of the conversation);
+        `history` lists the turns and how each was read; `exit` ends the session."""
         script = "find leads at acme\n\nnext\nhistory\nlead #42\nexit\nlead #43\n"
         code, out, err = run("chat", "--limit", "4", stdin=io.StringIO(script))
         assert code == EXIT_OK, err
@@ -188,7 +189,9 @@ class TestChat:
         assert second["metadata"]["query_filters"] == first["metadata"]["query_filters"]
         assert {r["id"] for r in first["records"]}.isdisjoint(r["id"] for r in second["records"])
         assert [r["id"] for r in third["records"]] == [42]
-        assert "find leads at acme  (offset 4" in err
+        assert second["metadata"]["context"]["kind"] == "page"
+        assert "  1  find leads at acme  -> leads: " in err
+        assert "  2  next [page]  -> leads: " in err
 
     def test_cache_and_reset(self) -> None:
         """A repeated request is served from the cache; after `reset` it is read again."""
