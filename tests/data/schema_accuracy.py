@@ -46,7 +46,7 @@ from rag_agent.settings import RAGSettings
 from tests.data import second_schema
 from tests.data.schema_questions import CLASSES, NOW, SCHEMAS, Question, questions, schema_rows
 
-__all__ = ["LIMIT", "Report", "Result", "build_agents", "evaluate", "score"]
+__all__ = ["LIMIT", "Report", "Result", "build_agents", "evaluate", "row_id", "score"]
 
 #: The page asked for on every question (the default ``RAG_MAX_LIMIT``).
 LIMIT = 500
@@ -208,7 +208,8 @@ def build_agents(
 # --- scoring ------------------------------------------------------------------------------------
 
 
-def _row_id(record: dict[str, Any]) -> str:
+def row_id(record: dict[str, Any]) -> str:
+    """A record's row id (``provenance.row_id``, else its ``id``), as text."""
     provenance = record.get("provenance") or {}
     return str(provenance.get("row_id", record.get("id")))
 
@@ -218,7 +219,7 @@ def score(question: Question, envelope: dict[str, Any]) -> Result:
     meta = envelope.get("metadata") or {}
     records = envelope.get("records") or []
     total = meta.get("total_count")
-    got = frozenset(_row_id(r) for r in records)
+    got = frozenset(row_id(r) for r in records)
     details = {
         "total_count": total,
         "got_ids": got,

@@ -57,7 +57,9 @@ __all__ = [
     "CLASSES",
     "NOW",
     "SCHEMAS",
+    "Builder",
     "Question",
+    "names_table",
     "questions",
     "schema_rows",
 ]
@@ -95,6 +97,14 @@ _TABLE_NOUNS = {
     "inquiries": r"inquir(?:y|ies)",
     "staging_leads": r"stag(?:ed|ing) leads?",
 }
+
+
+def names_table(table: str, text: str) -> bool:
+    """Whether ``text`` names ``table`` by its plain noun (then the agent is not given it)."""
+    named = re.search(rf"\b{_TABLE_NOUNS[table]}\b", text, re.IGNORECASE) is not None
+    if table == "leads" and re.search(r"\bstag(?:ed|ing) leads?\b", text, re.IGNORECASE):
+        named = re.search(r"(?<!staged )(?<!staging )\bleads?\b", text) is not None
+    return named
 
 
 @dataclass(frozen=True)
@@ -241,7 +251,10 @@ LAST_7_DAYS = (TODAY - dt.timedelta(days=6), TODAY + dt.timedelta(days=1))
 # --- the builder --------------------------------------------------------------------------------
 
 
-class _Builder:
+class Builder:
+    """Picks drawn from one schema's rows (seeded) and the related-row predicates; the
+    conversation set (:mod:`tests.data.conversations`) builds on it too."""
+
     def __init__(self, schema: str, seed: int) -> None:
         self.schema = schema
         self.data = schema_rows(schema)
@@ -274,9 +287,7 @@ class _Builder:
         ids = frozenset(r["id"] for r in self.data[table] if test(r))
         if bool(ids) == zero:
             raise AssertionError(f"{self.schema}: {text!r} has {len(ids)} rows (zero={zero})")
-        named = re.search(rf"\b{_TABLE_NOUNS[table]}\b", text, re.IGNORECASE) is not None
-        if table == "leads" and re.search(r"\bstag(?:ed|ing) leads?\b", text, re.IGNORECASE):
-            named = re.search(r"(?<!staged )(?<!staging )\bleads?\b", text) is not None
+        named = names_table(table, text)
         self.items.append(
             {
                 "schema": self.schema,
@@ -292,17 +303,21 @@ class _Builder:
         )
 
     # Picks drawn from the data.
-    def companies(self, column: str, low: int, high: int, k: int) -> list[str]:
+    def company_names(self, column: str, low: int, high: int) -> list[str]:
+        """Lead companies with ``low`` to ``high`` leads, sorted; none named "Acme …" and none
+        whose name is inside another's."""
         counts = Counter(r[column] for r in self.data["leads"])
         names = sorted(counts)
-        fit = [
+        return [
             n
             for n in names
             if low <= counts[n] <= high
             and not n.startswith("Acme")
             and not any(n != o and n.casefold() in o.casefold() for o in names)
         ]
-        return self.rnd.sample(fit, k)
+
+    def companies(self, column: str, low: int, high: int, k: int) -> list[str]:
+        return self.rnd.sample(self.company_names(column, low, high), k)
 
     def people(self, k: int) -> list[tuple[str, str]]:
         pairs = sorted({(r["first_name"], r["last_name"]) for r in self.data["leads"]})
@@ -317,7 +332,7 @@ class _Builder:
 
 
 def _sample_questions() -> list[dict[str, Any]]:  # one template per line
-    b = _Builder("sample", 26_001)
+    b = Builder("sample", 26_001)
     add, parent, child = b.add, b.parent, b.child
     c1, c2, c3, c4, c5, c6 = b.companies("company_name", 15, 60, 6)
     people = b.people(8)
@@ -761,7 +776,7 @@ def _sample_questions() -> list[dict[str, Any]]:  # one template per line
 
 
 def _second_questions() -> list[dict[str, Any]]:  # one template per line
-    b = _Builder("second", 26_002)
+    b = Builder("second", 26_002)
     add, parent, child = b.add, b.parent, b.child
     c1, c2, c3, c4, c5 = b.companies("company", 15, 60, 5)
     people = b.people(8)
