@@ -54,8 +54,8 @@ def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
 
 _CHAT_HELP = (
     "Type a request, e.g. 'find leads at acme', then follow it up: 'only the qualified ones', "
-    "'what about their conversations?', 'the first one', 'next page'. Commands: /history, "
-    "/reset (a new conversation; the cache cleared), /help, /exit (or Ctrl-D)."
+    "'what about their conversations?', 'the first one'. Commands: next (the next page), "
+    "/history, /reset (a new conversation; the cache cleared), /help, /exit (or Ctrl-D)."
 )
 #: Session commands, typed with or without their slash.
 _COMMANDS = frozenset({"help", "history", "reset"})
@@ -92,11 +92,10 @@ class _Chat:
             err.write(_CHAT_HELP + "\n")
 
     def ask(self, text: str) -> Envelope:
-        # The first question keeps the command line's --table/--offset; follow-ups read their
-        # table and page from the conversation.
-        first = not self.conversation.turns
+        # Until a question is answered, the command line's --table/--offset apply; follow-ups
+        # read their table and page from the conversation.
         overrides: dict[str, Any] = {"conversation": self.conversation}
-        if not first:
+        if self.conversation.last is not None:
             overrides.update(table=None, offset=None)
         return run_query(self.agent, text, self.args, **overrides)
 

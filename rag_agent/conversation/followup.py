@@ -175,10 +175,13 @@ def _refine(text: str, last: Turn) -> FollowUp:
     rest = text[negation.end() :] if negation else text
     rest = _FRESH_START.sub("", rest, count=1)
     count = last.count_only and _ASKS_ROWS.search(text) is None
+    # "the pricing ones" is "the pricing inquiries": the rules read a value before its table's
+    # noun as they do in a question of its own.
+    noun = (last.table or "").replace("_", " ")
     return FollowUp(
         kind="refine",
         turn=last,
-        text=_stripped(rest),
+        text=re.sub(r"\bones?\b", noun, _stripped(rest), flags=re.IGNORECASE),
         table=last.table,
         carried=_carried(last),
         negate=negation is not None,
@@ -270,10 +273,24 @@ def _ordinal(text: str, last: Turn, tables: Collection[str]) -> int | None:
 
 
 def _noun_table(text: str, tables: Collection[str], current: str) -> str | None:
-    """The one table other than ``current`` whose name or singular ``text`` holds, if any."""
-    words = set(re.findall(r"[a-z]+", text.lower()))
-    found = [t for t in tables if t != current and words & _nouns([t])]
+    """The one table other than ``current`` that ``text`` names by its name or singular (the
+    whole name first: "leads" is the leads table, not the staging leads), if any."""
+    lowered = " " + " ".join(re.findall(r"[a-z0-9]+", text.lower())) + " "
+    others = [t for t in tables if t != current]
+    whole = [t for t in others if any(f" {n} " in lowered for n in _names(t))]
+    if len(whole) == 1:
+        return whole[0]
+    words = set(lowered.split())
+    found = [t for t in others if words & _nouns([t])]
     return found[0] if len(found) == 1 else None
+
+
+def _names(table: str) -> tuple[str, ...]:
+    # "staging_leads" is named "staging leads" or "staging lead".
+    name = table.lower().replace("_", " ")
+    if name.endswith("ies"):
+        return name, name[:-3] + "y"
+    return (name, name[:-1]) if name.endswith("s") else (name,)
 
 
 def _position(word: str) -> int:
@@ -320,8 +337,16 @@ def merge_conditions(
             for c in named:
                 kept_list.remove(c)
                 dropped_list.append(_phrase(c))
-        elif condition.op in (Op.EQ, Op.IEQ):
+        elif condition.op in (Op.EQ, Op.IEQ, Op.ICONTAINS):
             added.append(Condition(condition.column, Op.NEQ, condition.value, condition.source))
+            if condition.op is not Op.EQ:
+                ignored.append(
+                    Ignored(
+                        _phrase(condition),
+                        f"excluded only the exact value {condition.value!r} (no operator "
+                        "excludes a partial match)",
+                    )
+                )
         else:
             ignored.append(
                 Ignored(_phrase(condition), "only an exact value can be excluded, not a match")
