@@ -293,9 +293,11 @@ class TestConversationObject:
         self, data: Any
     ) -> None:
         try:
-            Conversation.from_json(data if isinstance(data, dict) else {"turns": data})
-        except ConversationError:
-            pass
+            read = Conversation.from_json(data if isinstance(data, dict) else {"turns": data})
+        except ConversationError as exc:
+            assert str(exc).startswith("not a conversation")
+        else:  # what reads as a conversation writes back as itself
+            assert Conversation.from_json(read.to_json()).to_json() == read.to_json()
 
     def test_a_tampered_turn_reaches_no_table_outside_the_allow_list(self) -> None:
         store = MemoryStore()
