@@ -154,7 +154,10 @@ def _context_line(context: Mapping[str, Any]) -> str:
 
 def _answer_lines(answer: Mapping[str, Any]) -> list[str]:
     """The fallback model's answer above the rows, and the rows it cites."""
-    lines = [f"answer: {answer.get('text', '')}"]
+    if answer.get("withheld"):
+        lines = [f"answer withheld: {answer['withheld']}"]
+    else:
+        lines = [f"answer: {answer.get('text', '')}"]
     cited = [f"{c.get('table')}#{c.get('id')}" for c in answer.get("citations") or ()]
     if cited:
         lines.append("  cites: " + ", ".join(cited))

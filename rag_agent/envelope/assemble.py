@@ -304,9 +304,17 @@ class Outcome:
         if isinstance(result.answer, str) and result.answer.strip():
             # The model's sentence, beside the records it rests on: the records are the rows it
             # cited and a tool read (the others were dropped and counted), so they are the
-            # citations.
+            # citations. A sentence that cites rows no tool read is not shown: it speaks of what
+            # no read supports, which is what a model misled by row text writes.
+            withheld = (
+                f"the answer cited {self.dropped_ids} row(s) no tool read"
+                if self.dropped_ids
+                else None
+            )
+            text = "" if withheld else redact_text(clip(result.answer.strip(), MAX_ANSWER_TEXT))
             self.answer = AnswerInfo(
-                text=clip(result.answer.strip(), MAX_ANSWER_TEXT),
+                text=text,
+                withheld=withheld,
                 citations=[
                     Citation(
                         table=r.provenance.source.removeprefix("persistence."),

@@ -244,12 +244,20 @@ class AnswerInfo(_Frozen):
     """The fallback model's answer: its text, and the rows it cites (each one a record of this
     envelope: a citation of a row no tool read is dropped and counted instead)."""
 
-    text: str = Field(description="The model's sentence for the user (bounded in length).")
+    text: str = Field(
+        description="The model's sentence for the user (bounded in length; empty when withheld)."
+    )
     citations: list[Citation] = Field(
         description="The records the answer rests on, by table and id, in the answer's order."
     )
     dropped_citations: int = Field(
         default=0, ge=0, description="Rows it cited that no tool call read (left out)."
+    )
+    withheld: str | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="Why the text is not shown: an answer citing rows no tool read states what "
+        "no read supports (a model misled by row text does), so only its verified records are.",
     )
 
 

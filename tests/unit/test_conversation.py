@@ -403,7 +403,7 @@ class TestFallbackAnswer:
 
         return build
 
-    def script(self) -> list[Any]:
+    def script(self, *cited: tuple[str, Any]) -> list[Any]:
         return [
             calls(
                 call("query_table", table="secrets"),  # refused: outside the allow-list
@@ -414,10 +414,10 @@ class TestFallbackAnswer:
                     filters=[{"column": "company_name", "op": "icontains", "value": "acme"}],
                 ),
             ),
-            final(("leads", 2), ("leads", 99), answer="Bo at Acme GmbH is the one."),
+            final(*(cited or (("leads", 2),)), answer="Bo at Acme GmbH is the one."),
         ]
 
-    def test_the_answer_cites_the_records_and_drops_unread_rows(self, agent_with: Any) -> None:
+    def test_the_answer_cites_its_records(self, agent_with: Any) -> None:
         agent, _ = agent_with(self.script())
         envelope = agent.run("who wants a callback", return_json=True)
         meta = envelope["metadata"]
@@ -425,9 +425,17 @@ class TestFallbackAnswer:
         assert meta["answer"] == {
             "text": "Bo at Acme GmbH is the one.",
             "citations": [{"table": "leads", "id": 2}],
-            "dropped_citations": 1,
+            "dropped_citations": 0,
         }
         assert [r["id"] for r in envelope["records"]] == [2]
+
+    def test_an_answer_citing_unread_rows_is_withheld(self, agent_with: Any) -> None:
+        agent, _ = agent_with(self.script(("leads", 2), ("secrets", 1)))
+        envelope = agent.run("who wants a callback", return_json=True)
+        answer = envelope["metadata"]["answer"]
+        assert answer["text"] == "" and "1 row(s) no tool read" in answer["withheld"]
+        assert answer["citations"] == [{"table": "leads", "id": 2}]
+        assert answer["dropped_citations"] == envelope["metadata"]["fallback_dropped_ids"] == 1
 
     def test_the_trace_lists_every_tool_call_and_adds_up(self, agent_with: Any) -> None:
         agent, _ = agent_with(self.script())
