@@ -1,10 +1,12 @@
 """Score the retrieval agent on the labelled conversations of both schemas
-(:mod:`tests.data.conversations`).
+(:mod:`tests.data.conversations`), or on the held-out ones the library was never tuned on
+(:mod:`tests.data.conversations_held_out`, ``--set held_out``).
 
 Run::
 
-    python -m tests.data.conversation_accuracy [--backend memory|postgres]
-        [--schema sample|second|all] [--round-trip] [--show-failures N]
+    python -m tests.data.conversation_accuracy [--set labelled|held_out]
+        [--backend memory|postgres] [--schema sample|second|all] [--round-trip]
+        [--show-failures N]
 
 The agents are those of :mod:`tests.data.schema_accuracy` (:func:`~tests.data.schema_accuracy.
 build_agents`: no LLM, the cache off, ``now`` pinned to :data:`~tests.data.schema_questions.NOW`;
@@ -35,7 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,9 +49,11 @@ from tests.data.conversations import (
     Turn,
     conversations,
 )
+from tests.data.conversations_held_out import held_out
 from tests.data.schema_accuracy import ADMIN_DSN, build_agents, row_id
 
 __all__ = [
+    "SETS",
     "ConversationResult",
     "Report",
     "TurnResult",
@@ -58,6 +62,12 @@ __all__ = [
     "render",
     "score_turn",
 ]
+
+#: The conversation sets by name: the labelled one (the default) and the held-out one.
+SETS: dict[str, Callable[[], Sequence[LabelledConversation]]] = {
+    "labelled": conversations,
+    "held_out": held_out,
+}
 
 
 @dataclass(frozen=True)
@@ -96,6 +106,7 @@ class Report:
     backend: str
     round_trip: bool = False
     results: list[ConversationResult] = field(default_factory=list)
+    conversation_set: str = "labelled"
 
     def overall(self) -> tuple[int, int]:
         """(right, asked) over the conversations."""
@@ -140,6 +151,7 @@ class Report:
 
         return {
             "backend": self.backend,
+            "set": self.conversation_set,
             "round_trip": self.round_trip,
             "conversations": {s: cell(*v) for s, v in sorted(self.by_schema().items())},
             "turns_by_kind": {k: cell(*v) for k, v in sorted(self.by_kind().items())},
@@ -246,14 +258,18 @@ def evaluate(
     round_trip: bool = False,
     selected: Sequence[LabelledConversation] | None = None,
     admin_dsn: str = ADMIN_DSN,
+    conversation_set: str = "labelled",
 ) -> Report:
-    """Hold the conversations (all, one schema's, or ``selected``) and score every turn."""
+    """Hold the conversations (all of ``conversation_set``, one schema's, or ``selected``) and
+    score every turn."""
+    if conversation_set not in SETS:
+        raise ValueError(f"unknown set {conversation_set!r}; one of {sorted(SETS)}")
     chosen = [
         c
-        for c in (conversations() if selected is None else selected)
+        for c in (SETS[conversation_set]() if selected is None else selected)
         if schema in ("all", c.schema)
     ]
-    report = Report(backend, round_trip)
+    report = Report(backend, round_trip, conversation_set=conversation_set)
     wanted = sorted({c.schema for c in chosen}, key=SCHEMAS.index)
     with build_agents(backend, wanted, admin_dsn=admin_dsn) as agents:
         for labelled in chosen:
@@ -272,7 +288,7 @@ def _pct(right: int, asked: int) -> str:
 
 def render(report: Report, *, show_failures: int = 0) -> str:
     mode = " (JSON round trip between turns)" if report.round_trip else ""
-    lines = [f"backend: {report.backend}{mode}"]
+    lines = [f"set: {report.conversation_set}, backend: {report.backend}{mode}"]
     schemas = [s for s in SCHEMAS if s in report.by_schema()]
     lines.append(f"{'turn kind':12}" + "".join(f"  {s:>14}" for s in (*schemas, "all")))
     cells = {s: report.by_kind(schema=s) for s in (*schemas, "all")}
@@ -296,12 +312,29 @@ def render(report: Report, *, show_failures: int = 0) -> str:
                 f"truth={turn.truth_count} got={t.total_count}"
                 + ("" if t.right else f"\n        {t.reason}; filters={list(t.filters)} ")
                 + ("" if t.right else f"ignored={list(t.ignored)} context={t.context}")
+                + ("" if t.right else f"\n        {_ids(turn, t)}")
             )
     return "\n".join(lines)
 
 
+def _ids(turn: Turn, result: TurnResult) -> str:
+    """The expected and the returned ids of a wrong row turn, when few enough to read."""
+    if turn.answer == "count":
+        return "expected a count"
+    want = turn.page_ids if turn.page_ids is not None else turn.truth_ids
+    show = lambda ids: sorted(ids, key=str) if len(ids) <= 12 else f"{len(ids)} ids"  # noqa: E731
+    return f"expected ids={show(want)} got ids={show(result.got_ids)}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.data.conversation_accuracy")
+    parser.add_argument(
+        "--set",
+        dest="conversation_set",
+        choices=tuple(SETS),
+        default="labelled",
+        help="the labelled conversations (default) or the held-out ones",
+    )
     parser.add_argument("--backend", choices=("memory", "postgres"), default="memory")
     parser.add_argument("--schema", choices=("sample", "second", "all"), default="all")
     parser.add_argument(
@@ -311,7 +344,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--show-failures", type=int, default=0, metavar="N")
     args = parser.parse_args(argv)
-    report = evaluate(args.backend, schema=args.schema, round_trip=args.round_trip)
+    report = evaluate(
+        args.backend,
+        schema=args.schema,
+        round_trip=args.round_trip,
+        conversation_set=args.conversation_set,
+    )
     print(render(report, show_failures=args.show_failures))
     return 0
 
