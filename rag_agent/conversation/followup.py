@@ -48,6 +48,7 @@ _PAGING = re.compile(
     r"^\s*(?:ok(?:ay)?[,\s]+)?(?:please\s+)?(?:(?:show|give|get|list|load)(?:\s+me)?\s+)?"
     r"(?:the\s+)?(?P<what>next(?:\s+(?:page|ones?|results?|rows?|\d{1,3}))?"
     r"|more(?:\s+(?:results?|rows?|of\s+(?:them|those|these)))?|continue|keep\s+going"
+    r"|go\s+on|carry\s+on|page\s+(?P<page>\d{1,3})|go\s+back(?:\s+(?:a|one)\s+page)?"
     r"|previous(?:\s+page)?|prev)\s*(?:please)?\s*[.!?]*\s*$",
     re.IGNORECASE,
 )
@@ -63,7 +64,8 @@ _REFINE_START = re.compile(
 )
 _NEGATION = re.compile(
     r"^\s*(?:(?:and|but|now|ok(?:ay)?)[,\s]+)?(?:not|except(?:\s+for)?|excluding|exclude|"
-    r"other\s+than|but\s+not|remove|drop|minus|leave\s+out)\b[\s,:]*",
+    r"other\s+than|but\s+not|remove|drop|minus|leave\s+out|leaving\s+out|without|skip)\b"
+    r"[\s,:]*",
     re.IGNORECASE,
 )
 _FRESH_START = re.compile(
@@ -77,7 +79,7 @@ _ASKS_ROWS = re.compile(
 _POINTERS = re.compile(
     r"\b(?:what|how)\s+about\b|\b(?:of|among|from|in)\s+(?:those|them|these|that\s+list|this\s+list)"
     r"|\b(?:their|theirs|them|they|those|these|its|each\s+of\s+them|the\s+same)\b"
-    r"|\b(?:only|just|also|plus|then)\b|^\s*(?:and|but)\b",
+    r"|\b(?:only|just|also|plus|then|instead|filters?)\b|^\s*(?:and|but)\b",
     re.IGNORECASE,
 )
 
@@ -122,13 +124,14 @@ def read_follow_up(
         return FollowUp(text=_FRESH_START.sub("", text, count=1))
     paging = _PAGING.match(text)
     if paging is not None:
-        return _page(last, paging.group("what").lower())
+        return _page(last, paging.group("what").lower(), paging.group("page"))
     fresh_marker = _FRESH_START.match(text) is not None
-    item = _ordinal(text, last, tables)
+    item = _ordinal(text, last, tables, named)
     pointing = _ANAPHORA.search(text) is not None or item is not None
-    if named is None and pointing:
-        # "and their client?": a table's singular the rules left to its table's own questions.
-        named = _noun_table(text, tables, last.table)
+    if pointing and (named is None or (item is not None and named == last.table)):
+        # "and their client?", "the last lead's conversations": another table's name or
+        # singular, which the rules read as the table asked about (or not as a table at all).
+        named = _noun_table(text, tables, last.table) or named
     if named is not None and named != last.table:
         if not pointing:
             return FollowUp(text=_FRESH_START.sub("", text, count=1))
@@ -149,10 +152,13 @@ def _tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _page(last: Turn, what: str) -> FollowUp:
+def _page(last: Turn, what: str, number: str | None = None) -> FollowUp:
     limit = last.limit or max(1, len(last.ids))
-    backwards = what.startswith("prev")
-    offset = max(0, last.offset - limit) if backwards else last.offset + limit
+    backwards = what.startswith(("prev", "go back"))
+    if number is not None:
+        offset = max(0, int(number) - 1) * limit
+    else:
+        offset = max(0, last.offset - limit) if backwards else last.offset + limit
     ignored: tuple[Ignored, ...] = ()
     if not backwards and offset >= last.total_count:
         ignored = (Ignored(what, "the previous answer was the last page: no more rows match"),)
@@ -174,6 +180,9 @@ def _refine(text: str, last: Turn) -> FollowUp:
     negation = _NEGATION.match(text)
     rest = text[negation.end() :] if negation else text
     rest = _FRESH_START.sub("", rest, count=1)
+    stripped = _stripped(rest)
+    if _BARE_PERIOD.match(stripped):  # "what about June?" asks for rows in June
+        stripped = f"in {stripped}"
     count = last.count_only and _ASKS_ROWS.search(text) is None
     # "the pricing ones" is "the pricing inquiries": the rules read a value before its table's
     # noun as they do in a question of its own.
@@ -181,7 +190,7 @@ def _refine(text: str, last: Turn) -> FollowUp:
     return FollowUp(
         kind="refine",
         turn=last,
-        text=re.sub(r"\bones?\b", noun, _stripped(rest), flags=re.IGNORECASE),
+        text=re.sub(r"\bones?\b", noun, stripped, flags=re.IGNORECASE),
         table=last.table,
         carried=_carried(last),
         negate=negation is not None,
@@ -240,9 +249,24 @@ def _selection(last: Turn, item: int | None) -> tuple[str, tuple[Condition, ...]
 
 
 _ORDINAL_PHRASE = re.compile(
-    rf"\b(?:the\s+)?{_ORDINAL_WORD}(?:\s+\w+)?(?:'s)?(?=\W|$)"
+    r"(?:#|\bnumber\s+|\bno\.\s*)(?:\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten)\b"
+    rf"|\b(?:the\s+)?{_ORDINAL_WORD}(?:\s+\w+)?(?:'s)?(?=\W|$)"
     r"|(?:#|\bnumber\s+|\bno\.?\s*|\bitem\s+)\d{1,3}\b(?:\s+(?:of|in|from)\s+(?:that|this|the|those|these)"
     r"(?:\s+(?:list|page|results?|ones?))?)?",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10,
+}  # fmt: skip
+_BARE_PERIOD = re.compile(
+    r"^(?:january|february|march|april|may|june|july|august|september|october|november"
+    r"|december|q[1-4](?:\s+\d{4})?|(?:19|20)\d{2})\b",
+    re.IGNORECASE,
+)
+# "#2", "number four", "no. 3": a position when the question names no table ("lead #2" is an id).
+_NUMBER_ALONE = re.compile(
+    r"(?:#|\bnumber\s+|\bno\.\s*)(?P<n>\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten)\b",
     re.IGNORECASE,
 )
 _ORDINAL_THE = re.compile(
@@ -256,11 +280,15 @@ _NUMBERED = re.compile(
 )
 
 
-def _ordinal(text: str, last: Turn, tables: Collection[str]) -> int | None:
+def _ordinal(text: str, last: Turn, tables: Collection[str], named: str | None) -> int | None:
     """The 1-based position ``text`` picks in the previous answer (-1: the last), or ``None``."""
     numbered = _NUMBERED.search(text)
     if numbered is not None:
         return int(numbered.group("n"))
+    alone_number = _NUMBER_ALONE.search(text)
+    if alone_number is not None and named is None:
+        word = alone_number.group("n").lower()
+        return _NUMBER_WORDS.get(word) or int(word)
     nouns = _nouns([*tables, last.table or ""])
     found = _ORDINAL_THE.search(text)
     if found is not None and (
@@ -280,7 +308,8 @@ def _noun_table(text: str, tables: Collection[str], current: str) -> str | None:
     whole = [t for t in others if any(f" {n} " in lowered for n in _names(t))]
     if len(whole) == 1:
         return whole[0]
-    words = set(lowered.split())
+    # A word naming the current table ("lead") names no other table that ends with it.
+    words = set(lowered.split()) - _nouns([current])
     found = [t for t in others if words & _nouns([t])]
     return found[0] if len(found) == 1 else None
 
