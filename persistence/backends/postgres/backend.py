@@ -139,7 +139,7 @@ class PostgresBackend(Closing):
         mode = "read-only" if self._read_only else "read-write"
         return f"PostgresBackend({mode}, schema={self._schema!r})"
 
-    # --- start-up and closing -------------------------------------------------------------------
+    # --- start-up and closing --------------------------------------------------------------------
 
     def _start_up(self, conn: psycopg.Connection[Any]) -> None:
         drive(self._start_up_steps(), functools.partial(fetch_all, conn))
@@ -170,7 +170,7 @@ class PostgresBackend(Closing):
         """Close the awaitable pool of the running loop (and mark the backend closed)."""
         await self._async.close()
 
-    # --- catalog -------------------------------------------------------------------------------
+    # --- catalog ---------------------------------------------------------------------------------
 
     def _load_catalog(self, conn: psycopg.Connection[Any]) -> None:
         self._catalog.load(conn)
@@ -217,7 +217,7 @@ class PostgresBackend(Closing):
         entry = self._table(table).require(table, names, operation)
         return entry, coerce_filters(table, filters, entry.types)
 
-    # --- reads ---------------------------------------------------------------------------------
+    # --- reads -----------------------------------------------------------------------------------
 
     def read(self, query: Query) -> Page:
         page: Page = self._select(self._read_plan(query))
