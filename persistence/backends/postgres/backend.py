@@ -1,13 +1,7 @@
-"""The PostgreSQL backend (any PostgreSQL, including Supabase's database by its DSN).
-
-Read-only is enforced by the database, not only by this code: the backend's connections open
-with ``default_transaction_read_only=on`` and ``statement_timeout`` as session defaults, so every
-read is one statement (one execute, one round trip) in a server-side ``READ ONLY`` transaction.
-Behind a transaction pooler (``transaction_pooler=True``), where session settings do not stick,
-each read sends ``BEGIN READ ONLY``, ``SET LOCAL statement_timeout``, the ``SELECT`` and
-``COMMIT`` as four executes in one pipeline instead. At start-up a read-only backend refuses a
-superuser or ``BYPASSRLS`` role unless ``allow_privileged=True``. Writes (``PersistenceAgent``
-only) run in explicit ``READ WRITE`` transactions with ``SET LOCAL statement_timeout``.
+"""``PostgresBackend`` in one class: start-up and the role check, the cached catalog, reads (one
+statement each, planned by shape), related rows, counts, aggregates, search, and the writes of a
+``PersistenceAgent``. How read-only is enforced (by the database, not only by this code) is told
+in the package's docstring, :mod:`persistence.backends.postgres`.
 
 This module is the backend, one class; its connections are in
 :mod:`~persistence.backends.postgres.pool` (blocking) and

@@ -1,29 +1,7 @@
-"""The Supabase backend: PostgREST over HTTP, through the ``supabase`` client's session.
-
-``create_client`` is built with an ``httpx.Client`` of ours (HTTP/1.1, explicit timeout; the
-library's own default is HTTP/2, which is not thread-safe with a sync client) passed in
-``ClientOptions(httpx_client=...)``. Requests are built here rather than with the ``postgrest``
-query builder, so that every value is encoded exactly as PostgREST's URL grammar requires (see
-:mod:`persistence.backends.supabase.postgrest.encoding`), and sent through the client's session with
-its ``apikey``/``Authorization``/profile headers.
-
-* Counts come from ``Content-Range`` with ``Prefer: count=exact`` (or ``planned``/``estimated``).
-* The server's row cap (``db-max-rows``: 1000 rows per request on Supabase, silently) is handled
-  by fetching on until the page is full or the rows end.
-* A literal ``*`` in ``icontains``/``ilike``/``ieq`` cannot be sent (PostgREST makes every ``*`` a
-  wildcard); it is sent as ``_`` and rows are checked exactly here, which means fetching every
-  candidate row of that query to count and page them.
-* Requests go out, and their failures are translated, in one place:
-  :meth:`persistence.backends.supabase.postgrest.client.PostgrestClient.request`; idempotent reads
-  retry a bounded number of times on 503/520 and broken connections.
-* Column types come from the OpenAPI description at the REST root (one request per backend,
-  cached; see :mod:`persistence.backends.supabase.postgrest.schema`).
-* Search calls the owner's read-only ranking function ``search_<table>`` with ``GET`` when the
-  description lists it, else ranks full-text (``wfts``) candidates here; see
-  :mod:`persistence.backends.supabase.postgrest.search` and docs/search-supabase.md.
-* A key whose ``role`` claim is not ``anon``/``authenticated`` (``service_role``,
-  ``supabase_admin``, ``postgres``, ...; the ``allowed_roles=`` option widens the list) may bypass
-  row-level security: the read-only facade refuses it unless ``allow_privileged=True``.
+"""``SupabaseBackend`` in one class: PostgREST over HTTP through the ``supabase`` client's session;
+its reads (paged past the server's row cap, a literal ``*`` re-checked here), search, aggregates
+and the writes of a ``PersistenceAgent``. The wire protocol, counts, retries and the key check are
+told in the package's docstring, :mod:`persistence.backends.supabase`.
 
 This module is the backend, one class: its reads, search, aggregates and writes; PostgREST's
 grammar, client, paging, embedding, search and aggregates are in
