@@ -20,7 +20,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Hashable
 
-__all__ = ["WriteVersions", "process_versions"]
+from persistence.backends.base import Backend
+
+__all__ = ["WriteVersions", "data_target", "process_versions"]
 
 
 class WriteVersions:
@@ -51,3 +53,11 @@ _PROCESS_VERSIONS = WriteVersions()
 def process_versions() -> WriteVersions:
     """The counters every facade of this process shares."""
     return _PROCESS_VERSIONS
+
+
+def data_target(backend: Backend) -> Hashable:
+    """The store a backend writes to: its ``data_target`` when it declares one, else its name
+    (all backends of that name then share one version per table: too many cache misses at
+    worst, never a stale hit)."""
+    target = getattr(backend, "data_target", None)
+    return target if isinstance(target, Hashable) and target is not None else (backend.name,)

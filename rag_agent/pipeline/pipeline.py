@@ -13,10 +13,9 @@ yield a :class:`~rag_agent.runtime.effects.Call` for each read, count, aggregate
 :mod:`rag_agent.runtime.effects`), so ``RAGAgent.run`` and ``RAGAgent.arun`` share every check and
 step.
 
-The run, read and aggregate steps are here; the steps they share are mixins over the agent's
-parts (:class:`~rag_agent.pipeline.parts.PipelineParts`): understanding and extraction
-(:mod:`rag_agent.pipeline.understanding_step`), the cached read, count, aggregate and reformulations
-(:mod:`rag_agent.pipeline.retrieval`), and the fallback (:mod:`rag_agent.pipeline.fallback_step`).
+One class, in this file: the run, read and aggregate steps, then the steps they share
+(the page window and the envelope, understanding and extraction, the cached read, count,
+aggregate and reformulations, the fallback), each section in the order a run takes them.
 
 Thread-safety: a ``Pipeline`` holds no state of its own beyond the agent's parts (facade, cache,
 limiter, hooks), all thread-safe; each call keeps its state in its own ``Outcome``.
@@ -26,31 +25,49 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from persistence import (
     Filter,
+    Include,
     InvalidQueryError,
     Order,
+    PersistenceError,
     Query,
     ReadOnlyPersistenceFacade,
+    UnsupportedOperatorError,
     brief_repr,
 )
+from persistence.query import is_identifier
+from persistence.search import MAX_K
 from persistence.steps import adrive, drive
 from persistence.vocabulary import SchemaVocabulary
 from rag_agent.conversation import Conversation
 from rag_agent.conversation.followup import FollowUp
-from rag_agent.envelope import ContextInfo, Envelope, TraceInfo
+from rag_agent.envelope import (
+    ContextInfo,
+    Envelope,
+    ReformulationAttempt,
+    TraceInfo,
+    canonical_value,
+)
 from rag_agent.envelope.assemble import (
+    MAX_ERROR_MESSAGE,
     Outcome,
+    PageResult,
     applied_filters,
+    assemble,
+    backend_info,
+    error_info,
+    fallback_page,
     ignored_parts,
+    page_result,
     shown_filters,
     source_of,
 )
-from rag_agent.hooks import FallbackRunner
+from rag_agent.hooks import FallbackRequest, FallbackResult, FallbackRunner
 from rag_agent.pipeline.aggregating import DEFAULT_METRICS, aggregate_into
 from rag_agent.pipeline.company_link import company_links, similar_link_attempt
 from rag_agent.pipeline.conversation_step import (
@@ -59,35 +76,96 @@ from rag_agent.pipeline.conversation_step import (
     remember,
     selection_condition,
 )
-from rag_agent.pipeline.fallback_step import FallbackStep
-from rag_agent.pipeline.parts import _Page, _sequence
 from rag_agent.pipeline.plan_memo import Plan, PlanMemo, plan_key
-from rag_agent.pipeline.ranking import text_conditions
-from rag_agent.pipeline.related import checked_includes, resolve_words
+from rag_agent.pipeline.ranking import (
+    CannotRank,
+    cached_ranked_page,
+    rankable,
+    text_conditions,
+    words_ranked,
+)
+from rag_agent.pipeline.reformulation import LEGACY_ROLES, Roles, relaxations
+from rag_agent.pipeline.related import (
+    checked_includes,
+    reachable_relations,
+    related_versions,
+    resolve_words,
+)
 from rag_agent.pipeline.related_values import related_values
-from rag_agent.pipeline.retrieval import RetrievalSteps
-from rag_agent.pipeline.understanding_step import UnderstandingSteps
+from rag_agent.pipeline.similar import similar_company, swap_note, with_similar_company
 from rag_agent.runtime.cache import QueryCache
-from rag_agent.runtime.deadline import LLMDeadline
-from rag_agent.runtime.effects import PREPARE, Steps, perform, perform_async
-from rag_agent.runtime.ratelimit import RateLimiter
-from rag_agent.runtime.trace import Trace, traced_perform, traced_perform_async, tracing
+from rag_agent.runtime.deadline import LLMDeadline, deadline_scope
+from rag_agent.runtime.effects import PREPARE, Call, Steps, perform, perform_async
+from rag_agent.runtime.ratelimit import RateLimiter, RateLimiterUnavailableError
+from rag_agent.runtime.trace import (
+    Trace,
+    current_trace,
+    timed,
+    traced_perform,
+    traced_perform_async,
+    tracing,
+)
 from rag_agent.settings import RAGSettings
-from rag_agent.specs import Condition
+from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
 from rag_agent.understanding.conditions import query_filters_view
 from rag_agent.understanding.filters import MAX_TEXT_LENGTH
 from rag_agent.understanding.request import (
     DEFAULT_TABLE,
     ConditionExtractor,
+    Request,
     apply_conditions,
+    column_infos,
     explicit_conditions,
+    understand_request,
 )
+from rag_agent.understanding.rules.lexicon import lexicon_of
 
 __all__ = ["Pipeline"]
 
+_Window = tuple[int, int]
+#: ``(limit, offset, include_raw)`` as the caller gave them, checked by ``Pipeline._page``.
+_Page = tuple[int | None, int | None, bool]
+
+
+def _sequence(value: object, what: str) -> tuple[Any, ...]:
+    # tuple("email") would split a name into letters: say what was expected instead.
+    if isinstance(value, str | bytes | Mapping | Filter | Order) or not isinstance(value, Iterable):
+        raise InvalidQueryError(
+            f"{what} must be a sequence, not {type(value).__name__}", field=what
+        )
+    return tuple(value)
+
+
+def _shown(table: object) -> object:
+    """``table`` as logged: a name that is no identifier (a caller's 100 KB string) is ``"?"``,
+    so a hostile name is never logged whole on every call."""
+    return table if table is None or is_identifier(table) else "?"
+
+
+def _planned(table: str, conditions: tuple[Condition, ...], window: _Window) -> Query:
+    # Built anew each time (microseconds): a memo keyed by the values would hold every value a
+    # caller ever sent, outside any bound.
+    filters = tuple(c.to_filter() for c in conditions)
+    return Query(table, filters, limit=window[0], offset=window[1])
+
+
+def _typed(value: Any) -> Any:
+    # 1, 1.0 and True are equal and hash alike, but a backend may tell them apart.
+    if isinstance(value, tuple):
+        return tuple(map(_typed, value))
+    return (type(value), value)
+
+
+def _cache_key(query: Query, include_raw: bool, version: int) -> tuple[Any, ...]:
+    # ``version`` is the table's data_version, read before the data: a write in this process
+    # (or to a shared memory store) moves it, so no later run reads a page cached before it.
+    filters = tuple((f.column, f.op, _typed(f.value)) for f in query.filters)
+    window = (query.limit, query.offset)
+    return (query.table, version, filters, query.columns, query.order, window, include_raw)
+
 
 @dataclass(frozen=True, slots=True)
-class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
+class Pipeline:
     """The agent's parts, and the steps of a call over them."""
 
     facade: ReadOnlyPersistenceFacade
@@ -452,6 +530,484 @@ class Pipeline(UnderstandingSteps, RetrievalSteps, FallbackStep):
             self.log_error(log, "rag.error", exc, step="aggregate", table=table)
             outcome.fail(exc)
         return self.finish(outcome)
+
+    # --- the page window, the vocabulary, the envelope -------------------------------------------
+
+    def _page(self, page: _Page) -> tuple[_Window, bool]:
+        # The checks run and read share: the page window (defaulted and clamped here alone) and
+        # include_raw.
+        limit, offset, include_raw = page
+        window = self._window(limit, offset)
+        if type(include_raw) is not bool:
+            raise InvalidQueryError("include_raw must be a bool", field="include_raw")
+        return window, include_raw
+
+    def _window(self, limit: object, offset: object) -> _Window:
+        settings = self.settings
+        if limit is None:
+            eff_limit = settings.default_limit
+        elif type(limit) is int and limit >= 1:
+            eff_limit = min(limit, settings.max_limit)
+        else:
+            raise InvalidQueryError(
+                f"limit must be a positive int, not {brief_repr(limit)}", field="limit"
+            )
+        if offset is None:
+            eff_offset = 0
+        elif type(offset) is int and offset >= 0:
+            eff_offset = offset
+        else:
+            raise InvalidQueryError(
+                f"offset must be a non-negative int, not {brief_repr(offset)}", field="offset"
+            )
+        return eff_limit, eff_offset
+
+    @staticmethod
+    def _applied(outcome: Outcome, conditions: tuple[Condition, ...]) -> None:
+        outcome.filters = query_filters_view(conditions)
+        outcome.applied = applied_filters(conditions)
+
+    def learned_vocabulary(self) -> Steps[SchemaVocabulary | None]:
+        """The database's vocabulary as a pipeline call (an awaited run learns it in a worker
+        thread); ``None`` when it cannot be learned."""
+        try:
+            learned: SchemaVocabulary = yield Call("vocabulary", (), {})
+        except PersistenceError:
+            return None
+        return learned
+
+    def vocabulary(self) -> SchemaVocabulary | None:
+        """The database's vocabulary, learned through the facade; ``None`` when it cannot be
+        read (the rules then read with the sample's, and the facade still checks every name)."""
+        try:
+            return self.facade.vocabulary()
+        except PersistenceError:
+            return None
+
+    def roles(self, table: str) -> Roles:
+        """The company, e-mail and key columns of ``table`` the reformulations relax, from the
+        database's vocabulary (the legacy view's columns when it cannot be learned)."""
+        vocabulary = self.vocabulary()
+        if vocabulary is None or vocabulary.table(table) is None:
+            return LEGACY_ROLES
+        lexicon = lexicon_of(vocabulary, table, self.settings.synonyms)
+        keys = tuple(c.name for c in lexicon.columns.values() if c.is_key)
+        return Roles(lexicon.first("company"), lexicon.role("email"), keys)
+
+    def text_column(self, table: str) -> str | None:
+        """The subject-like text column of ``table`` (what "about …" searches)."""
+        vocabulary = self.vocabulary()
+        if vocabulary is None:
+            return None
+        return lexicon_of(vocabulary, table, self.settings.synonyms).first("text")
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def error_envelope(self, table: object, error: BaseException | str) -> Envelope:
+        """An envelope with no records reporting ``error`` for a request about ``table``."""
+        return self.finish(Outcome(source_of(table), error=error_info(error)))
+
+    def finish(self, outcome: Outcome, window: _Window | None = None) -> Envelope:
+        """The envelope of ``outcome``: the one place an agent's envelopes are built."""
+        limit, offset = window if window is not None else (None, None)
+        facade = self.facade
+        backend = backend_info(facade.backend_name, facade.backend_database)
+        return assemble(outcome, limit=limit, offset=offset, now=self.now, backend=backend)
+
+    def _refuse(self, log: Any, outcome: Outcome, exc: Exception) -> Envelope:
+        self.log_error(log, "rag.error", exc, step="input")
+        outcome.fail(exc)
+        return self.finish(outcome)
+
+    def _done(
+        self, log: Any, event: str, outcome: Outcome, table: str, window: _Window
+    ) -> Envelope:
+        envelope = self.finish(outcome, window)
+        log.debug(
+            event,
+            table=_shown(table),
+            total_count=outcome.total_count,
+            records=len(outcome.records),
+            cache=outcome.cache,
+            fallback=outcome.fallback,
+            error=None if outcome.error is None else outcome.error.type,
+        )
+        return envelope
+
+    def log_error(self, log: Any, event: str, exc: BaseException, **context: Any) -> None:
+        """Log ``exc`` at warning level; with ``RAG_DEBUG`` its traceback too."""
+        if "table" in context:
+            context["table"] = _shown(context["table"])
+        log.warning(
+            event,
+            error_type=type(exc).__name__,
+            error=str(exc)[:MAX_ERROR_MESSAGE],
+            exc_info=exc if self.settings.debug else None,
+            **context,
+        )
+
+    # --- understanding and extraction (steps 1 and 2) --------------------------------------------
+
+    def _understood(
+        self,
+        log: Any,
+        deadline: LLMDeadline,
+        text: str,
+        table: str | None,
+        given: tuple[Condition, ...] | None,
+        count_only: bool | None,
+        now: dt.datetime | None = None,
+        vocabulary: SchemaVocabulary | None = None,
+        history: tuple[str, ...] = (),
+    ) -> Steps[tuple[Request, bool]]:
+        """The request, and whether the rules alone made it (no model was asked); read with
+        ``vocabulary``, the database's as the run learned it (the sample's when ``None``)."""
+        now = self.now() if now is None else now
+        asked: list[tuple[str, str]] = []
+
+        def note(text: str, table: str) -> Understanding:
+            asked.append((text, table))
+            return Understanding()
+
+        def understood(extract: Any) -> Request:
+            return understand_request(
+                text, table=table, explicit=given, count_only=count_only, now=now,
+                extract=extract, vocabulary=vocabulary, synonyms=self.settings.synonyms,
+            )  # fmt: skip
+
+        with timed("rules", table=table):
+            request = understood(None if self.extractor is None else note)
+        if not asked:
+            return request, True
+        found = yield from self._extract(log, deadline, *asked[0], history=history)
+        return understood(lambda _text, _table: found), False
+
+    def _extract(
+        self,
+        log: Any,
+        deadline: LLMDeadline,
+        text: str,
+        table: str,
+        history: tuple[str, ...] = (),
+    ) -> Steps[Understanding]:
+        # The extractor meters and caches its own model calls; it is told the table's allowed
+        # columns, their kinds and operators, so its answer is constrained by the schema.
+        assert self.extractor is not None
+        try:
+            request = ExtractionRequest(
+                text=text,
+                table=table,
+                columns=column_infos(self.facade, table),
+                tables=self.facade.tables(),
+                now=self.now(),
+                relations=reachable_relations(self.facade, table),
+                history=history,
+            )
+            with deadline_scope(deadline):
+                found = yield Call("extract", (request,))
+            if not isinstance(found, Understanding):
+                raise TypeError(f"the extractor returned {type(found).__name__}")
+        except Exception as exc:  # an LLM failure only means "nothing understood"
+            self.log_error(log, "rag.filters.llm_error", exc, step="filters")
+            return Understanding()
+        return found
+
+    # --- read, count, aggregate, reformulations (steps 3 and 4) ----------------------------------
+
+    def _aggregate(
+        self,
+        log: Any,
+        outcome: Outcome,
+        table: str,
+        conditions: tuple[Condition, ...],
+        group_by: tuple[str, ...],
+        metrics: tuple[str, ...],
+    ) -> Steps[None]:
+        filters = tuple(c.to_filter() for c in conditions)
+        yield from aggregate_into(
+            outcome, facade=self.facade, cache=self.cache, now=self.now, log=log, table=table,
+            filters=filters, group_by=group_by, metrics=metrics,
+        )  # fmt: skip
+
+    def _topic(self, topic: str, table: str, related: tuple[Include, ...]) -> str:
+        # Rows are ranked by the topic when the table has text to rank by (related rows are
+        # read by the plain path alone).
+        return topic if topic and not related and rankable(self.facade, table) else ""
+
+    def _retrieve(
+        self,
+        log: Any,
+        outcome: Outcome,
+        table: str,
+        conditions: tuple[Condition, ...],
+        window: _Window,
+        include_raw: bool,
+        related: tuple[Include, ...] = (),
+        topic: str = "",
+        as_topic: tuple[Condition, ...] = (),
+    ) -> Steps[None]:
+        def query(conditions: tuple[Condition, ...]) -> Steps[tuple[PageResult, bool]]:
+            if (
+                topic
+            ):  # ranked by the topic, the conditions hard constraints (rag_agent.pipeline.ranking)
+                return (
+                    yield from cached_ranked_page(
+                        self, log, table, topic, conditions, window, include_raw
+                    )
+                )
+            planned = _planned(table, conditions, window)
+            shown = query_filters_view(conditions)
+            return (yield from self._query(log, planned, include_raw, shown, related))
+
+        try:
+            result, all_hits = yield from query(conditions)
+        except CannotRank:
+            # The backend cannot search: answered as without a topic (the "about …" substrings
+            # filters again), never an unfiltered read.
+            log.debug("rag.search", table=table, status="unsupported")
+            conditions, topic = conditions + as_topic, ""
+            if not conditions:
+                return
+            result, all_hits = yield from query(conditions)
+        if topic and conditions and window[1] == 0 and not words_ranked(result):
+            # No row the filters chose mentions the topic's words: the filtered answer stands,
+            # and the words are reported rather than silently ranking nothing.
+            log.debug("rag.search", table=table, status="no_row_mentions")
+            outcome.ignored += ignored_parts([Ignored(topic, f"no row mentions {topic!r}")])
+            topic = ""
+            result, all_hits = yield from query(conditions)
+        used = conditions
+        if result.total_count == 0:
+            tried, previous = 0, conditions
+            roles = self.roles(table)
+            for reason, planned in with_similar_company(relaxations(conditions, roles)):
+                if tried >= self.settings.reformulation_max_attempts:
+                    break
+                if planned is None:  # similar_company: looked up now, only if still needed
+                    planned = yield from similar_company(table, previous, roles.company)
+                    if planned is None:
+                        continue
+                else:
+                    previous = planned
+                relaxed, tried = planned, tried + 1
+                attempt, hit = yield from query(relaxed)
+                all_hits = all_hits and hit
+                trace = current_trace()
+                if trace is not None and not hit:  # the read it just made was this attempt's
+                    trace.note_last(f"reformulation: {reason}")
+                shown = query_filters_view(relaxed)
+                outcome.attempts.append(
+                    ReformulationAttempt(
+                        reason=reason,  # type: ignore[arg-type]
+                        filters=shown,
+                        result_count=attempt.total_count,
+                    )
+                )
+                log.debug(
+                    "rag.reformulation",
+                    reason=reason,
+                    filters=shown,
+                    result_count=attempt.total_count,
+                )
+                if attempt.total_count:
+                    result, used = attempt, relaxed
+                    outcome.fallback = "reformulation"
+                    note = (
+                        swap_note(conditions, relaxed, roles.company)
+                        if reason == "similar_company"
+                        else None
+                    )
+                    if note is not None:
+                        outcome.ignored += ignored_parts([note])
+                    break
+        self._applied(outcome, used)
+        outcome.take(result, shared=self.cache.enabled)
+        outcome.cache = "hit" if all_hits else "miss"
+
+    def _count(
+        self, log: Any, outcome: Outcome, table: str, conditions: tuple[Condition, ...]
+    ) -> Steps[None]:
+        filters = tuple(c.to_filter() for c in conditions)
+        typed = tuple((f.column, f.op, _typed(f.value)) for f in filters)
+        key = ("count", table, self.facade.data_version(table), typed)
+        cached: tuple[int, dt.datetime] | None = self.cache.get(key)
+        outcome.cache = "miss" if cached is None else "hit"
+        if cached is None:
+            cached = ((yield Call("count", (table, filters))), self.now())
+            self.cache.put(key, cached)
+        outcome.total_count, outcome.retrieved_at = cached
+        log.debug("rag.count", table=table, filters=outcome.filters, total_count=cached[0])
+
+    def _count_topic(
+        self,
+        log: Any,
+        outcome: Outcome,
+        table: str,
+        conditions: tuple[Condition, ...],
+        topic: str,
+    ) -> Steps[None]:
+        """Count the rows matching ``conditions`` that mention ``topic``'s words (the keyword
+        search's matches, at most MAX_K of them); when none does, the rows matching the
+        conditions, and the words are reported. ``metadata.count_basis`` says which."""
+        filters = [c.to_filter() for c in conditions]
+        asked = {"filters": filters, "k": MAX_K, "offset": 0, "mode": "keyword"}
+        try:
+            result = yield Call("search", (table, topic), asked)
+        except UnsupportedOperatorError:
+            result = None
+        mentions = 0
+        if result is not None:
+            mentions = sum(1 for hit in result.hits if hit.ranks.get("keyword") is not None)
+        outcome.retrieved_at = self.now()
+        if mentions:
+            outcome.total_count = mentions
+            bound = f" (at least: the search counts up to {MAX_K})" if mentions >= MAX_K else ""
+            outcome.count_basis = f"rows mentioning {topic!r}{bound}"
+        elif conditions:
+            yield from self._count(log, outcome, table, conditions)
+            outcome.ignored += ignored_parts([Ignored(topic, f"no row mentions {topic!r}")])
+            outcome.count_basis = "rows matching the filters"
+        else:
+            outcome.total_count = 0
+            outcome.count_basis = f"rows mentioning {topic!r}"
+        log.debug("rag.count", table=table, basis=outcome.count_basis, total=outcome.total_count)
+
+    def _query(
+        self,
+        log: Any,
+        query: Query,
+        include_raw: bool,
+        shown: Mapping[str, Any],
+        related: tuple[Include, ...] = (),
+    ) -> Steps[tuple[PageResult, bool]]:
+        """The page of ``query`` as records, from the cache if it holds it (and whether it did).
+
+        ``shown`` is how the filters are logged; ``related`` the related rows each row carries.
+        """
+        key = _cache_key(query, include_raw, self.facade.data_version(query.table))
+        if related:  # the children's tables' versions too: a new message is a new page
+            key += (related, related_versions(self.facade, query.table, related))
+        cached: PageResult | None = self.cache.get(key)
+        if cached is not None:
+            log.debug("rag.query", table=query.table, filters=shown, cache="hit")
+            return cached, True
+        page = yield Call(
+            "read",
+            (query.table, query.filters),
+            {
+                "columns": query.columns,
+                "order": query.order,
+                "limit": query.limit,
+                "offset": query.offset,
+                "include": related,
+            },
+        )
+        result = page_result(
+            page.rows,
+            page.total_count,
+            table=query.table,
+            retrieved_at=self.now(),
+            include_raw=include_raw,
+            summary_threshold=self.settings.summary_threshold,
+            related_capped=page.related_capped,
+        )
+        self.cache.put(key, result)
+        log.debug(
+            "rag.query",
+            table=query.table,
+            filters=shown,
+            cache="miss",
+            total_count=page.total_count,
+            returned=len(result.records),
+        )
+        return result, False
+
+    # --- the fallback (step 5) -------------------------------------------------------------------
+
+    def _fall_back(
+        self,
+        log: Any,
+        outcome: Outcome,
+        text: str,
+        table: str,
+        conditions: tuple[Condition, ...],
+        window: _Window,
+        include_raw: bool = False,
+        deadline: LLMDeadline | None = None,
+        history: tuple[str, ...] = (),
+    ) -> Steps[None]:
+        # JSON-ready: the fallback shows the model what was tried (a date as its ISO text).
+        filters = canonical_value(query_filters_view(conditions))
+        if conditions and outcome.filters is None:
+            self._applied(outcome, conditions)
+        if self.fallback is None:
+            outcome.fallback = "disabled"
+            log.debug("rag.fallback", status="disabled", reason="no LLM fallback configured")
+            return
+        # Paging through a fallback's answer (``chat``'s ``next``) asks the model once; the same
+        # words after other turns are another question.
+        cache_key = ("fallback", table, text, history, self.facade.data_version(table))
+        cached = self.cache.get(cache_key)
+        if isinstance(cached, FallbackResult):
+            log.debug("rag.fallback", status="cached")
+            self._take_fallback(log, outcome, cached, window, include_raw)
+            outcome.cache = "hit"
+            return
+        if deadline is not None and deadline.expired:
+            outcome.fallback = "suppressed"
+            log.info("rag.fallback", status="suppressed", reason="the run's LLM deadline passed")
+            return
+        try:
+            allowed = self.limiter.try_acquire()
+        except RateLimiterUnavailableError as exc:
+            outcome.fallback = "suppressed"
+            outcome.error = error_info(exc)
+            self.log_error(log, "rag.fallback", exc, step="fallback", status="suppressed")
+            return
+        if not allowed:
+            outcome.fallback = "suppressed"
+            log.debug("rag.fallback", status="suppressed", reason="rate limit reached")
+            return
+        limit, offset = window
+        request = FallbackRequest(
+            text=text,
+            table=table,
+            filters=filters,
+            limit=limit,
+            offset=offset,
+            max_steps=self.settings.fallback_max_steps,
+            seconds_left=None if deadline is None else deadline.remaining(),
+            history=history,
+        )
+        try:
+            result = yield Call("fallback", (request,))
+        except Exception as exc:  # a broken hook must not break run()
+            result = FallbackResult(error=exc)
+        if result.error is None:
+            self.cache.put(cache_key, result)
+        self._take_fallback(log, outcome, result, window, include_raw)
+
+    def _take_fallback(
+        self,
+        log: Any,
+        outcome: Outcome,
+        result: FallbackResult,
+        window: _Window,
+        include_raw: bool,
+    ) -> None:
+        limit, offset = window
+        page = fallback_page(
+            result,
+            limit=limit,
+            offset=offset,
+            now=self.now,
+            summary_threshold=self.settings.summary_threshold,
+            include_raw=include_raw,
+        )
+        outcome.take_fallback(result, page)
+        if isinstance(result.error, BaseException):
+            self.log_error(log, "rag.fallback", result.error, step="fallback", status="error")
+        log.debug("rag.fallback", status="agent", records=page.total_count)
 
 
 def _traced(envelope: Envelope, trace: Trace) -> Envelope:

@@ -24,12 +24,10 @@ from rag_agent.ops.sample import (
     ACME_COMPANIES,
     LARGE_COMPANY,
     SAMPLE_TABLES,
-    _encode,
-    generate_sample,
     load_sample,
     sample_rows,
-    write_sample_files,
 )
+from scripts.generate_sample import _encode, generate_sample, write_sample_files
 
 
 @pytest.fixture(scope="module")

@@ -241,9 +241,9 @@ class TestColumns:
 class TestClientConstruction:
     def test_default_client_is_http1_with_explicit_timeout(self) -> None:
         """Without ``http_client=`` the backend builds HTTP/1.1 with the given timeout."""
-        from persistence.backends.supabase import _default_http_client
+        from persistence.backends.supabase.postgrest.client import default_http_client
 
-        client = _default_http_client(3.0)
+        client = default_http_client(3.0)
         try:
             assert client.timeout.read == 3.0
             assert client.timeout.connect == 3.0

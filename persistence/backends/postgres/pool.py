@@ -29,9 +29,12 @@ from persistence.backends.postgres.stash import MAX_HOLD, Stash, reusable
 from persistence.errors import BackendError, PersistenceError
 from persistence.logs import get_logger
 
-__all__ = ["Connections"]
+__all__ = ["DEFAULT_STATEMENT_TIMEOUT_MS", "Connections"]
 
 log = get_logger("persistence.postgres")
+
+#: Milliseconds a statement may run before the server cancels it.
+DEFAULT_STATEMENT_TIMEOUT_MS = 5000
 
 Connection = psycopg.Connection[Any]
 Pool = ConnectionPool[Connection]
