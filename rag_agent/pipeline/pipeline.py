@@ -404,8 +404,13 @@ class Pipeline:
             if given is None and standalone
             else None
         )
+        trace = current_trace()
+        started = 0.0 if trace is None else trace.timer()
         plan = None if key is None else self.plans.get(key, self.facade)
         if plan is not None:
+            if trace is not None:
+                ms = (trace.timer() - started) * 1000
+                trace.add({"step": "rules", "ms": ms, "note": "planned before (the plan memo)"})
             outcome.source = source_of(plan.request.table)
             self.facade.policy.check_read(plan.request.table, "run")
             if follow.turn is not None or history:

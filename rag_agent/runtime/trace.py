@@ -113,13 +113,9 @@ def traced_perform(perform: Callable[[Call], Any], trace: Trace) -> Callable[[Ca
 
     def answer(call: Call) -> Any:
         started = trace.timer()
-        try:
-            result = perform(call)
-        except Exception as exc:
-            trace.add(_step(call, None, trace.timer() - started, exc))
-            raise
-        trace.add(_step(call, result, trace.timer() - started))
-        return result
+        with _recorded(trace, call, started) as record:
+            record.result = perform(call)
+        return record.result
 
     return answer
 
@@ -131,15 +127,27 @@ def traced_perform_async(
 
     async def answer(call: Call) -> Any:
         started = trace.timer()
-        try:
-            result = await perform(call)
-        except Exception as exc:
-            trace.add(_step(call, None, trace.timer() - started, exc))
-            raise
-        trace.add(_step(call, result, trace.timer() - started))
-        return result
+        with _recorded(trace, call, started) as record:
+            record.result = await perform(call)
+        return record.result
 
     return answer
+
+
+class _Record:
+    result: Any = None
+
+
+@contextlib.contextmanager
+def _recorded(trace: Trace, call: Call, started: float) -> Iterator[_Record]:
+    """Add ``call``'s step to ``trace`` when the block ends: its result's sizes, or its error."""
+    record = _Record()
+    try:
+        yield record
+    except Exception as exc:
+        trace.add(_step(call, None, trace.timer() - started, exc))
+        raise
+    trace.add(_step(call, record.result, trace.timer() - started))
 
 
 def _step(

@@ -376,6 +376,17 @@ class TestTrace:
         assert sum(s["ms"] for s in trace["steps"]) <= trace["total_ms"]
         assert "trace" not in agent.run(f"who is {email}?", return_json=True)["metadata"]
 
+    def test_an_awaited_run_is_traced_alike(self, sample: tuple[RAGAgent, MemoryStore]) -> None:
+        agent, _ = sample
+        blocking = agent.run("qualified leads", trace=True, return_json=True)["metadata"]
+        awaited = asyncio.run(agent.arun("qualified leads", trace=True, return_json=True))
+        steps = [(s["step"], s.get("table"), s.get("rows")) for s in blocking["trace"]["steps"]]
+        assert [
+            (s["step"], s.get("table"), s.get("rows"))
+            for s in awaited["metadata"]["trace"]["steps"]
+        ] == steps
+        assert ("read", "leads", 50) in steps
+
 
 class TestFallbackAnswer:
     @pytest.fixture
