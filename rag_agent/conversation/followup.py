@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from persistence import Op
 from rag_agent.conversation.history import Kind, Turn
 from rag_agent.specs import Condition, Ignored
 
-__all__ = ["FRESH", "FollowUp", "merge_conditions", "read_follow_up"]
+__all__ = ["FollowUp", "merge_conditions", "read_follow_up"]
 
 _ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
@@ -108,11 +108,7 @@ class FollowUp:
     count_only: bool | None = None
     topic: str = ""
     ignored: tuple[Ignored, ...] = ()
-    notes: tuple[str, ...] = field(default=())
-
-
-#: A question of its own.
-FRESH = FollowUp()
+    notes: tuple[str, ...] = ()
 
 
 def read_follow_up(

@@ -23,9 +23,9 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from persistence import InvalidQueryError
+from persistence import InvalidQueryError, Op
 
 __all__ = [
     "DEFAULT_MAX_HISTORY_TOKENS",
@@ -67,6 +67,11 @@ class TurnCondition(_Frozen):
     op: str = Field(max_length=16)
     value: Any = None
     source: str = Field(max_length=16)
+
+    @field_validator("op")
+    @classmethod
+    def _an_operator(cls, op: str) -> str:
+        return Op(op).value  # a ValueError names the operator: read back as ConversationError
 
 
 class Turn(_Frozen):
