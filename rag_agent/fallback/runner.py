@@ -88,11 +88,6 @@ class FallbackOutcome:
     stopped: Stopped = "answer"
     exception: BaseException | None = field(default=None, repr=False, compare=False)
 
-    @property
-    def dropped_citations(self) -> int:
-        """Former name of :attr:`dropped_ids`, kept so existing callers keep working."""
-        return self.dropped_ids
-
     def metadata(self) -> dict[str, Any]:
         """The counters, as the ``rag.fallback.done`` event logs them (``fallback_*`` keys)."""
         return {

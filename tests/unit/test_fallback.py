@@ -211,7 +211,6 @@ class TestGrounding:
         assert [e.row["id"] for e in result.records] == [1]
         assert result.dropped_ids == 3
         assert result.metadata()["fallback_dropped_ids"] == 3
-        assert result.dropped_citations == 3  # the former name still reads the same count
 
     def test_answer_without_any_read_has_no_records(
         self, facade: ReadOnlyPersistenceFacade

@@ -163,7 +163,7 @@ class TestFallbackOverOpenAI:
         )
         result = AgentFallback(facade, make_llm(server), now=lambda: NOW).run("acme people")
         assert [e.row["id"] for e in result.records] == [1]
-        assert result.dropped_citations == 1 and result.model_calls == 2
+        assert result.dropped_ids == 1 and result.model_calls == 2
 
         first, second = server.bodies()
         names = {tool["function"]["name"] for tool in first["tools"]}
