@@ -39,6 +39,12 @@ class WriteVersions:
         with self._lock:
             return self._counts.get((target, table), 0)
 
+    def many(self, target: Hashable, tables: tuple[str, ...]) -> tuple[int, ...]:
+        """The current versions of ``tables`` in ``target``, read under one lock."""
+        counts = self._counts
+        with self._lock:
+            return tuple([counts.get((target, table), 0) for table in tables])
+
     def bump(self, target: Hashable, table: str) -> int:
         """Record a write to ``table`` in ``target``; return the new version."""
         with self._lock:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +85,7 @@ from rag_agent.pipeline.ranking import (
     text_conditions,
     words_ranked,
 )
+from rag_agent.pipeline.read_request import ReadRequest, planned_read
 from rag_agent.pipeline.reformulation import LEGACY_ROLES, Roles, relaxations
 from rag_agent.pipeline.related import (
     checked_includes,
@@ -142,11 +144,11 @@ def _shown(table: object) -> object:
     return table if table is None or is_identifier(table) else "?"
 
 
-def _planned(table: str, conditions: tuple[Condition, ...], window: _Window) -> Query:
-    # Built anew each time (microseconds): a memo keyed by the values would hold every value a
-    # caller ever sent, outside any bound.
-    filters = tuple(c.to_filter() for c in conditions)
-    return Query(table, filters, limit=window[0], offset=window[1])
+def _debugging(log: Any) -> bool:
+    """Whether ``log`` writes debug events: their arguments are built only then (a logger
+    that cannot tell is assumed to write them)."""
+    enabled = getattr(log, "is_enabled_for", None)
+    return not callable(enabled) or bool(enabled(logging.DEBUG))
 
 
 def _typed(value: Any) -> Any:
@@ -156,7 +158,7 @@ def _typed(value: Any) -> Any:
     return (type(value), value)
 
 
-def _cache_key(query: Query, include_raw: bool, version: int) -> tuple[Any, ...]:
+def _cache_key(query: Query | ReadRequest, include_raw: bool, version: int) -> tuple[Any, ...]:
     # ``version`` is the table's data_version, read before the data: a write in this process
     # (or to a shared memory store) moves it, so no later run reads a page cached before it.
     filters = tuple((f.column, f.op, _typed(f.value)) for f in query.filters)
@@ -333,16 +335,17 @@ class Pipeline:
                     "(see metadata.ignored): an unfiltered table is never returned",
                     field="filters",
                 )
-            log.debug(
-                "rag.filters",
-                table=checked_table,
-                filters=query_filters_view(applied),
-                sources=sorted({c.source for c in applied}),
-                ignored=len(outcome.ignored),
-            )
+            if _debugging(log):
+                log.debug(
+                    "rag.filters",
+                    table=checked_table,
+                    filters=query_filters_view(applied),
+                    sources=sorted({c.source for c in applied}),
+                    ignored=len(outcome.ignored),
+                )
             # Rows are ranked by the topic, and by the words of "about …" substring conditions
             # on the table's text column, when the table can be ranked (rag_agent.pipeline.ranking).
-            as_topic = text_conditions(self.text_column(checked_table), applied)
+            as_topic = text_conditions(self.text_column(checked_table, vocabulary), applied)
             words = " ".join([*(c.value for c in as_topic), request.topic]).strip()
             topic = self._topic(words, checked_table, related)
             as_topic = as_topic if topic else ()
@@ -411,8 +414,9 @@ class Pipeline:
             if trace is not None:
                 ms = (trace.timer() - started) * 1000
                 trace.add({"step": "rules", "ms": ms, "note": "planned before (the plan memo)"})
+            # No second check of the table: the memo asked the facade for its columns, which
+            # checked it against the (immutable) allow-list.
             outcome.source = source_of(plan.request.table)
-            self.facade.policy.check_read(plan.request.table, "run")
             if follow.turn is not None or history:
                 outcome.context = ContextInfo(kind="fresh")
             return plan
@@ -599,9 +603,9 @@ class Pipeline:
         keys = tuple(c.name for c in lexicon.columns.values() if c.is_key)
         return Roles(lexicon.first("company"), lexicon.role("email"), keys)
 
-    def text_column(self, table: str) -> str | None:
-        """The subject-like text column of ``table`` (what "about …" searches)."""
-        vocabulary = self.vocabulary()
+    def text_column(self, table: str, vocabulary: SchemaVocabulary | None) -> str | None:
+        """The subject-like text column of ``table`` (what "about …" searches), read with the
+        ``vocabulary`` the run learned (``None``: it could not be learned)."""
         if vocabulary is None:
             return None
         return lexicon_of(vocabulary, table, self.settings.synonyms).first("text")
@@ -760,8 +764,9 @@ class Pipeline:
                         self, log, table, topic, conditions, window, include_raw
                     )
                 )
-            planned = _planned(table, conditions, window)
-            shown = query_filters_view(conditions)
+            planned = planned_read(table, conditions, window)
+            # How the filters are logged: built only for a logger that writes debug events.
+            shown = query_filters_view(conditions) if _debugging(log) else {}
             return (yield from self._query(log, planned, include_raw, shown, related))
 
         try:
@@ -880,7 +885,7 @@ class Pipeline:
     def _query(
         self,
         log: Any,
-        query: Query,
+        query: Query | ReadRequest,
         include_raw: bool,
         shown: Mapping[str, Any],
         related: tuple[Include, ...] = (),
@@ -889,10 +894,14 @@ class Pipeline:
 
         ``shown`` is how the filters are logged; ``related`` the related rows each row carries.
         """
-        key = _cache_key(query, include_raw, self.facade.data_version(query.table))
-        if related:  # the children's tables' versions too: a new message is a new page
-            key += (related, related_versions(self.facade, query.table, related))
-        cached: PageResult | None = self.cache.get(key)
+        cache = self.cache
+        # No key when the cache is off: its version and values would be read for nothing.
+        key: tuple[Any, ...] | None = None
+        if cache.enabled:
+            key = _cache_key(query, include_raw, self.facade.data_version(query.table))
+            if related:  # the children's tables' versions too: a new message is a new page
+                key += (related, related_versions(self.facade, query.table, related))
+        cached: PageResult | None = None if key is None else cache.get(key)
         if cached is not None:
             log.debug("rag.query", table=query.table, filters=shown, cache="hit")
             return cached, True
@@ -916,7 +925,8 @@ class Pipeline:
             summary_threshold=self.settings.summary_threshold,
             related_capped=page.related_capped,
         )
-        self.cache.put(key, result)
+        if key is not None:
+            cache.put(key, result)
         log.debug(
             "rag.query",
             table=query.table,

@@ -6,7 +6,10 @@ Run alone: ``python -m tests.benchmarks.rag_micro`` (``--quick`` for fewer round
   memoised wrapper);
 - envelope with provenance (records, hashes, models, then JSON) for 50 and 500 rows, against a
   plain ``json.dumps`` of the same rows;
-- ``run()`` on the memory backend: a cache hit and a miss.
+- ``run()`` on the memory backend: a cache hit and a miss;
+- the rule parser on the labelled questions of both schemas (:mod:`tests.data.schema_questions`),
+  each schema's questions read with the vocabulary learned from its data, as ``run()`` reads
+  them (process CPU time per question).
 """
 
 from __future__ import annotations
@@ -73,6 +76,49 @@ def parser_slowest(*, number: int = 50) -> tuple[str, float]:
         timings.append((statistics.median(times), text))
     seconds, text = max(timings)
     return text, seconds
+
+
+def schema_vocabularies() -> dict[str, Any]:
+    """schema -> (its labelled questions, the vocabulary learned from its data on memory)."""
+    from rag_agent.understanding.rules.lexicon import lexicon_of  # noqa: F401 (warms imports)
+    from tests.data.schema_accuracy import build_agents
+    from tests.data.schema_questions import SCHEMAS, questions
+
+    chosen = questions()
+    with build_agents("memory") as agents:
+        return {
+            schema: (
+                [q for q in chosen if q.schema == schema],
+                agents[schema].facade.vocabulary(),
+            )
+            for schema in SCHEMAS
+        }
+
+
+def schema_parser_per_question(*, rounds: int) -> dict[str, Stats]:
+    """Per schema: the median over rounds of the mean CPU time of ``understand`` per labelled
+    question, read with that schema's learned vocabulary and the question's given table.
+
+    A sample is one pass over the schema's questions (process CPU time, less sensitive to a
+    shared machine), divided by their number; the schemas alternate round by round.
+    """
+    from rag_agent.understanding.rules import understand
+    from tests.data.schema_questions import NOW
+
+    material = schema_vocabularies()
+    samples: dict[str, list[float]] = {schema: [] for schema in material}
+    for questions_, vocabulary in material.values():  # lexicons built before timing
+        for question in questions_:
+            understand(question.text, table=question.given_table, now=NOW, vocabulary=vocabulary)
+    for _ in range(rounds):
+        for schema, (questions_, vocabulary) in material.items():
+            start = time.process_time()
+            for question in questions_:
+                understand(
+                    question.text, table=question.given_table, now=NOW, vocabulary=vocabulary
+                )
+            samples[schema].append((time.process_time() - start) / len(questions_))
+    return {schema: Stats(tuple(values)) for schema, values in samples.items()}
 
 
 def envelope_rows(count: int) -> list[dict[str, Any]]:
@@ -142,6 +188,8 @@ def main() -> None:
     print(f"parse_filters_from_text: median {stats.median * 1e6:.1f} us/query over {count}")
     cpu = parser_cpu_per_query(rounds=rounds)
     print(f"parse_filters_from_text: median {cpu.median * 1e6:.1f} us/query CPU (process time)")
+    for schema, result in schema_parser_per_question(rounds=rounds).items():
+        print(f"understand, {schema} schema (learned vocabulary): {result.median * 1e6:.1f} us")
     for rows in (50, 500):
         for name, result in envelope_vs_dumps(rows, rounds=rounds).items():
             print(f"{rows:>3} rows, {name:26s} median {result.median * 1e3:.3f} ms")
