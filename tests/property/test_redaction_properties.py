@@ -178,7 +178,9 @@ def test_conflicting_rules_take_the_strictest(specs: list[str], value: Any) -> N
     spec = method if style is None else f"{method}:{style}"
     assert STRICTNESS[spec] == strictest
     redacted = policy.redact_row("leads", {"id": 1, "phone": value})
-    assert shown(value) not in json.dumps(dict(redacted), default=str)
+    # The field as redacted, not the row's JSON: its braces, quotes and key names would hold a
+    # value such as "," by coincidence.
+    assert "phone" not in redacted or shown(value) not in str(redacted["phone"])
 
 
 COLUMNS = st.sampled_from(("email", "phone", "title", "emial", "phnoe", "notes_x", "id"))
