@@ -982,7 +982,7 @@ class TestLongTextIsNotRetained:
             finally:
                 tracemalloc.stop()
 
-        assert 100_000 > MAX_TEXT_LENGTH
+        assert MAX_TEXT_LENGTH < 100_000
         short, long = retained(100_000), retained(400_000)
         assert short < 20 * 10 * MAX_TEXT_LENGTH  # about ten prefix-sized objects a text
         assert long < short * 1.25 + 20_000  # four times the text, the same memory
