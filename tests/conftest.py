@@ -197,7 +197,7 @@ class PostgresDatabase:
         self.schema = schema
         self._admin: Any = None
         tables = ", ".join(schema.ddl)
-        sequences = [t for t, cols in schema.tables.items() if "identity" in cols.get("id", "")]
+        sequences = [t for t, ddl in schema.ddl.items() if "identity" in ddl]
         dirty = " OR ".join(
             [f"EXISTS (SELECT FROM {t})" for t in schema.ddl]
             + [
