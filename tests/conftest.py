@@ -6,6 +6,7 @@ import contextlib
 import os
 import socket
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -13,6 +14,13 @@ from hypothesis import HealthCheck, settings
 from persistence import MemoryStore, PersistenceAgent, ReadOnlyPersistenceFacade
 from persistence.schema import REFERENCE, SUPABASE_STYLE, SchemaVariant
 from tests.data.hostile_payloads import external_payloads, own_payloads
+from tests.support.leftovers import (
+    LEFTOVERS,
+    install_signal_handlers,
+    scratch_name,
+    sweep_server,
+    sweep_server_dirs,
+)
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -150,6 +158,20 @@ POSTGRES_ADMIN_DSN = os.environ.get(
 )
 
 
+#: The extensions, and the indexes and relations of ``public``: what a test may add to the
+#: session database and must not leave to the next module.
+_RELATIONS = (
+    "SELECT 'extension', extname, '' FROM pg_catalog.pg_extension "
+    "WHERE extname <> 'plpgsql' "
+    "UNION ALL SELECT CASE c.relkind WHEN 'i' THEN 'index' ELSE 'relation' END, c.relname, "
+    "CASE c.relkind WHEN 'i' THEN pg_catalog.pg_get_indexdef(c.oid) "
+    "WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE' "
+    "ELSE 'TABLE' END "
+    "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm', 'i', 'S', 'p')"
+)
+
+
 class PostgresDatabase:
     """The session's database: ``admin_dsn`` (the DSN's own role), ``reader_dsn`` (a NOSUPERUSER
     NOBYPASSRLS role with SELECT only), ``writer_dsn`` (SELECT/INSERT/UPDATE/DELETE); its tables
@@ -162,22 +184,63 @@ class PostgresDatabase:
         reader_dsn: str,
         writer_dsn: str,
         schema: SchemaVariant = REFERENCE,
+        *,
+        reader_role: str | None = None,
+        writer_role: str | None = None,
     ) -> None:
         self.name = name
         self.admin_dsn = admin_dsn
         self.reader_dsn = reader_dsn
         self.writer_dsn = writer_dsn
-        self.reader_role = f"{name}_r"
-        self.writer_role = f"{name}_w"
+        self.reader_role = reader_role or f"{name}_r"
+        self.writer_role = writer_role or f"{name}_w"
         self.schema = schema
+        self._admin: Any = None
+        tables = ", ".join(schema.ddl)
+        sequences = [t for t, ddl in schema.ddl.items() if "identity" in ddl]
+        dirty = " OR ".join(
+            [f"EXISTS (SELECT FROM {t})" for t in schema.ddl]
+            + [
+                "EXISTS (SELECT FROM pg_catalog.pg_sequences WHERE schemaname = 'public' "
+                "AND last_value IS NOT NULL AND sequencename IN ("
+                + ", ".join(f"'{t}_id_seq'" for t in sequences)
+                + "))"
+            ]
+            * bool(sequences)
+        )
+        #: One round trip: TRUNCATE only when a table holds a row or an id was drawn.
+        self._reset = (
+            f"DO $reset$ BEGIN IF {dirty} THEN TRUNCATE {tables} RESTART IDENTITY; END IF; "
+            "END $reset$"
+        )
+        self._pristine: set[tuple[str, str, str]] = set()
+
+    def _connection(self) -> Any:
+        import psycopg
+
+        if self._admin is None or self._admin.closed or self._admin.broken:
+            self._admin = psycopg.connect(self.admin_dsn, autocommit=True)
+        return self._admin
 
     def execute(self, statement: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         """Run one statement as the admin role (autocommit); return its rows, if any."""
         import psycopg
 
-        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
-            cursor = conn.execute(statement.encode(), params)
-            return cursor.fetchall() if cursor.description else []
+        query = statement.encode()
+        try:
+            cursor = self._connection().execute(query, params)
+        except psycopg.OperationalError:
+            # A test may have ended the admin connection (terminated backends, a restart).
+            self.close()
+            cursor = self._connection().execute(query, params)
+        return cursor.fetchall() if cursor.description else []
+
+    def close(self) -> None:
+        """Close the admin connection this object keeps (it reconnects when used again)."""
+        if self._admin is not None:
+            with contextlib.suppress(Exception):
+                self._admin.close()
+            self._admin = None
 
     def add_clients(self, ids: Iterable[object]) -> None:
         """Insert a client for each id (leads refer to their client by a foreign key; clients
@@ -210,8 +273,43 @@ class PostgresDatabase:
         self.truncate()
 
     def truncate(self) -> None:
-        """Empty every table of the schema and restart its ids at 1."""
-        self.execute(f"TRUNCATE {', '.join(self.schema.ddl)} RESTART IDENTITY")
+        """Empty every table of the schema and restart its ids at 1 (nothing to do, and no
+        TRUNCATE, when every table is empty and no id was drawn)."""
+        self.execute(self._reset)
+
+    def _shape(self) -> set[tuple[str, str, str]]:
+        return {(str(k), str(n), str(d)) for k, n, d in self.execute(_RELATIONS)}
+
+    def remember_pristine(self) -> None:
+        """Note the extensions, indexes and relations the database has now (its set-up)."""
+        self._pristine = self._shape()
+
+    def restore_pristine(self) -> list[str]:
+        """Drop the extensions, indexes and relations a test added, recreate the indexes it
+        dropped, and empty the tables; returns what was changed (for the curious)."""
+        now = self._shape()
+        if now == self._pristine:
+            self.truncate()
+            return []
+        changed = []
+        for kind, name, definition in sorted(now - self._pristine):
+            if kind == "extension":
+                self.execute(f'DROP EXTENSION IF EXISTS "{name}" CASCADE')
+            elif kind == "index":
+                self.execute(f'DROP INDEX IF EXISTS public."{name}" CASCADE')
+            elif (kind, name) not in {(k, n) for k, n, _ in self._pristine}:
+                self.execute(f'DROP {definition} IF EXISTS public."{name}" CASCADE')
+            changed.append(f"-{kind} {name}")
+        present = {(k, n) for k, n, _ in self._shape()}
+        for kind, name, definition in sorted(self._pristine):
+            if kind == "index" and (kind, name) not in present:
+                self.execute(definition)
+                changed.append(f"+index {name}")
+            elif kind == "extension" and (kind, name) not in present:
+                self.execute(f'CREATE EXTENSION IF NOT EXISTS "{name}"')
+                changed.append(f"+extension {name}")
+        self.truncate()
+        return changed
 
 
 def _postgres_admin_connect(dsn: str) -> object | None:
@@ -226,8 +324,9 @@ def _postgres_admin_connect(dsn: str) -> object | None:
 
 
 def _postgres_database(schema: SchemaVariant) -> Iterator[PostgresDatabase]:
-    """A database ``rag_test_<random>`` with ``schema``'s tables and two login roles; dropped at
-    the end. Admin DSN: ``RAG_TEST_POSTGRES_DSN`` (default: postgres on 127.0.0.1:5432)."""
+    """A database ``rag_test_<pid>_<kind>_<hex>`` with ``schema``'s tables and two login roles;
+    dropped at the end, on an interrupt too (``tests.support.leftovers``). Admin DSN:
+    ``RAG_TEST_POSTGRES_DSN`` (default: postgres on 127.0.0.1:5432)."""
     import secrets
 
     from psycopg.conninfo import make_conninfo
@@ -237,53 +336,81 @@ def _postgres_database(schema: SchemaVariant) -> Iterator[PostgresDatabase]:
     import psycopg
 
     assert isinstance(admin, psycopg.Connection)
-    suffix = secrets.token_hex(4)
-    name, reader, writer = (f"rag_test_{suffix}", f"rag_test_{suffix}_r", f"rag_test_{suffix}_w")
+    name = scratch_name("db")
+    reader, writer = f"{name}_r", f"{name}_w"
     password = secrets.token_hex(16)
-    with admin:
-        admin.execute(f"CREATE DATABASE {name}".encode())
-        for role in (reader, writer):
-            admin.execute(
-                f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE "
-                f"PASSWORD '{password}'".encode()
-            )
-    admin_dsn = make_conninfo(POSTGRES_ADMIN_DSN, dbname=name)
-    database = PostgresDatabase(
-        name,
-        admin_dsn,
-        make_conninfo(admin_dsn, user=reader, password=password),
-        make_conninfo(admin_dsn, user=writer, password=password),
-        schema,
-    )
+    undo = [LEFTOVERS.database(POSTGRES_ADMIN_DSN, name)]
+    undo += [LEFTOVERS.role(POSTGRES_ADMIN_DSN, role) for role in (reader, writer)]
     try:
-        for statement in schema.statements():
-            database.execute(statement)
-        for statement in (
-            f"GRANT USAGE ON SCHEMA public TO {reader}, {writer}",
-            f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}",
-            f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO {reader}",
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {writer}",
-            f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {writer}",
-        ):
-            database.execute(statement)
-        yield database
-    finally:
-        with psycopg.connect(POSTGRES_ADMIN_DSN, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)".encode())
+        with admin:
+            admin.execute(f"CREATE DATABASE {name}".encode())
             for role in (reader, writer):
-                conn.execute(f"DROP ROLE IF EXISTS {role}".encode())
+                admin.execute(
+                    f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE "
+                    f"PASSWORD '{password}'".encode()
+                )
+        admin_dsn = make_conninfo(POSTGRES_ADMIN_DSN, dbname=name)
+        database = PostgresDatabase(
+            name,
+            admin_dsn,
+            make_conninfo(admin_dsn, user=reader, password=password),
+            make_conninfo(admin_dsn, user=writer, password=password),
+            schema,
+        )
+        try:
+            for statement in schema.statements():
+                database.execute(statement)
+            for statement in (
+                f"GRANT USAGE ON SCHEMA public TO {reader}, {writer}",
+                f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}",
+                f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO {reader}",
+                f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {writer}",
+                f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {writer}",
+            ):
+                database.execute(statement)
+            database.remember_pristine()
+            yield database
+        finally:
+            database.close()
+    finally:
+        for now in undo:  # the database first, then its roles
+            now()
+
+
+#: The session databases made so far (the module-boundary restore looks them up here).
+_SESSION_DATABASES: dict[str, PostgresDatabase] = {}
 
 
 @pytest.fixture(scope="session")
 def postgres_db() -> Iterator[PostgresDatabase]:
     """A session database with the reference schema (``persistence.schema.REFERENCE``)."""
-    yield from _postgres_database(REFERENCE)
+    for database in _postgres_database(REFERENCE):
+        _SESSION_DATABASES["postgres_db"] = database
+        yield database
+        del _SESSION_DATABASES["postgres_db"]
 
 
 @pytest.fixture(scope="session")
 def postgres_supabase_db() -> Iterator[PostgresDatabase]:
     """A session database with the uuid-keyed ``persistence.schema.SUPABASE_STYLE`` schema."""
-    yield from _postgres_database(SUPABASE_STYLE)
+    for database in _postgres_database(SUPABASE_STYLE):
+        _SESSION_DATABASES["postgres_supabase_db"] = database
+        yield database
+        del _SESSION_DATABASES["postgres_supabase_db"]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a module's last test (its module fixtures finalised): the session databases it
+    used get back the extensions, indexes and relations they were made with, so what one module
+    installs (pg_trgm, an index) is never what the next one tests by accident."""
+    result = yield
+    if nextitem is None or nextitem.module is not getattr(item, "module", None):
+        for fixture in ("postgres_db", "postgres_supabase_db"):
+            database = _SESSION_DATABASES.get(fixture)
+            if database is not None and fixture in getattr(item, "fixturenames", ()):
+                database.restore_pristine()
+    return result
 
 
 @pytest.fixture
@@ -302,6 +429,34 @@ def postgres_supabase_clean(
     postgres_supabase_db.truncate()
     yield postgres_supabase_db
     postgres_supabase_db.truncate()
+
+
+# --- PostgreSQL 18 with pgvector: one embedded server per session -------------------------------
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[str]:
+    """The admin URI of the session's one PostgreSQL 18 with pgvector and pg_trgm available
+    (``tests.support.pgvector``); stopped and removed at the end, on an interrupt too."""
+    from tests.support.pgvector import embedded_server
+
+    with embedded_server() as uri:
+        yield uri
+
+
+# --- leftovers: swept at the start, removed at the end, on Ctrl-C and SIGTERM too --------------
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Install the interrupt handlers; remove what killed sessions left behind."""
+    install_signal_handlers()
+    sweep_server(POSTGRES_ADMIN_DSN)
+    sweep_server_dirs()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Whatever a finalizer did not get to (an interrupt during set-up) goes now."""
+    LEFTOVERS.clean()
 
 
 # --- Redis: a unique key prefix per test ---------------------------------------------------------

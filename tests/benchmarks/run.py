@@ -96,6 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--search-rows", type=int, help="inquiries for the search section (0 skips it)"
     )
+    parser.add_argument(
+        "--startup-rounds", type=int, help="rounds of each start-up measurement (quick: 3)"
+    )
+    parser.add_argument(
+        "--pg18-uri", help="a running PostgreSQL 18 with pgvector for the search section"
+    )
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--json", type=Path, help="also write the raw figures as JSON")
     args = parser.parse_args(argv)
@@ -104,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     results = Results()
     steps: list[tuple[str, Callable[[], object]]] = [
-        ("startup", lambda: startup.run(config.quick, results)),
+        ("startup", lambda: startup.run(config.startup_rounds, results)),
         ("micro", lambda: micro(config, results)),
         ("memory", lambda: memory(config, results)),
         ("memory at scale", lambda: memory_at_scale(config, results)),

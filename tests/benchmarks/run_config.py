@@ -40,6 +40,10 @@ class Config:
     plot: Path | None = None
     #: Leads the database's vocabulary is learned from (full mode: 1M, the issue's aim).
     vocabulary_rows: int = 0
+    #: Rounds of each start-up measurement (after one warm-up run each).
+    startup_rounds: int = 7
+    #: A running PostgreSQL 18 with pgvector for the search section (else one is started).
+    pg18_uri: str | None = None
 
 
 @dataclass
@@ -99,4 +103,6 @@ def _config(args: argparse.Namespace) -> Config:
         search_relevance=_embeddings_available(),
         plot=args.output.parent / "benchmarks-growth.png",
         vocabulary_rows=pg_rows,
+        startup_rounds=args.startup_rounds or (3 if args.quick else 7),
+        pg18_uri=args.pg18_uri,
     )

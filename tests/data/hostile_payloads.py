@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 #: Environment variable naming a folder of extra payload files (``*.txt``, one per line).
@@ -92,3 +93,34 @@ def external_payloads() -> tuple[str, ...]:
         text = file.read_text(encoding="utf-8", errors="replace")
         lines.extend(line for line in text.splitlines() if line.strip())
     return tuple(lines)
+
+
+def payload_classes() -> dict[str, frozenset[str]]:
+    """Each own payload -> the parts it is made of (``breakout:…``, ``body:…``, ``ending:…``
+    for the grid; ``syntax:<index>`` for each line aimed at one syntax)."""
+    classes: dict[str, frozenset[str]] = {
+        line: frozenset({f"syntax:{index}"}) for index, line in enumerate(SYNTAX)
+    }
+    pairs = itertools.product(BREAKOUTS, BODIES)
+    for (start, body), end in zip(pairs, itertools.cycle(ENDINGS)):
+        parts = {f"breakout:{start}", f"body:{body}", f"ending:{end}"}
+        line = start + body + end
+        classes[line] = classes.get(line, frozenset()) | parts
+    return classes
+
+
+def class_sample(lines: Sequence[str], external_step: int = 20) -> list[str]:
+    """A fixed subset of ``lines`` holding every class of payload at least once: each syntax
+    line, and grid lines chosen until every breakout, body and ending is among them (the cross
+    product is not enumerated); lines of an external corpus, whose classes are unknown, every
+    ``external_step``-th. Deterministic: the same lines, in ``lines``' order, on every run."""
+    classes = payload_classes()
+    known = [line for line in lines if line in classes]
+    wanted = set().union(*(classes[line] for line in known)) if known else set()
+    chosen: set[str] = set()
+    while wanted:
+        best = max(known, key=lambda line: (len(classes[line] & wanted), -known.index(line)))
+        chosen.add(best)
+        wanted -= classes[best]
+    unknown = [line for line in lines if line not in classes][::external_step]
+    return [line for line in lines if line in chosen or line in unknown]

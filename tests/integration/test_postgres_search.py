@@ -32,10 +32,7 @@ from tests.support.pgvector import (
     HashEmbeddings,
     PgvectorDatabase,
     pgvector_database,
-    pgvector_server,
 )
-
-__all__ = ["pgvector_server"]  # the session fixture, used by name below
 
 ROWS = 3_000
 #: Filter selectivity (percent) -> how many rows of ROWS carry that client.

@@ -20,9 +20,7 @@ import pytest
 
 from persistence import Filter, Op, create_read_only_facade
 from persistence.backends.postgres import SearchSettings
-from tests.support.pgvector import PgvectorDatabase, pgvector_database, pgvector_server
-
-__all__ = ["pgvector_server"]  # the session fixture, used by name below
+from tests.support.pgvector import PgvectorDatabase, pgvector_database
 
 _WORDS = ["refund", "invoice", "charge", "payment", "billing", "overcharged", "customers", "asking"]
 _FILLER = ["please", "thanks", "hello", "regards", "team", "question", "update", "kindly"]

@@ -15,10 +15,8 @@ from persistence.admin.index_build import index_table
 from persistence.backends.postgres import SearchSettings, inspect_database
 from rag_agent.ops.doctor_search import spelling_notes
 from tests.data.hostile_payloads import own_payloads
-from tests.support.pgvector import pgvector_database, pgvector_server
+from tests.support.pgvector import pgvector_database
 from tests.support.search import HashEmbeddings, inquiries_store
-
-__all__ = ["pgvector_server"]  # the session fixture, used by name below
 
 TYPOS = [
     "canncel subscrpition",

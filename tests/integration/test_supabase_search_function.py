@@ -29,10 +29,7 @@ from tests.support.pgvector import (
     HashEmbeddings,
     PgvectorDatabase,
     pgvector_database,
-    pgvector_server,
 )
-
-__all__ = ["pgvector_server"]  # the session fixture, used by name below
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "search-supabase.md"
 _TOPICS = {

