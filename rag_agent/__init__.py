@@ -39,7 +39,6 @@ if _typing.TYPE_CHECKING:
         FallbackRequest,
         FallbackResult,
         FallbackRunner,
-        FilterExtractor,
     )
     from rag_agent.pipeline.reformulation import REFORMULATION_ORDER, reformulations
     from rag_agent.runtime.cache import QueryCache
@@ -66,7 +65,7 @@ if _typing.TYPE_CHECKING:
         parse_filters_from_text,
         understand,
     )
-    from rag_agent.understanding.llm.extract import SchemaFilterExtractor, parse_filters_with_llm
+    from rag_agent.understanding.llm.extract import SchemaFilterExtractor
 
 #: Each public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -82,7 +81,6 @@ _EXPORTS: dict[str, str] = {
     "FallbackRequest": "rag_agent.hooks",
     "FallbackResult": "rag_agent.hooks",
     "FallbackRunner": "rag_agent.hooks",
-    "FilterExtractor": "rag_agent.hooks",
     "FilterSpec": "rag_agent.specs",
     "Ignored": "rag_agent.specs",
     "MemorySlidingWindowLimiter": "rag_agent.runtime.ratelimit",
@@ -109,7 +107,6 @@ _EXPORTS: dict[str, str] = {
     "normalize_filters": "rag_agent.understanding.filters",
     "openai_tool_schemas": "rag_agent.tools",
     "parse_filters_from_text": "rag_agent.understanding.filters",
-    "parse_filters_with_llm": "rag_agent.understanding.llm.extract",
     "reformulations": "rag_agent.pipeline.reformulation",
     "row_hash": "rag_agent.envelope",
     "summarize": "rag_agent.envelope.summary",
@@ -130,7 +127,6 @@ __all__ = [
     "FallbackRequest",
     "FallbackResult",
     "FallbackRunner",
-    "FilterExtractor",
     "FilterSpec",
     "Ignored",
     "MemorySlidingWindowLimiter",
@@ -156,7 +152,6 @@ __all__ = [
     "normalize_filters",
     "openai_tool_schemas",
     "parse_filters_from_text",
-    "parse_filters_with_llm",
     "reformulations",
     "row_hash",
     "summarize",

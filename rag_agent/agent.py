@@ -5,7 +5,7 @@ The pipeline of :meth:`RAGAgent.run`:
 1. rules: :func:`~rag_agent.understanding.filters.understand` (conditions, the table named, count or
 rows);
 2. nothing found (or only weak evidence) and an LLM configured: the **extraction hook**
-   (``extractor``, or a legacy ``llm_filters``), metered by the agent's limiter;
+   (``extractor``), metered by the agent's limiter when the agent builds it;
    then every condition, whatever its source, goes through the facade's own checks: applied
    with its value coerced to the column's type, or reported in ``metadata.ignored``;
 3. a paginated, cached read (or a count) through the read-only facade;
@@ -17,13 +17,13 @@ rows);
 :meth:`RAGAgent.read` is step 3 alone for a plain filtered read of any allow-listed table (what
 the ``query_table`` tool does): the same window clamping, cache, records, summary and envelope.
 
-The two LLM steps are seams (:mod:`rag_agent.hooks`). ``extractor`` is any
-``Callable[[ExtractionRequest], Understanding]`` (:mod:`rag_agent.specs`); ``llm_filters``, the
-older seam, any ``Callable[[str], Mapping]`` of the keys ``id``, ``email``, ``company``,
-``client_id``, validated by :func:`~rag_agent.understanding.filters.normalize_filters`. Either way
-anything invalid counts as empty. ``fallback`` is any :class:`~rag_agent.hooks.FallbackRunner`: it
-gets a ``FallbackRequest`` and returns a ``FallbackResult`` listing the rows its tool calls actually
-read. With ``llm=`` and no explicit hooks, the agent builds them with
+The two LLM steps are seams. ``extractor`` (a ``ConditionExtractor``) is any
+``Callable[[ExtractionRequest], Understanding]`` (:mod:`rag_agent.specs`); its conditions go
+through the facade's checks like any other, and an extractor that raises or answers something
+else counts as having understood nothing. ``fallback`` is any
+:class:`~rag_agent.hooks.FallbackRunner`: it gets a ``FallbackRequest`` and returns a
+``FallbackResult`` listing the rows its tool calls actually read. With ``llm=`` and no explicit
+hooks, the agent builds them with
 :class:`~rag_agent.understanding.llm.extract.SchemaFilterExtractor` (metered by the agent's limiter,
 cached per question) and :func:`~rag_agent.fallback.create_fallback_runner`; without ``llm`` (and no
 explicit hook) a step is disabled.
@@ -67,16 +67,14 @@ from rag_agent.envelope import Envelope
 from rag_agent.envelope.assemble import utc_now
 from rag_agent.fallback import create_fallback_runner
 from rag_agent.fallback.scope import FallbackScope
-from rag_agent.hooks import FallbackRunner, FilterExtractor
+from rag_agent.hooks import FallbackRunner
 from rag_agent.pipeline.pipeline import Pipeline
 from rag_agent.pipeline.ranking import DEFAULT_MODE, search_steps
 from rag_agent.runtime.cache import QueryCache
 from rag_agent.runtime.effects import perform, perform_async
 from rag_agent.runtime.ratelimit import RateLimiter, create_limiter
 from rag_agent.settings import RAGSettings
-from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
-from rag_agent.understanding.conditions import legacy_conditions
-from rag_agent.understanding.filters import normalize_filters
+from rag_agent.specs import Condition
 from rag_agent.understanding.llm.extract import SchemaFilterExtractor
 from rag_agent.understanding.request import ConditionExtractor
 
@@ -146,7 +144,6 @@ class RAGAgent(Closing):
         *,
         settings: RAGSettings | None = None,
         llm: Any = None,
-        llm_filters: FilterExtractor | None = None,
         extractor: ConditionExtractor | None = None,
         fallback: FallbackRunner | None = None,
         limiter: RateLimiter | None = None,
@@ -167,7 +164,6 @@ class RAGAgent(Closing):
             facade,
             settings,
             llm=llm,
-            llm_filters=llm_filters,
             extractor=extractor,
             fallback=fallback,
             limiter=limiter,
@@ -620,7 +616,6 @@ def wire_pipeline(
     settings: RAGSettings,
     *,
     llm: Any,
-    llm_filters: FilterExtractor | None,
     extractor: ConditionExtractor | None,
     fallback: FallbackRunner | None,
     limiter: RateLimiter | None,
@@ -639,9 +634,7 @@ def wire_pipeline(
             settings.max_fallbacks_per_min,
             clock=None if clock is time.monotonic else clock,
         )
-    if extractor is None and llm_filters is not None:
-        extractor = _hook_extractor(llm_filters, budget=None)  # the caller's own code
-    elif extractor is None and llm is not None:
+    if extractor is None and llm is not None:
         # The agent's own model calls count against the LLM budget, the fallback's too, and
         # a repeated question is answered from the extractor's cache at no cost.
         extractor = SchemaFilterExtractor(
@@ -661,18 +654,3 @@ def wire_pipeline(
             timer=clock,
         )
     return Pipeline(facade, settings, cache, limiter, extractor, fallback, now)
-
-
-def _hook_extractor(
-    extract: FilterExtractor, budget: Callable[[], bool] | None
-) -> ConditionExtractor:
-    """An ``llm_filters`` hook (text → the four legacy keys) as an extractor; with a
-    ``budget``, no budget means no call."""
-
-    def extractor(request: ExtractionRequest) -> Understanding:
-        if budget is not None and not budget():
-            return Understanding(ignored=(Ignored(request.text, "LLM budget exhausted"),))
-        filters = normalize_filters(extract(request.text))
-        return Understanding(conditions=legacy_conditions(filters, "llm"))
-
-    return extractor

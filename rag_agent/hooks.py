@@ -1,10 +1,11 @@
-"""The two LLM seams of :class:`~rag_agent.RAGAgent`: their types, and nothing else.
+"""The fallback seam of :class:`~rag_agent.RAGAgent`: its types, and nothing else.
 
-Step 2 of the pipeline asks a :data:`FilterExtractor` for filters when the rules find none; step 5
-hands a :class:`FallbackRequest` to a :class:`FallbackRunner`, which answers with a
-:class:`FallbackResult` listing the rows its tool calls actually read. The agent and the grounded
-fallback (:mod:`rag_agent.fallback`) both import these types from here, so neither imports the
-other's module.
+Step 5 of the pipeline hands a :class:`FallbackRequest` to a :class:`FallbackRunner`, which
+answers with a :class:`FallbackResult` listing the rows its tool calls actually read. The agent
+and the grounded fallback (:mod:`rag_agent.fallback`) both import these types from here, so
+neither imports the other's module. Step 2's seam, ``Callable[[ExtractionRequest],
+Understanding]``, is ``ConditionExtractor`` in :mod:`rag_agent.understanding.request`, beside
+the request it reads.
 
 Any callable of the right shape may be injected (``RAGAgent(facade, fallback=my_runner)``);
 tests use plain functions.
@@ -13,7 +14,7 @@ tests use plain functions.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,11 +24,7 @@ __all__ = [
     "FallbackRequest",
     "FallbackResult",
     "FallbackRunner",
-    "FilterExtractor",
 ]
-
-#: Step 2's hook: free text → filters (validated afterwards; anything invalid counts as empty).
-FilterExtractor = Callable[[str], Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)

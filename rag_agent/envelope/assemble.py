@@ -369,8 +369,7 @@ def assemble(
     """The envelope of ``outcome``; ``limit``/``offset`` are the effective window (if known);
     ``backend`` the backend that answered, when known.
 
-    ``has_more``/``next_offset`` (and ``truncated``, which says the same to older readers) are
-    set when the window is known and no error ended the run.
+    ``has_more``/``next_offset`` are set when the window is known and no error ended the run.
     """
     paging: dict[str, Any] = {}
     counted = outcome.count_only or outcome.aggregates is not None
@@ -378,7 +377,6 @@ def assemble(
         end = (offset or 0) + len(outcome.records)
         more = end < outcome.total_count
         paging = {"has_more": more, "next_offset": end if more else None}
-        paging["truncated"] = True if more else None
     optional: dict[str, Any] = {
         "error": outcome.error,
         "fallback": outcome.fallback,

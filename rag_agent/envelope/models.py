@@ -309,9 +309,6 @@ class Metadata(_Frozen):
     total_count: int = Field(ge=0, description="Rows matching the filters, not the page length.")
     error: ErrorInfo | None = None
     fallback: Fallback | None = None
-    truncated: bool | None = Field(
-        default=None, description="True when more rows match than the records hold."
-    )
     has_more: bool | None = Field(
         default=None, description="Whether rows after this page match (false on the last page)."
     )

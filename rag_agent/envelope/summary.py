@@ -1,8 +1,8 @@
 """Summaries of large results: per-column counts and extremes over the returned page.
 
-When a query matches more rows than ``RAG_SUMMARY_THRESHOLD`` the envelope is marked
-``truncated`` and carries a summary. It describes **the returned page only**, a sample of the
-matching rows, and says so (``"sample": true``, ``sample_size``, ``total_count``).
+When a query matches more rows than ``RAG_SUMMARY_THRESHOLD`` the envelope carries a summary.
+It describes **the returned page only**, a sample of the matching rows, and says so
+(``"sample": true``, ``sample_size``, ``total_count``).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ from rag_agent.pipeline.ranking import (
     words_ranked,
 )
 from rag_agent.pipeline.read_request import ReadRequest, planned_read
-from rag_agent.pipeline.reformulation import LEGACY_ROLES, Roles, relaxations
+from rag_agent.pipeline.reformulation import DEFAULT_ROLES, Roles, relaxations
 from rag_agent.pipeline.related import (
     checked_includes,
     reachable_relations,
@@ -595,10 +595,10 @@ class Pipeline:
 
     def roles(self, table: str) -> Roles:
         """The company, e-mail and key columns of ``table`` the reformulations relax, from the
-        database's vocabulary (the legacy view's columns when it cannot be learned)."""
+        database's vocabulary (:data:`DEFAULT_ROLES` when it cannot be learned)."""
         vocabulary = self.vocabulary()
         if vocabulary is None or vocabulary.table(table) is None:
-            return LEGACY_ROLES
+            return DEFAULT_ROLES
         lexicon = lexicon_of(vocabulary, table, self.settings.synonyms)
         keys = tuple(c.name for c in lexicon.columns.values() if c.is_key)
         return Roles(lexicon.first("company"), lexicon.role("email"), keys)

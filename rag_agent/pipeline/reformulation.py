@@ -71,18 +71,19 @@ def reformulations(filters: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, 
 class Roles:
     """Which columns of the asked table are its company, its e-mails and its keys (the row's
     own ``id`` and its references): learned from the database's vocabulary by the pipeline;
-    the defaults are the legacy four-key view's columns."""
+    the defaults are the reference schema's ``leads`` columns."""
 
     company: str | None = "company_name"
     emails: tuple[str, ...] = ("email",)
     keys: tuple[str, ...] = ("id", "client_id")
 
 
-LEGACY_ROLES = Roles()
+#: The roles when the vocabulary cannot be learned: the reference schema's ``leads`` columns.
+DEFAULT_ROLES = Roles()
 
 
 def relaxations(
-    conditions: tuple[Condition, ...], roles: Roles = LEGACY_ROLES
+    conditions: tuple[Condition, ...], roles: Roles = DEFAULT_ROLES
 ) -> Iterator[tuple[str, tuple[Condition, ...]]]:
     """Yield ``(reason, relaxed_conditions)`` in :data:`REFORMULATION_ORDER`, each relaxing the
     last.

@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from persistence import MemoryStore, ReadOnlyPersistenceFacade, create_read_only_facade
 from rag_agent import RAGAgent, RAGSettings, build_tools, create_limiter
 from rag_agent.fallback import create_fallback_runner
+from rag_agent.specs import ExtractionRequest, Understanding
 from tests.faults.worlds import SETTINGS, World, envelope_problems, open_world, seed_leads
 from tests.support.http import ScriptedServer, rows_response
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, fake_key
@@ -32,9 +33,9 @@ def world(request: pytest.FixtureRequest) -> Iterator[World]:
         yield world
 
 
-def no_filters(_text: str) -> dict[str, Any]:
-    """A filter-extraction hook that finds nothing, without a model call."""
-    return {}
+def no_extraction(_request: ExtractionRequest) -> Understanding:
+    """A filter extractor that finds nothing, without a model call."""
+    return Understanding()
 
 
 def closed_port() -> int:
@@ -56,7 +57,7 @@ class TestLimiterStorageDown:
         model = ScriptedChatModel(script=[])  # any call would fail the test: nothing scripted
         limiter = create_limiter(f"redis://127.0.0.1:{closed_port()}/0", 5)
         agent = RAGAgent(
-            world.facade, settings=SETTINGS, llm=model, llm_filters=no_filters, limiter=limiter
+            world.facade, settings=SETTINGS, llm=model, extractor=no_extraction, limiter=limiter
         )
         for _ in range(3):
             envelope, elapsed = timed_run(agent, NO_FILTER)
@@ -78,7 +79,7 @@ class TestLLMFailures:
         # Filter extraction is bounded by the model client's own request timeout (the built
         # ChatOpenAI has one); these tests aim at the fallback, so extraction finds nothing.
         return RAGAgent(
-            world.facade, settings=SETTINGS, llm=model, fallback=fallback, llm_filters=no_filters
+            world.facade, settings=SETTINGS, llm=model, fallback=fallback, extractor=no_extraction
         )
 
     def test_raising_model_is_an_error_in_the_envelope(self, world: World) -> None:

@@ -23,6 +23,7 @@ from persistence import (
 )
 from rag_agent import RAGAgent
 from rag_agent.fallback import create_fallback_runner
+from rag_agent.specs import Understanding
 from tests.faults.worlds import BACKENDS, SETTINGS, World, envelope_problems, open_world, seed_leads
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
@@ -87,7 +88,11 @@ class TestInjectionThroughRows:
         )
         fallback = create_fallback_runner(world.facade, model, settings=SETTINGS)
         agent = RAGAgent(
-            world.facade, settings=SETTINGS, llm=model, llm_filters=lambda _: {}, fallback=fallback
+            world.facade,
+            settings=SETTINGS,
+            llm=model,
+            extractor=lambda _request: Understanding(),
+            fallback=fallback,
         )
         # No condition and no topic: the question goes to the fallback (a topic would rank rows).
         envelope = agent.run("show me everything", return_json=True)
@@ -181,7 +186,11 @@ class TestFallbackScope:
             script=[obedient.read_trojan, obedient.obey, obedient.cite_everything]
         )
         agent = RAGAgent(
-            facade, settings=SETTINGS, llm=model, llm_filters=lambda _: {}, **agent_options
+            facade,
+            settings=SETTINGS,
+            llm=model,
+            extractor=lambda _request: Understanding(),
+            **agent_options,
         )
         envelope = agent.run("which rows look odd?", return_json=True)
         return envelope, obedient.tool_results

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from persistence import MemoryStore, create_read_only_facade
 from rag_agent import RAGAgent, RAGSettings, row_hash
+from rag_agent.specs import Understanding
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
 ODD_ROW = {
@@ -90,7 +91,7 @@ class TestRawRows:
             {"id": 1, "email": "odd@x.io", "title": b"\x01"},
             settings=RAGSettings(),
             llm=model,
-            llm_filters=lambda _: {},
+            extractor=lambda _request: Understanding(),
         )
         envelope = agent.run(
             "the odd one, whoever it is", include_raw=include_raw, return_json=True

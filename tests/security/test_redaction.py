@@ -443,11 +443,13 @@ class TestFallbackPath:
     ) -> None:
         """The LLM fallback's tools read through the facade: the model is handed redacted rows
         only, and its cited records carry the redaction in their provenance."""
+        from rag_agent.understanding.llm.schema import SCHEMA_NAME
+        from tests.support.extraction import answer
         from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
         model = ScriptedChatModel(
             script=[
-                calls(call("ExtractedFilters")),
+                calls(call(SCHEMA_NAME, **answer())),  # filter extraction: nothing stated
                 calls(
                     call(
                         "query_table",

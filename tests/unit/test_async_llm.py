@@ -15,11 +15,14 @@ from pydantic import Field
 
 from persistence import MemoryStore, ReadOnlyPersistenceFacade, create_read_only_facade
 from rag_agent import RAGAgent, RAGSettings
+from rag_agent.understanding.llm.schema import SCHEMA_NAME
+from tests.support.extraction import answer as nothing_understood
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 NO_FILTERS = "who scores highest?"  # the rules read nothing here
-NO_EXTRACTION = calls(call("ExtractedFilters"))  # step 2: the model states no filters
+# Step 2: the model states no filters.
+NO_EXTRACTION = calls(call(SCHEMA_NAME, **nothing_understood()))
 TOP_SCORER = calls(
     call("query_table", table="leads", filters=[{"column": "score", "op": "gte", "value": 9}])
 )

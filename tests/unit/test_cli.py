@@ -236,7 +236,7 @@ class TestRendering:
                     {"reason": "shorten_company_suffix", "filters": {"company": "Acme"},
                      "result_count": 300}
                 ],
-                "truncated": True,
+                "has_more": True,
                 "summary": {"columns": {"status": {"distinct": 3}}},
             },
             "records": [

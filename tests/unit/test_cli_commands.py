@@ -110,12 +110,12 @@ class TestAsk:
         assert max(pages[0]) < min(pages[1])
 
     def test_large_result_summary(self) -> None:
-        """More matches than the threshold: truncated, with a summary of the page."""
+        """More matches than the threshold: more pages, with a summary of the page."""
         code, out, _ = run("ask", "find leads at Globex", "--limit", "20")
         assert code == EXIT_OK
         meta = json.loads(out)["metadata"]
         assert meta["total_count"] == GLOBEX_LEADS
-        assert meta["truncated"] is True
+        assert meta["has_more"] is True
         assert meta["summary"]["columns"]["company_name"]["distinct"] == 1
 
     def test_include_raw(self) -> None:
@@ -268,7 +268,7 @@ class TestDemo:
             assert_valid(step["envelope"], validator)
         fallbacks = {s["envelope"]["metadata"].get("fallback") for s in steps}
         assert "reformulation" in fallbacks
-        assert any(s["envelope"]["metadata"].get("truncated") for s in steps)
+        assert any(s["envelope"]["metadata"].get("has_more") for s in steps)
 
 
 class TestConsoleScript:

@@ -152,7 +152,7 @@ class TestViewOfJson:
                 "total_count": 1,
                 "fallback": "agent",
                 "related_capped": True,
-                "truncated": False,
+                "count_only": False,
                 "aggregates": {
                     "group_by": [],
                     "metrics": ["count"],

@@ -22,6 +22,7 @@ from rag_agent import Conversation, ConversationError, RAGAgent
 from rag_agent.conversation import Turn, TurnCondition
 from rag_agent.conversation.followup import read_follow_up
 from rag_agent.settings import RAGSettings
+from rag_agent.specs import Understanding
 from tests.data.schema_questions import NOW
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
@@ -408,7 +409,7 @@ class TestFallbackAnswer:
                 facade,
                 settings=RAGSettings.from_env({}, cache_disabled=True),
                 llm=model,
-                llm_filters=lambda _text: {},
+                extractor=lambda _request: Understanding(),
             )
             return agent, model
 

@@ -19,6 +19,7 @@ from rag_agent.runtime.ratelimit import (
     RateLimiter,
     RedisSlidingWindowLimiter,
 )
+from rag_agent.specs import Understanding
 from tests.unit.test_llm_scripted import ScriptedChatModel, final
 
 NO_FILTERS = "???"  # the rules find nothing here, so every run goes to the fallback
@@ -96,7 +97,7 @@ def agent_with(
         facade,
         settings=settings,
         llm=llm,
-        llm_filters=lambda text: {},
+        extractor=lambda _request: Understanding(),
         fallback=create_fallback_runner(facade, llm, settings=settings),
         limiter=limiter,
     )

@@ -17,11 +17,13 @@ from persistence import (
 )
 from rag_agent import FallbackRequest, RAGAgent, RAGSettings, row_hash
 from rag_agent.fallback import AgentFallback, PipelineFallback, create_fallback_runner
+from rag_agent.understanding.llm.schema import SCHEMA_NAME
+from tests.support.extraction import answer
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 NO_FILTERS = "who scores highest?"  # the rules read nothing here
-NO_EXTRACTION = calls(call("ExtractedFilters"))  # step 2: the model states no filters
+NO_EXTRACTION = calls(call(SCHEMA_NAME, **answer()))  # step 2: the model states no filters
 
 
 @pytest.fixture

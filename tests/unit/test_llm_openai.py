@@ -11,11 +11,13 @@ import httpx
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
+from persistence import MemoryStore, Op, create_persistence_agent, create_read_only_facade
 from rag_agent.fallback import AgentFallback
 from rag_agent.settings import RAGSettings
+from rag_agent.specs import Condition
 from rag_agent.understanding.llm.chat_model import resolve_llm
-from rag_agent.understanding.llm.extract import parse_filters_with_llm
+from rag_agent.understanding.llm.extract import SchemaFilterExtractor
+from tests.support.extraction import answer, cond, extraction_request
 
 BASE_URL = "http://llm.test/v1"
 NOW = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
@@ -86,15 +88,22 @@ def make_llm(clients: list[httpx.Client]) -> Callable[..., BaseChatModel]:
     return make
 
 
+ACME = answer(cond("company_name", "icontains", "Acme"))
+ACME_CONDITIONS = (Condition("company_name", Op.ICONTAINS, "Acme", "llm"),)
+
+
+def extract(text: str, model: BaseChatModel) -> tuple[Condition, ...]:
+    """The conditions an unmetered extractor over ``model`` reads in ``text``."""
+    return SchemaFilterExtractor(model, budget=lambda: True)(extraction_request(text)).conditions
+
+
 class TestFilterExtractionOverOpenAI:
     def test_structured_output_request_and_answer(
         self, make_llm: Callable[..., BaseChatModel]
     ) -> None:
-        """A json_schema request goes to the base URL with the key; the answer is validated."""
-        answer = {"id": None, "email": None, "company": "Acme", "client_id": None}
-        server = FakeOpenAI(httpx.Response(200, json=completion(json.dumps(answer))))
-        filters = parse_filters_with_llm("people at acme please", make_llm(server))
-        assert filters == {"company": "Acme"}
+        """A json_schema request goes to the base URL with the key; the answer is checked."""
+        server = FakeOpenAI(httpx.Response(200, json=completion(json.dumps(ACME))))
+        assert extract("people at acme please", make_llm(server)) == ACME_CONDITIONS
         request = server.requests[0]
         assert str(request.url) == f"{BASE_URL}/chat/completions"
         assert request.headers["authorization"] == "Bearer sk-test"
@@ -106,31 +115,30 @@ class TestFilterExtractionOverOpenAI:
     def test_server_error_counts_as_no_filters(
         self, make_llm: Callable[..., BaseChatModel]
     ) -> None:
-        """A 500 (after the bounded retries) is no filters, not an exception."""
+        """A 500 (after the bounded retries) is no conditions, not an exception."""
         server = FakeOpenAI(httpx.Response(500, json={"error": {"message": "down"}}))
-        assert parse_filters_with_llm("acme", make_llm(server, max_retries=0)) == {}
+        assert extract("acme", make_llm(server, max_retries=0)) == ()
         assert len(server.requests) == 1
 
     def test_rate_limited_request_is_retried(self, make_llm: Callable[..., BaseChatModel]) -> None:
         """A 429 with a retry-after hint is retried once, then succeeds."""
-        answer = {"company": "Acme"}
         server = FakeOpenAI(
             httpx.Response(429, headers={"retry-after-ms": "1"}, json={"error": {}}),
-            httpx.Response(200, json=completion(json.dumps(answer))),
+            httpx.Response(200, json=completion(json.dumps(ACME))),
         )
-        assert parse_filters_with_llm("acme", make_llm(server, max_retries=1)) == answer
+        assert extract("acme", make_llm(server, max_retries=1)) == ACME_CONDITIONS
         assert len(server.requests) == 2
 
     def test_read_timeout_counts_as_no_filters(
         self, make_llm: Callable[..., BaseChatModel]
     ) -> None:
-        """A transport timeout is no filters."""
+        """A transport timeout is no conditions."""
 
         def timeout(request: httpx.Request) -> httpx.Response:
             raise httpx.ReadTimeout("timed out", request=request)
 
         server = FakeOpenAI(timeout)
-        assert parse_filters_with_llm("acme", make_llm(server, max_retries=0)) == {}
+        assert extract("acme", make_llm(server, max_retries=0)) == ()
 
 
 class TestFallbackOverOpenAI:

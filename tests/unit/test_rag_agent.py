@@ -39,6 +39,7 @@ from rag_agent import (
     row_hash,
 )
 from rag_agent.runtime.ratelimit import RateLimiterUnavailableError
+from rag_agent.specs import Condition, ExtractionRequest, Understanding
 from rag_agent.understanding.filters import MAX_TEXT_LENGTH
 
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
@@ -274,19 +275,20 @@ class TestNeverUnfiltered:
 
 
 class TestSummary:
-    """Large results are truncated and summarised."""
+    """Large results are paged and summarised."""
 
     def test_threshold(self, backend: CountingBackend, writer: PersistenceAgent) -> None:
-        """total_count above RAG_SUMMARY_THRESHOLD sets truncated and a summary; at it, not."""
+        """total_count above RAG_SUMMARY_THRESHOLD: more pages and a summary; at it, neither."""
         writer.batch(
             "leads", [{"company_name": "Acme", "status": "new", "score": i} for i in range(6)]
         )
         agent = make_agent(backend, settings=RAGSettings(summary_threshold=6))
-        assert "truncated" not in agent.run("leads at acme", return_json=True)["metadata"]
+        at_threshold = agent.run("leads at acme", return_json=True)["metadata"]
+        assert at_threshold["has_more"] is False and "summary" not in at_threshold
         agent = make_agent(backend, settings=RAGSettings(summary_threshold=5))
         data = valid(agent.run("leads at acme", limit=4, return_json=True))
         meta = data["metadata"]
-        assert meta["truncated"] is True
+        assert meta["has_more"] is True
         summary = meta["summary"]
         assert summary["sample"] is True
         assert summary["sample_size"] == 4
@@ -585,42 +587,58 @@ class TestFallbackSeam:
 
 
 class TestFilterSeam:
-    """Step 2: the LLM filter hook runs only when the rules find nothing."""
+    """Step 2: the extraction hook runs only when the rules find nothing."""
 
     def test_used_when_rules_find_nothing(
         self, backend: CountingBackend, writer: PersistenceAgent
     ) -> None:
-        """The hook's filters drive the query, validated."""
+        """The hook gets the text; its conditions drive the query, checked by the facade."""
         writer.write("leads", {"company_name": "Initech"})
-        calls: list[str] = []
+        texts: list[str] = []
 
-        def extract(text: str) -> dict[str, Any]:
-            calls.append(text)
-            return {"company": " Initech ", "table": "secrets"}
+        def extract(request: ExtractionRequest) -> Understanding:
+            texts.append(request.text)
+            return Understanding(
+                conditions=(Condition("company_name", Op.ICONTAINS, "Initech", "llm"),)
+            )
 
-        data = make_agent(backend, llm_filters=extract).run(
+        data = make_agent(backend, extractor=extract).run(
             "whoever handles TPS reports", return_json=True
         )
-        assert calls == ["whoever handles TPS reports"]
+        assert texts == ["whoever handles TPS reports"]
         assert data["metadata"]["query_filters"] == {"company": "Initech"}
         assert data["metadata"]["total_count"] == 1
 
     def test_not_used_when_rules_match(self, backend: CountingBackend) -> None:
         """Rules that find filters skip the hook."""
-        calls: list[str] = []
-        make_agent(backend, llm_filters=lambda t: calls.append(t) or {}).run("lead #1")
-        assert calls == []
+        texts: list[str] = []
 
-    @pytest.mark.parametrize("answer", [None, "company=acme", {"id": "drop table"}, ValueError()])
+        def extract(request: ExtractionRequest) -> Understanding:
+            texts.append(request.text)
+            return Understanding()
+
+        make_agent(backend, extractor=extract).run("lead #1")
+        assert texts == []
+
+    @pytest.mark.parametrize(
+        "answer",
+        [
+            None,
+            "company=acme",
+            {"company": "acme"},
+            Understanding(conditions=(Condition("id", Op.EQ, "drop table", "llm"),)),
+            ValueError(),
+        ],
+    )
     def test_invalid_answer_counts_as_empty(self, backend: CountingBackend, answer: Any) -> None:
         """An invalid or failing answer means no filters: nothing is read."""
 
-        def extract(text: str) -> Any:
+        def extract(request: ExtractionRequest) -> Any:
             if isinstance(answer, BaseException):
                 raise answer
             return answer
 
-        data = valid(make_agent(backend, llm_filters=extract).run("hmm", return_json=True))
+        data = valid(make_agent(backend, extractor=extract).run("hmm", return_json=True))
         assert data["records"] == []
         assert backend.reads == []
         assert "error" not in data["metadata"]
@@ -792,14 +810,14 @@ class TestRead:
         assert read.metadata.cache == "hit" and len(backend.reads) == 1
         assert read.records == ran.records
 
-    def test_summary_when_truncated(
+    def test_summary_when_more_rows_match(
         self, backend: CountingBackend, writer: PersistenceAgent
     ) -> None:
-        """Above RAG_SUMMARY_THRESHOLD the envelope is truncated and summarised."""
+        """Above RAG_SUMMARY_THRESHOLD the envelope has more pages and is summarised."""
         self._seed(writer)
         agent = make_agent(backend, settings=RAGSettings(summary_threshold=2, default_limit=2))
         meta = agent.read("leads").metadata
-        assert meta.truncated is True and meta.summary is not None
+        assert meta.has_more is True and meta.summary is not None
         assert meta.summary["sample_size"] == 2 and meta.summary["total_count"] == 3
 
     @pytest.mark.parametrize(
@@ -862,9 +880,9 @@ class TestExplicitFilters:
             ],
         )
 
-        def llm_filters(text: str) -> dict[str, object]:
+        def extractor(request: ExtractionRequest) -> Understanding:
             calls.append("filters")
-            return {}
+            return Understanding()
 
         def fallback(request: FallbackRequest) -> FallbackResult:
             calls.append("fallback")
@@ -873,7 +891,7 @@ class TestExplicitFilters:
         return RAGAgent(
             create_read_only_facade("memory", store=store),
             settings=RAGSettings(),
-            llm_filters=llm_filters,
+            extractor=extractor,
             fallback=fallback,
         )
 
@@ -936,9 +954,9 @@ class TestLongTextReachesNoModel:
         """Filter extraction and the fallback get the first MAX_TEXT_LENGTH characters."""
         seen: list[int] = []
 
-        def llm_filters(text: str) -> dict[str, object]:
-            seen.append(len(text))
-            return {}
+        def extractor(request: ExtractionRequest) -> Understanding:
+            seen.append(len(request.text))
+            return Understanding()
 
         def fallback(request: FallbackRequest) -> FallbackResult:
             seen.append(len(request.text))
@@ -947,7 +965,7 @@ class TestLongTextReachesNoModel:
         agent = RAGAgent(
             create_read_only_facade("memory"),
             settings=RAGSettings(),
-            llm_filters=llm_filters,
+            extractor=extractor,
             fallback=fallback,
         )
         # Longer than the prefix, within the question bound (a longer one is refused).

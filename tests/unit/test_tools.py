@@ -14,7 +14,9 @@ import rag_agent
 from persistence import MemoryStore, create_persistence_agent, create_read_only_facade
 from rag_agent import Envelope, RAGAgent, RAGSettings, build_tools, openai_tool_schemas, row_hash
 from rag_agent.tools import ToolInputError, coerce_tool_input
+from rag_agent.understanding.llm.schema import SCHEMA_NAME
 from rag_agent.untrusted import unwrap_boundary
+from tests.support.extraction import answer
 from tests.unit.test_llm_scripted import ScriptedChatModel, call, calls, final
 
 NOW = dt.datetime(2026, 5, 6, 7, 8, 9, tzinfo=dt.UTC)
@@ -68,8 +70,8 @@ class TestBuildTools:
             build_tools(object())  # type: ignore[arg-type]
 
     def test_reexported_from_the_package(self) -> None:
-        """build_tools, openai_tool_schemas and parse_filters_with_llm are public names."""
-        for name in ("build_tools", "openai_tool_schemas", "parse_filters_with_llm"):
+        """build_tools, openai_tool_schemas and SchemaFilterExtractor are public names."""
+        for name in ("build_tools", "openai_tool_schemas", "SchemaFilterExtractor"):
             assert name in rag_agent.__all__ and hasattr(rag_agent, name)
 
     def test_tool_calls_give_envelope_text_and_artifact(self, tools: dict[str, Any]) -> None:
@@ -315,8 +317,8 @@ class TestQueryTable:
         envelope = envelope_of(tools["query_table"].invoke(args))
         assert envelope["records"] == [] and "error" in envelope["metadata"]
 
-    def test_large_results_are_truncated_with_a_summary(self, store: MemoryStore) -> None:
-        """Above the summary threshold the envelope is marked truncated and summarised."""
+    def test_large_results_are_paged_with_a_summary(self, store: MemoryStore) -> None:
+        """Above the summary threshold the envelope says more rows follow and is summarised."""
         create_persistence_agent(kind="memory", store=store).batch(
             "leads", [{"id": i, "company_name": "Big"} for i in range(1, 31)]
         )
@@ -326,7 +328,7 @@ class TestQueryTable:
         )
         query_table = build_tools(agent, content="full")[1]
         envelope = envelope_of(query_table.invoke({"table": "leads"}))
-        assert envelope["metadata"]["truncated"] is True
+        assert envelope["metadata"]["has_more"] is True
         assert envelope["metadata"]["total_count"] == 30 and len(envelope["records"]) == 5
         assert envelope["metadata"]["summary"]["sample"] is True
 
@@ -371,7 +373,7 @@ class TestRAGAgentTool:
                 "query_table", table="leads", filters=[{"column": "score", "op": "gte", "value": 9}]
             )
         )
-        no_filters = calls(call("ExtractedFilters"))  # filter extraction: nothing stated
+        no_filters = calls(call(SCHEMA_NAME, **answer()))  # filter extraction: nothing stated
         model = ScriptedChatModel(script=[no_filters, query, final(("leads", 1), ("leads", 77))])
         agent = RAGAgent(
             create_read_only_facade(kind="memory", store=store), settings=RAGSettings(), llm=model
