@@ -502,3 +502,16 @@ class TestTool:
         alone = run("only the qualified ones")  # no id: a question of its own
         assert [f["column"] for f in alone["filters"]] == ["status"]
         assert run("x", "bad id with spaces")["error"]["type"] == "ToolInputError"
+
+
+def test_a_company_named_holdings_is_no_paused_campaign(
+    second: tuple[RAGAgent, MemoryStore],
+) -> None:
+    """A synonym is met by its inflections only: "Holdings" in a name is not "on hold"."""
+    agent, _ = second
+    envelope = agent.run("campaigns of Granite Holdings", return_json=True)
+    assert all(f["column"] != "state" for f in envelope["metadata"].get("filters") or [])
+    held = agent.run("campaigns on hold", return_json=True)
+    assert [(f["column"], f["value"]) for f in held["metadata"]["filters"]] == [
+        ("state", "paused")
+    ]

@@ -5,11 +5,11 @@ follow-up rules.
 It was held out once: on memory, without an LLM, 64 of its 84 conversations were answered right
 when it was written (0.762; PostgreSQL the same). The rules were then mended for the general gaps
 it showed ("go on", "page 2", "#2", "what about June?", "leaving out …", "… instead", another
-table named beside an ordinal), which brought it to 77/84 (0.917); it is no longer held out.
-:data:`HELD_OUT_FLOOR` guards that figure with room for one conversation more to go wrong. The
-seven still wrong: "what did they say?" and "who sent them?" (a table named by a verb), "and by
-phone?" after a count, "just the rejected ones" on staged leads, a misspelt "nxt page", and an
-opening question whose "Holdings" reads as "on hold".
+table named beside an ordinal, "Holdings" in a name read as "on hold"), which brought it to 78/84
+(0.929); it is no longer held out. :data:`HELD_OUT_FLOOR` guards that figure with room for two
+conversations more to go wrong. The six still wrong: "what did they say?" and "who sent them?"
+(a table named by a verb), "and by phone?" after a count, "just the rejected ones" on staged
+leads, and a misspelt "nxt page".
 
 The set's shape is checked too: at least 60 conversations of two or three turns, about half on
 each schema, every follow-up kind on both schemas, and no follow-up worded as one of the
@@ -29,7 +29,7 @@ from tests.unit.test_conversation_accuracy import wrong_turns
 # Two runs of 84 conversations on memory: seconds today, a margin for a busy machine.
 pytestmark = pytest.mark.timeout(600)
 
-#: The measured rate on memory (77/84 = 0.917) less one conversation.
+#: The measured rate on memory (78/84 = 0.929) less two conversations.
 HELD_OUT_FLOOR = 0.9
 
 

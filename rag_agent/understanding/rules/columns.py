@@ -386,9 +386,13 @@ def _spelled(sense: ValueSense, tokens: Sequence[_Token]) -> bool:
     if sense.synonym is None:
         return True
     written = " ".join(t.text for t in tokens)
-    return written.startswith(sense.synonym) or (
-        sense.synonym.startswith(written) and len(written) >= len(sense.synonym) - 1
-    )
+    # An inflection, not another word: "held"/"holds" may be "hold", "Holdings" is a name.
+    if written.startswith(sense.synonym):
+        return written[len(sense.synonym) :] in _INFLECTIONS
+    return sense.synonym.startswith(written) and len(written) >= len(sense.synonym) - 1
+
+
+_INFLECTIONS = frozenset({"", "s", "es", "d", "ed"})
 
 
 def _cued(lexicon: Lexicon, tokens: Sequence[_Token], i: int, senses: list[ValueSense]) -> bool:
