@@ -512,6 +512,4 @@ def test_a_company_named_holdings_is_no_paused_campaign(
     envelope = agent.run("campaigns of Granite Holdings", return_json=True)
     assert all(f["column"] != "state" for f in envelope["metadata"].get("filters") or [])
     held = agent.run("campaigns on hold", return_json=True)
-    assert [(f["column"], f["value"]) for f in held["metadata"]["filters"]] == [
-        ("state", "paused")
-    ]
+    assert [(f["column"], f["value"]) for f in held["metadata"]["filters"]] == [("state", "paused")]
