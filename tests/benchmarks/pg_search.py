@@ -269,10 +269,11 @@ def _time_mode(
                 assert len(result.hits) == 10
     finally:
         structlog.configure(**config)
+    # Each timed part the backend logs (``<part>_ms``): the legs' round trip, the semantic scan.
+    parts = dict.fromkeys(k for e in logs for k in e if k.endswith("_ms"))
     legs = {
-        leg: statistics.median(e[f"{leg}_ms"] for e in logs if f"{leg}_ms" in e)
-        for leg in ("keyword", "trigram", "semantic")
-        if any(f"{leg}_ms" in e for e in logs)
+        part.removesuffix("_ms"): statistics.median(e[part] for e in logs if part in e)
+        for part in parts
     }
     return sorted(times), legs
 
