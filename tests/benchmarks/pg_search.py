@@ -129,8 +129,10 @@ def measure(rows: int, queries: int, *, peer: bool = True) -> SearchReport:
         "`docs/search-postgres.md` lists; the inquiries written like the labelled corpus's "
         "(`tests/data/search_corpus.py`), the texts the three query types of the peer table "
         "below in turn (the same table and query set). Embeddings: "
-        f"{model}, the query embedded in each call. *Legs*: median "
-        "milliseconds of each leg as the backend logs them. *Raw replay*: the very statements "
+        f"{model}, the query embedded in each call. *Parts*: median "
+        "milliseconds the backend logs: `legs`, the round trip of the settings, the keyword "
+        "and trigram legs and the semantic leg's feedback scan; `semantic`, its main scan. "
+        "*Raw replay*: the very statements "
         "the backend sent for each query (its legs, the fusion's page and rows, in one "
         "transaction), recorded once and replayed in order through psycopg on one connection: "
         "the floor, without embedding the text, planning the legs or fusing in Python, on a "
@@ -148,7 +150,7 @@ def measure(rows: int, queries: int, *, peer: bool = True) -> SearchReport:
             "raw replay p50",
             "p95",
             "vs raw",
-            "Legs (median ms)",
+            "Parts (median ms)",
         ),
     )
     figures: dict[str, Any] = {"rows": rows, "queries": queries, "points": []}
@@ -350,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     report = measure(args.rows or rows, queries, peer=not args.no_peer)
     for section in (report.section, *report.more):
         print(f"\n## {section.title}\n")
+        if section.intro:
+            print(f"{section.intro}\n")
         print("\n".join(markdown_table(section.columns, section.rows)), file=sys.stdout)
         for note in section.notes:
             print(f"\n{note}")
