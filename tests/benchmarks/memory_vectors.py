@@ -53,9 +53,19 @@ class VectorMemory:
         return value / self.rows * 1e6 / 2**20
 
 
-def _rows(rows: int) -> list[dict[str, Any]]:
-    from tests.benchmarks.pg_search import _FILLER, _TOPICS
+#: Topic words and filler of the synthetic rows (the vectors' memory, not their relevance, is
+#: measured here).
+_TOPICS = [
+    "refund invoice charge payment billing overcharged",
+    "login password locked signin reset twofactor",
+    "delivery parcel courier delayed tracking shipment",
+    "cancel subscription stop paying terminate contract downgrade",
+    "feature request roadmap integration export dashboard",
+]
+_FILLER = ["please", "thanks", "hello", "regards", "team", "question", "update", "kindly"]
 
+
+def _rows(rows: int) -> list[dict[str, Any]]:
     rng = random.Random(1)
     out = []
     for i in range(rows):

@@ -19,7 +19,7 @@ import importlib.util
 import statistics
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,10 +180,16 @@ class PeerPoint:
     peer: list[float]
     peer_rows: list[int]
     ours_rows: list[int]
+    #: The query type of the texts.
+    kind: str = "all"
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "filter": self.filter,
+            "kind": self.kind,
+            "median_ratio": statistics.median(
+                o / p for o, p in zip(self.ours, self.peer, strict=True)
+            ),
             "p50_s": statistics.median(self.ours),
             "p95_s": p95(self.ours),
             "peer_p50_s": statistics.median(self.peer),
@@ -219,14 +225,15 @@ def measure_peer(
     db: Any,
     facade: Any,
     embeddings: Any,
-    texts: Sequence[str],
+    texts: Mapping[str, Sequence[str]],
     clients: dict[str, Any],
     *,
     k: int = 10,
 ) -> tuple[list[Any], dict[str, Any]]:
     """Hybrid ``facade.search`` against the peer's hybrid search on ``inquiries`` (already
     indexed by ``index_table``), per filter share (``clients``: share name to client id, or
-    ``None`` for no filter). Returns the report's two sections and the raw figures."""
+    ``None`` for no filter) and query type (``texts``: type to texts). Returns the report's
+    two sections and the raw figures."""
     from tests.benchmarks.common import Section
     from tests.benchmarks.report import fmt_time
 
@@ -235,22 +242,25 @@ def measure_peer(
     hnsw_seconds = build_table(db.admin_dsn, "inquiries", columns, metadata, db.reader_role)
     load_seconds = time.perf_counter() - started
     peer = open_peer(db.reader_dsn, "inquiries", metadata, embeddings, k=k)
-    points, vector_rows = [], {}
+    points: list[PeerPoint] = []
+    vector_rows: dict[str, list[int]] = {}
+    every = [t for group in texts.values() for t in group]
     try:
         for name, client in clients.items():
             filters, where = _filters(client)
-            points.append(
-                time_against_peer(
+            for kind, group in texts.items():
+                point = time_against_peer(
                     lambda text, f=filters: len(  # type: ignore[misc]
                         facade.search("inquiries", text, filters=f, k=k, mode="hybrid").hits
                     ),
                     lambda text, w=where: len(peer.search(text, k, w)),  # type: ignore[misc]
-                    texts,
+                    group,
                     name,
                 )
-            )
+                point.kind = kind
+                points.append(point)
             # Its vector search alone (no keyword leg to fill the page): the post-filter case.
-            vector_rows[name] = [len(peer.search(t, k, where, hybrid=False)) for t in texts]
+            vector_rows[name] = [len(peer.search(t, k, where, hybrid=False)) for t in every]
     finally:
         peer.close()
     latency = Section(
@@ -260,17 +270,24 @@ def measure_peer(
         f"primary_top_k={leg_depth(k)}, secondary_top_k={leg_depth(k)})` "
         "(its default fusion, a weighted sum), langchain-postgres "
         f"{_version()}, on the same database, rows, embeddings and HNSW parameters, the filter "
-        "as its metadata filter on an indexed `client_id` column. Same texts for both (two or "
-        "three topic words each, so both keyword legs find rows), alternating which runs "
-        "first. The peer's table was filled from the library's side table: the same vectors, "
-        "not embedded twice. *vs peer*: the library's p50 over the peer's.",
+        "as its metadata filter on an indexed `client_id` column. The same texts for both, by "
+        "query type (*keywords*: the labelled set's keyword queries, the rows' own words; "
+        "*sentences*: its agent-phrased and paraphrased queries; *identifiers*: an order number "
+        "or invoice id a row holds, framed as its identifier queries are), alternating which "
+        "runs first, query by query. The peer's table was filled from the library's side "
+        "table: the same vectors, not embedded twice. *vs peer*: the library's p50 over the "
+        "peer's; *median of ratios*: the median over the texts of each text's ratio; "
+        "*vs own unfiltered*: the library's p50 over its own p50 without a filter, same type.",
         (
             "Filter (share of rows)",
+            "Query type",
             "facade.search p50",
             "p95",
             "PGVectorStore p50",
             "p95",
             "vs peer",
+            "median of ratios",
+            "vs own unfiltered",
         ),
     )
     pitfall = Section(
@@ -282,7 +299,7 @@ def measure_peer(
         "filter can leave fewer than k; in hybrid search its keyword leg (`plainto_tsquery`: "
         "every word must match) may fill the rest. *Vector only*: the same store without its "
         "hybrid config. The library's vector leg scans iteratively, or exactly when the filter "
-        "is selective.",
+        "is selective. Every query type together.",
         (
             "Filter (share of rows)",
             "facade.search rows (min)",
@@ -294,26 +311,23 @@ def measure_peer(
             f"short of {k}",
         ),
     )
+    unfiltered = {p.kind: statistics.median(p.ours) for p in points if p.filter == "none"}
     for point in points:
         ours50, peer50 = statistics.median(point.ours), statistics.median(point.peer)
-        latency.rows.append((point.filter, fmt_time(ours50), fmt_time(p95(point.ours)),
+        ratios = statistics.median(o / p for o, p in zip(point.ours, point.peer, strict=True))
+        own = ours50 / unfiltered[point.kind]
+        latency.rows.append((point.filter, point.kind, fmt_time(ours50), fmt_time(p95(point.ours)),
                              fmt_time(peer50), fmt_time(p95(point.peer)),
-                             f"{ours50 / peer50:.2f}×"))  # fmt: skip
-        pitfall.rows.append((point.filter, min(point.ours_rows),
-                             *_counts(point.peer_rows, k),
-                             *_counts(vector_rows[point.filter], k)))  # fmt: skip
+                             f"{ours50 / peer50:.2f}×", f"{ratios:.2f}×",
+                             "—" if point.filter == "none" else f"{own:.2f}×"))  # fmt: skip
+    for name in clients:
+        mine = [n for p in points if p.filter == name for n in p.ours_rows]
+        theirs = [n for p in points if p.filter == name for n in p.peer_rows]
+        pitfall.rows.append((name, min(mine), *_counts(theirs, k),
+                             *_counts(vector_rows[name], k)))  # fmt: skip
     latency.notes.append(
         f"The peer's table: filled in {fmt_time(load_seconds)}, of which its HNSW index "
         f"{fmt_time(hnsw_seconds)}."
-    )
-    latency.notes.append(
-        "Where the time goes: for a first page each of the library's legs ranks up to "
-        "`TIER_DEPTH` (200) rows, a fixed depth so that the pages of one search are windows "
-        "of one fused order (`hnsw.ef_search` 400 with an iterative scan; the exact path at "
-        "most `exact_rows` filtered rows), the semantic leg twice (pseudo-relevance feedback), "
-        "and a third leg (trigram) and the "
-        f"total count run too; the peer's two legs rank {leg_depth(k)} rows each, for one page "
-        "only, and its vector leg may return fewer than k under a filter (next table)."
     )
     figures = {
         "points": [point.as_dict() for point in points],

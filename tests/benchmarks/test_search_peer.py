@@ -44,22 +44,29 @@ class TestPeerSection:
     """PGVectorStore against ``facade.search`` on the same database."""
 
     def test_two_sections_one_row_per_filter(self, searched: Any) -> None:
-        """A latency table and a rows-returned table, each with no filter, 10 % and 1 %."""
+        """A latency table with a row per filter and query type, and a rows-returned table with
+        a row per filter (no filter, 10 % and 1 %)."""
         latency, pitfall = searched.more
         assert (
             latency.title == "Hybrid search: library vs LangChain PGVectorStore (1,000 inquiries)"
         )
         assert pitfall.title.startswith("Hybrid search with a filter: rows returned when k match")
+        kinds = ["keywords", "sentences", "identifiers"]
+        assert [row[:2] for row in latency.rows] == [
+            (share, kind) for share in ("none", "10%", "1%") for kind in kinds
+        ]
+        assert [row[0] for row in pitfall.rows] == ["none", "10%", "1%"]
         for section in (latency, pitfall):
-            assert [row[0] for row in section.rows] == ["none", "10%", "1%"]
             assert all(len(row) == len(section.columns) for row in section.rows)
-        assert all(row[-1].endswith("×") for row in latency.rows)
+        assert all(row[6].endswith("×") and row[7].endswith("×") for row in latency.rows)
 
     def test_figures_per_filter(self, searched: Any) -> None:
         """Percentiles of both contenders; the library always returns k rows, the peer at most
         k; its table's build is timed."""
         peer = searched.figures["peer"]
-        assert [p["filter"] for p in peer["points"]] == ["none", "10%", "1%"]
+        assert [p["filter"] for p in peer["points"]] == [
+            share for share in ("none", "10%", "1%") for _ in range(3)
+        ]
         for point in peer["points"]:
             assert point["p95_s"] >= point["p50_s"] > 0
             assert point["peer_p95_s"] >= point["peer_p50_s"] > 0
@@ -69,7 +76,7 @@ class TestPeerSection:
         assert peer["load_s"] >= peer["hnsw_s"] > 0
         assert set(peer["vector_only_rows"]) == {"none", "10%", "1%"}
         assert all(
-            len(rows) == 4 and all(0 <= n <= 10 for n in rows)
+            len(rows) == 12 and all(0 <= n <= 10 for n in rows)
             for rows in peer["vector_only_rows"].values()
         )
 

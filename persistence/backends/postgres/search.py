@@ -146,15 +146,19 @@ class PostgresSearch:
 
         def work(conn: psycopg.Connection[Any]) -> SearchResult:
             cursor = conn.cursor()
-            # One snapshot for the count, every leg and the page.
-            cursor.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            cursor.execute(self._connections.set_timeout)
             # Legs are cut at the tiers' fixed depths, never at offset + k: the fused order, and
             # so each page, must not depend on which page is asked.
             run = _Run(cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes)
             count = build_count(table, self._schema, filters).as_bytes(None)
-            run.total = int(cursor.execute(count, filter_params(filters)).fetchall()[0][0])
-            facts = self._probe(cursor, table)
+            # One snapshot for the count, every leg and the page; the statements that need no
+            # answer of another go out together (one round trip).
+            with conn.pipeline():
+                cursor.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                cursor.execute(self._connections.set_timeout)
+                counted = conn.cursor()
+                counted.execute(count, filter_params(filters))
+                facts = self._probe(cursor, table)
+                run.total = int(counted.fetchall()[0][0])
 
             def legs_at(depth: int) -> dict[str, list[Any]]:
                 run.depth = depth
@@ -173,7 +177,6 @@ class PostgresSearch:
             weights = weights_for(text, table)
             fused = fuse_tiers(_ordered(legs), lambda: _ordered(deeper()), weights, request.depth)
             hits = self._page(run, fused, tuple(_ordered(legs)), columns, request)
-            cursor.execute(b"COMMIT")
             log.debug("postgres.search", table=table, legs=list(legs), **run.path)
             return SearchResult(
                 hits=hits,
@@ -199,36 +202,101 @@ class PostgresSearch:
         vector: Vector | None,
         embedder: Embedder | None,
     ) -> dict[str, list[Any]]:
-        """Each leg's ids, best first, cut at ``run.depth`` (``text``: the corrected text)."""
-        legs: dict[str, list[Any]] = {}
+        """Each leg's ids, best first, cut at ``run.depth`` (``text``: the corrected text).
+
+        The settings, the keyword and trigram legs and the semantic leg's feedback scan go out
+        in one pipeline (one round trip); the semantic leg's own scan follows, with the query
+        the feedback moved (:func:`~persistence.search.feedback.refine`, in Python, as every
+        backend refines)."""
         notes = run.notes
+        conn = run.cursor.connection
+        keyword: tuple[str, ...] = ()
+        short: tuple[str, ...] = ()
+        trgm: str | None = None
         if mode in (SearchMode.HYBRID, SearchMode.KEYWORD):
-            terms = keyword_terms(text, table)
-            if terms:
-                legs["keyword"] = _timed(run, "keyword", self._keyword, run, text_columns, terms)
-            else:
+            keyword = tuple(keyword_terms(text, table))
+            if not keyword:
                 notes.append("the text has no words to match, so the keyword leg ranked nothing")
             short = tuple(c for c in text_columns if is_short_text_column(c))
             if short and facts.trgm_schema is None:
                 notes.append("pg_trgm is not installed: no trigram leg for short text columns")
-            elif short and facts.trgm_schema is not None:
-                trgm = facts.trgm_schema
-                topical = topical_text(text, table)
-                legs["trigram"] = _timed(run, "trigram", self._trigram, run, short, topical, trgm)
-        if vector is not None and embedder is not None:
+            trgm = facts.trgm_schema if short else None
+        semantic = vector is not None and embedder is not None
+        source: q.VectorSource | None = None
+        if semantic:
+            assert embedder is not None
+            source = self._vector_source(facts, table, text_columns, embedder, run.notes)
+        stored = semantic and source is not None and facts.vector_schema is not None
+        hnsw = stored and facts.has_hnsw and run.total > self.settings.exact_rows
+        cursors: dict[str, psycopg.Cursor[Any]] = {}
+        started = time.perf_counter()
+        if run.total:
+            with conn.pipeline():
+                self._settings(run, facts, hnsw=hnsw, trigram=trgm is not None)
+                if trgm is not None:
+                    cursors["trigram"] = self._trigram(run, short, topical_text(text, table), trgm)
+                if keyword:
+                    cursors["keyword"] = self._keyword(run, text_columns, keyword)
+                if stored and run.refined is None:
+                    assert source is not None and vector is not None and embedder is not None
+                    cursors["feedback"] = self._nearest(
+                        run, source, facts, vector, embedder, FEEDBACK_ROWS, True, hnsw=hnsw
+                    )
+                fetched = {name: cur.fetchall() for name, cur in cursors.items()}
+        else:
+            fetched = {}
+        legs: dict[str, list[Any]] = {}
+        if keyword:
+            legs["keyword"] = [r[0] for r in fetched.get("keyword", [])]
+        if trgm is not None:
+            legs["trigram"] = [r[0] for r in fetched.get("trigram", [])]
+        run.path["legs_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        if semantic:
+            assert vector is not None and embedder is not None
             legs["semantic"] = _timed(
                 run,
                 "semantic",
                 self._semantic,
                 run,
                 facts,
-                table,
+                source,
                 text_columns,
                 vector,
                 embedder,
                 legs,
+                fetched.get("feedback"),
+                hnsw,
             )
         return legs
+
+    def _settings(self, run: _Run, facts: _Facts, *, hnsw: bool, trigram: bool) -> None:
+        """The transaction's settings for this tier's legs, in one statement: the HNSW scan's
+        ``ef_search`` and iterative scan, the trigram threshold, sequential scans off for the
+        trigram leg (restored after it), and plans made with each call's values under a
+        filter (a generic plan's guess of a filter's share can pick the wrong join)."""
+        columns: list[sql.Composable] = []
+        params: list[Any] = []
+        if hnsw:
+            scan = "relaxed_order" if facts.iterative else None
+            columns.append(sql.SQL("pg_catalog.set_config('hnsw.ef_search', %s, true)"))
+            params.append(str(ef_search(run.depth)))
+            if scan is not None:
+                columns.append(sql.SQL("pg_catalog.set_config('hnsw.iterative_scan', %s, true)"))
+                params.append(scan)
+            run.path.update(path="hnsw", ef_search=str(ef_search(run.depth)),
+                            iterative_scan=scan or "unavailable")  # fmt: skip
+        if trigram:
+            columns.append(
+                sql.SQL("pg_catalog.set_config('pg_trgm.word_similarity_threshold', %s, true)")
+            )
+            params.append(str(TRIGRAM_THRESHOLD))
+        if run.filters:
+            columns.append(
+                sql.SQL("pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true)")
+            )
+        if columns:
+            statement = sql.SQL("SELECT ") + sql.SQL(", ").join(columns)
+            run.cursor.execute(statement.as_bytes(None), params)
 
     # --- facts -----------------------------------------------------------------------------------
 
@@ -248,9 +316,9 @@ class PostgresSearch:
 
     # --- legs ------------------------------------------------------------------------------------
 
-    def _keyword(self, run: _Run, columns: Sequence[str], terms: Sequence[str]) -> list[Any]:
-        if not run.total:
-            return []
+    def _keyword(
+        self, run: _Run, columns: Sequence[str], terms: Sequence[str]
+    ) -> psycopg.Cursor[Any]:
         config = self.settings.text_search_config
         indexed = self._indexed(run, columns)
         statement = q.build_keyword(
@@ -259,7 +327,7 @@ class PostgresSearch:
         candidates = max(self.settings.keyword_candidates, run.depth)
         params = q.keyword_params(run.filters, terms, candidates, run.depth, indexed=indexed)
         run.path["keyword_index"] = indexed
-        return [r[0] for r in run.cursor.execute(statement, params).fetchall()]
+        return run.cursor.connection.cursor().execute(statement, params)
 
     def _indexed(self, run: _Run, columns: Sequence[str]) -> bool:
         """Whether the planner serves the keyword document by an index (asked once a minute
@@ -271,54 +339,69 @@ class PostgresSearch:
         if known is not None and now - known[1] < _INDEX_RECHECK_SECONDS:
             return known[0]
         statement = q.build_keyword_probe(run.table, columns, self.settings.text_search_config)
-        plan = json.dumps(run.cursor.execute(statement, ["probe"]).fetchall()[0][0])
+        probe = run.cursor.connection.cursor().execute(statement, ["probe"])
+        plan = json.dumps(probe.fetchall()[0][0])
         indexed = '"Bitmap Index Scan"' in plan or '"Index Scan"' in plan
         with self._lock:
             self._keyword_indexes[key] = (indexed, now)
         return indexed
 
-    def _trigram(self, run: _Run, columns: Sequence[str], text: str, schema: str) -> list[Any]:
-        if not run.total:
-            return []
+    def _trigram(
+        self, run: _Run, columns: Sequence[str], text: str, schema: str
+    ) -> psycopg.Cursor[Any]:
         # The planner overestimates what a trigram index returns for a text of several words and
         # scans the table instead, computing word_similarity on every row (100 ms at 10k rows
         # where the index answers in 0.2 ms): sequential scans are discouraged for this one
-        # statement, then the transaction's setting is restored.
-        previous = run.cursor.execute(
-            b"SELECT pg_catalog.current_setting('enable_seqscan'), "
-            b"pg_catalog.set_config('pg_trgm.word_similarity_threshold', %s, true), "
-            b"pg_catalog.set_config('enable_seqscan', 'off', true)",
-            [str(TRIGRAM_THRESHOLD)],
-        ).fetchall()[0][0]
+        # statement, then the transaction's setting is restored (the threshold: ``_settings``,
+        # in the same pipeline).
+        run.cursor.execute(
+            b"SELECT pg_catalog.set_config('persistence.enable_seqscan', "
+            b"pg_catalog.current_setting('enable_seqscan'), true), "
+            b"pg_catalog.set_config('enable_seqscan', 'off', true)"
+        )
         statement = q.build_trigram(run.table, run.filters, columns, schema)
         # The text appears once per column in the condition, then once per column in the rank.
         params = [*filter_params(run.filters), *([text] * (2 * len(columns))), run.depth]
-        try:
-            return [r[0] for r in run.cursor.execute(statement, params).fetchall()]
-        finally:
-            run.cursor.execute(
-                b"SELECT pg_catalog.set_config('enable_seqscan', %s, true)", [previous]
-            )
+        found = run.cursor.connection.cursor().execute(statement, params)
+        run.cursor.execute(
+            b"SELECT pg_catalog.set_config('enable_seqscan', "
+            b"pg_catalog.current_setting('persistence.enable_seqscan'), true)"
+        )
+        return found
 
     def _semantic(
         self,
         run: _Run,
         facts: _Facts,
-        table: str,
+        source: q.VectorSource | None,
         text_columns: tuple[str, ...],
         vector: Vector,
         embedder: Embedder,
         legs: Mapping[str, Sequence[Any]],
+        feedback: list[Any] | None,
+        hnsw: bool,
     ) -> list[Any]:
-        source = self._vector_source(facts, table, text_columns, embedder, run.notes)
         if not run.total:
             return []  # no row matches the filters: nothing to rank (the source was checked)
         if source is None or facts.vector_schema is None:
             return self._rerank(run, text_columns, vector, embedder, legs)
         if run.refined is None:
-            first = self._nearest(run, source, facts, vector, embedder, FEEDBACK_ROWS, True)
-            run.refined = refine(vector, [parse_vector(row[2]) for row in first])
-        nearest = self._nearest(run, source, facts, run.refined, embedder, run.depth, False)
+            assert feedback is not None
+            if hnsw and len(feedback) < min(FEEDBACK_ROWS, run.total):
+                # Fewer than asked although enough rows match: measure every filtered row.
+                run.path["fallback"] = True
+                feedback = self._nearest(
+                    run, source, facts, vector, embedder, FEEDBACK_ROWS, True, hnsw=False
+                ).fetchall()
+            run.refined = refine(vector, [parse_vector(row[2]) for row in feedback])
+        nearest = self._nearest(
+            run, source, facts, run.refined, embedder, run.depth, False, hnsw=hnsw
+        ).fetchall()
+        if hnsw and len(nearest) < min(run.depth, run.total):
+            run.path["fallback"] = True
+            nearest = self._nearest(
+                run, source, facts, run.refined, embedder, run.depth, False, hnsw=False
+            ).fetchall()
         return [r[0] for r in nearest]
 
     def _vector_source(
@@ -376,44 +459,25 @@ class PostgresSearch:
         embedder: Embedder,
         limit: int,
         with_vectors: bool,
-    ) -> list[Any]:
+        *,
+        hnsw: bool,
+    ) -> psycopg.Cursor[Any]:
+        """The nearest ``limit`` filtered rows to ``vector`` (the HNSW path's settings are the
+        tier's: :meth:`_settings`); a cursor whose rows are yet to be fetched."""
         assert facts.vector_schema is not None
         literal = vector_literal(vector)
         params = q.nearest_params(source, run.filters, literal, embedder.model_id, limit)
-        wanted = min(limit, run.total)
-        if facts.has_hnsw and run.total > self.settings.exact_rows:
-            scan = "relaxed_order" if facts.iterative else None
-            applied = run.cursor.execute(
-                b"SELECT pg_catalog.set_config('hnsw.ef_search', %s, true), "
-                b"CASE WHEN %s::text IS NULL THEN 'unavailable' ELSE "
-                b"pg_catalog.set_config('hnsw.iterative_scan', %s, true) END",
-                [str(ef_search(limit)), scan, scan],
-            ).fetchall()[0]
-            statement = q.build_nearest(
-                run.table,
-                run.filters,
-                source,
-                facts.vector_schema,
-                exact=False,
-                with_vectors=with_vectors,
-            )
-            rows = run.cursor.execute(statement, params).fetchall()
-            run.path.update(path="hnsw", ef_search=applied[0], iterative_scan=applied[1])
-            if len(rows) >= wanted:
-                return rows
-            # Fewer than asked although enough rows match: measure every filtered row instead.
-            run.path["fallback"] = True
-        else:
+        if not hnsw:
             run.path.setdefault("path", "exact")
         statement = q.build_nearest(
             run.table,
             run.filters,
             source,
             facts.vector_schema,
-            exact=True,
+            exact=not hnsw,
             with_vectors=with_vectors,
         )
-        return run.cursor.execute(statement, params).fetchall()
+        return run.cursor.connection.cursor().execute(statement, params)
 
     def _rerank(
         self,
@@ -469,9 +533,13 @@ class PostgresSearch:
             ]
         page = fused[request.offset : depth]
         if not page:
+            run.cursor.execute(b"COMMIT")
             return ()
         statement = q.build_rows(run.table, columns)
-        found = {r[0]: r[1:] for r in run.cursor.execute(statement, [[k for k, _, _ in page]])}
+        with run.cursor.connection.pipeline():
+            rows = run.cursor.connection.cursor().execute(statement, [[k for k, _, _ in page]])
+            run.cursor.execute(b"COMMIT")
+            found = {r[0]: r[1:] for r in rows.fetchall()}
         return tuple(
             SearchHit(
                 row=dict(zip(columns, found[key], strict=True)),

@@ -179,9 +179,10 @@ def correct_text(
 
     def work(conn: psycopg.Connection[Any]) -> tuple[Correction, str | None]:
         cursor = conn.cursor()
-        cursor.execute(b"BEGIN READ ONLY")
-        cursor.execute(connections.set_timeout)
-        vocabulary, why = probe_words(cursor, schema, table, text_columns)
+        with conn.pipeline():  # one round trip for the three
+            cursor.execute(b"BEGIN READ ONLY")
+            cursor.execute(connections.set_timeout)
+            vocabulary, why = probe_words(cursor, schema, table, text_columns)
         found = Correction(text) if vocabulary is None else correct(text, vocabulary)
         cursor.execute(b"COMMIT")
         return found, why
@@ -244,10 +245,6 @@ class PgVocabulary:
         return {str(r[0]) for r in self._cursor.execute(statement, [list(words)])}
 
     def similar(self, words: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
-        self._cursor.execute(
-            b"SELECT pg_catalog.set_config('pg_trgm.similarity_threshold', %s, true)",
-            [repr(CANDIDATE_SIMILARITY)],
-        )
         statement = sql.SQL(
             "SELECT q.typed, c.word, c.rows FROM pg_catalog.unnest(CAST(%s AS text[])) AS "
             "q(typed) CROSS JOIN LATERAL (SELECT w.word, w.rows FROM {} AS w "
@@ -255,8 +252,14 @@ class PgVocabulary:
             "ORDER BY q.typed, c.word"
         ).format(self._relation, self._trgm)
         found: dict[str, list[tuple[str, int]]] = {w: [] for w in words}
-        for typed, word, rows in self._cursor.execute(
-            statement, [list(words), MIN_DOCUMENT_FREQUENCY]
-        ):
+        with self._cursor.connection.pipeline():  # the threshold and the lookup, one round trip
+            self._cursor.execute(
+                b"SELECT pg_catalog.set_config('pg_trgm.similarity_threshold', %s, true)",
+                [repr(CANDIDATE_SIMILARITY)],
+            )
+            candidates = self._cursor.execute(
+                statement, [list(words), MIN_DOCUMENT_FREQUENCY]
+            ).fetchall()
+        for typed, word, rows in candidates:
             found[str(typed)].append((str(word), int(rows)))
         return found
