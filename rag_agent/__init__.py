@@ -40,7 +40,6 @@ if _typing.TYPE_CHECKING:
         FallbackResult,
         FallbackRunner,
     )
-    from rag_agent.pipeline.reformulation import REFORMULATION_ORDER, reformulations
     from rag_agent.runtime.cache import QueryCache
     from rag_agent.runtime.ratelimit import (
         MemorySlidingWindowLimiter,
@@ -59,12 +58,7 @@ if _typing.TYPE_CHECKING:
         Understanding,
     )
     from rag_agent.tools import build_tools, openai_tool_schemas
-    from rag_agent.understanding.filters import (
-        filters_to_query,
-        normalize_filters,
-        parse_filters_from_text,
-        understand,
-    )
+    from rag_agent.understanding.filters import normalize_filters, understand
     from rag_agent.understanding.llm.extract import SchemaFilterExtractor
 
 #: Each public name -> the module that defines it.
@@ -89,7 +83,6 @@ _EXPORTS: dict[str, str] = {
     "QueryCache": "rag_agent.runtime.cache",
     "RAGAgent": "rag_agent.agent",
     "RAGSettings": "rag_agent.settings",
-    "REFORMULATION_ORDER": "rag_agent.pipeline.reformulation",
     "RateLimiter": "rag_agent.runtime.ratelimit",
     "RateLimiterUnavailableError": "rag_agent.runtime.ratelimit",
     "Record": "rag_agent.envelope",
@@ -103,18 +96,14 @@ _EXPORTS: dict[str, str] = {
     "create_limiter": "rag_agent.runtime.ratelimit",
     "create_rag_agent": "rag_agent.factory",
     "envelope_json_schema": "rag_agent.envelope",
-    "filters_to_query": "rag_agent.understanding.filters",
     "normalize_filters": "rag_agent.understanding.filters",
     "openai_tool_schemas": "rag_agent.tools",
-    "parse_filters_from_text": "rag_agent.understanding.filters",
-    "reformulations": "rag_agent.pipeline.reformulation",
     "row_hash": "rag_agent.envelope",
     "summarize": "rag_agent.envelope.summary",
     "understand": "rag_agent.understanding.filters",
 }
 
 __all__ = [
-    "REFORMULATION_ORDER",
     "ColumnInfo",
     "Condition",
     "Conversation",
@@ -148,11 +137,8 @@ __all__ = [
     "create_limiter",
     "create_rag_agent",
     "envelope_json_schema",
-    "filters_to_query",
     "normalize_filters",
     "openai_tool_schemas",
-    "parse_filters_from_text",
-    "reformulations",
     "row_hash",
     "summarize",
     "understand",

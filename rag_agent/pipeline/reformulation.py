@@ -11,30 +11,26 @@ identifying condition (id, e-mail, company, client): a relaxed query never answe
 question than the one asked ("qualified leads at Nowhere Ltd" never becomes "qualified leads"),
 and an unfiltered table is never returned.
 
->>> [reason for reason, _ in reformulations({"email": "a@x.io", "company": "Acme Inc."})]
-['drop_email', 'shorten_company_suffix']
+:func:`relaxations` yields them over the pipeline's conditions, with the table's :class:`Roles`
+(its company, e-mail and key columns, learned from the database's vocabulary): the e-mail is the
+e-mail columns' conditions, the company the ``icontains`` condition on the company column.
 
-:func:`relaxations` does the same over the pipeline's conditions, with the table's
-:class:`Roles` (its company, e-mail and key columns, learned from the database's vocabulary):
-the e-mail is the e-mail columns' conditions, the company the ``icontains`` condition on the
-company column.
+>>> asked = (Condition("email", Op.IEQ, "a@x.io"),
+...          Condition("company_name", Op.ICONTAINS, "Acme Inc."))
+>>> [reason for reason, _ in relaxations(asked)]
+['drop_email', 'shorten_company_suffix']
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from persistence import Op
 from rag_agent.specs import Condition
-from rag_agent.understanding.conditions import legacy_conditions, query_filters_view
 
-__all__ = ["REFORMULATION_ORDER", "reformulations", "relaxations", "shorten_company_suffix"]
-
-#: The reformulations, in the order they are tried.
-REFORMULATION_ORDER = ("drop_email", "shorten_company_suffix", "drop_company")
+__all__ = ["relaxations", "shorten_company_suffix"]
 
 _SUFFIX_RE = re.compile(
     r"(?:[\s,]+(?:inc|incorporated|corp|corporation|co|company|ltd|limited|llc|l\.l\.c|llp|lp|"
@@ -57,16 +53,6 @@ def shorten_company_suffix(company: str) -> str | None:
     return shortened or None
 
 
-def reformulations(filters: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(reason, relaxed_filters)`` for legacy filters (keys ``id``, ``email``,
-    ``company``, ``client_id``), in :data:`REFORMULATION_ORDER`, each relaxing the last.
-
-    Never yields an empty filter set. The caller bounds the number of attempts.
-    """
-    for reason, relaxed in relaxations(legacy_conditions(filters, "rules")):
-        yield reason, query_filters_view(relaxed)
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Roles:
     """Which columns of the asked table are its company, its e-mails and its keys (the row's
@@ -85,8 +71,8 @@ DEFAULT_ROLES = Roles()
 def relaxations(
     conditions: tuple[Condition, ...], roles: Roles = DEFAULT_ROLES
 ) -> Iterator[tuple[str, tuple[Condition, ...]]]:
-    """Yield ``(reason, relaxed_conditions)`` in :data:`REFORMULATION_ORDER`, each relaxing the
-    last.
+    """Yield ``(reason, relaxed_conditions)`` in the order above (``drop_email``,
+    ``shorten_company_suffix``, ``drop_company``), each relaxing the last.
 
     A condition is only dropped when another identifying one (id, e-mail, company, a reference)
     remains, so "qualified leads at Nowhere Ltd" never becomes "qualified leads"; and a condition

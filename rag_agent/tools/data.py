@@ -16,10 +16,8 @@ from rag_agent.tools.input import (
     QueryLeadsInput,
     QueryTableInput,
     RAGAgentInput,
-    checked_filters,
     orders,
 )
-from rag_agent.understanding.conditions import legacy_conditions
 
 
 class QueryLeadsTool(_FreeTextTool):
@@ -94,9 +92,7 @@ class RAGAgentTool(_FreeTextTool):
         rows, total_count, has_more and next_offset, and the filters applied and ignored."""
     )
     args_schema: type[BaseModel] = RAGAgentInput
-    missing_filters: str = (
-        "rag_agent needs free text in 'query' or a 'metadata' with filters or query_filters"
-    )
+    missing_filters: str = "rag_agent needs free text in 'query' or a 'metadata' with filters"
     #: The conversations callers name by ``conversation_id`` (in memory, bounded).
     conversations: ConversationStore = Field(default_factory=ConversationStore, exclude=True)
 
@@ -157,15 +153,13 @@ def _table_of(metadata: Mapping[str, Any]) -> str | None:
 
 
 def _metadata_conditions(metadata: Mapping[str, Any]) -> tuple[Condition, ...]:
-    # A previous envelope's applied filters (each {column, op, value}); older envelopes have
-    # only query_filters, whose four legacy keys are read as before.
+    # A previous envelope's applied filters (each {column, op, value}): every condition it
+    # applied, whoever understood it. query_filters is only their display.
     applied = metadata.get("filters")
-    if isinstance(applied, list) and applied:
-        specs = [FilterSpec.model_validate(item) for item in applied]
-        return tuple(Condition(f.column, f.op, f.value, "tool") for f in to_filters(specs))
-    query_filters = metadata.get("query_filters")
-    legacy = checked_filters(query_filters if isinstance(query_filters, Mapping) else {})
-    return legacy_conditions(legacy, "tool")
+    if not isinstance(applied, list):
+        return ()
+    specs = [FilterSpec.model_validate(item) for item in applied]
+    return tuple(Condition(f.column, f.op, f.value, "tool") for f in to_filters(specs))
 
 
 def _ranking_query(metadata: Mapping[str, Any]) -> str:

@@ -22,7 +22,7 @@ from persistence import DEFAULT_RELATED_LIMIT, MAX_RELATED_LIMIT, Include, Op, O
 from persistence.query import MAX_NUMBER_DIGITS, MAX_ORDER_KEYS, MAX_TEXT_VALUE_LENGTH
 from persistence.search import DEFAULT_K, MAX_K, MAX_OFFSET, MAX_SEARCH_TEXT_LENGTH
 from rag_agent.specs import Condition, FilterSpec, OrderSpec, WholeNumber
-from rag_agent.understanding.conditions import legacy_conditions
+from rag_agent.understanding.conditions import key_conditions
 from rag_agent.understanding.filters import FILTER_KEYS, normalize_filters
 
 __all__ = [
@@ -283,8 +283,8 @@ class QueryLeadsInput(_Args):
     offset: WholeNumber | None = Field(default=None, ge=0, description="Rows to skip.")
 
     def conditions(self) -> tuple[Condition, ...]:
-        """The explicit fields as conditions (``source="tool"``), legacy keys first."""
-        legacy = checked_filters({key: getattr(self, key) for key in FILTER_KEYS})
+        """The explicit fields as conditions (``source="tool"``), the filter keys first."""
+        keyed = checked_filters({key: getattr(self, key) for key in FILTER_KEYS})
         extra = (
             ("status", Op.IEQ, self.status),  # 'Qualified' is 'qualified', as e-mail is
             ("title", Op.ICONTAINS, self.title),
@@ -293,7 +293,7 @@ class QueryLeadsInput(_Args):
             ("created_at", Op.GTE, self.created_after),
             ("created_at", Op.LT, self.created_before),
         )
-        return legacy_conditions(legacy, "tool") + tuple(
+        return key_conditions(keyed, "tool") + tuple(
             Condition(column, op, value, "tool") for column, op, value in extra if value is not None
         )
 
@@ -442,7 +442,7 @@ class RAGAgentInput(_Args):
     offset: WholeNumber | None = Field(default=None, ge=0)
     metadata: dict[str, Any] | None = Field(
         default=None,
-        description="A previous envelope's metadata: its query_filters, limit, offset are reused.",
+        description="A previous envelope's metadata: its filters, limit, offset are reused.",
     )
     conversation_id: str | None = Field(
         default=None,

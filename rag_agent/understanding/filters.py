@@ -1,19 +1,12 @@
-"""Free text → what it asks for: :func:`understand`, and the four-key compatibility view.
+"""Free text → what it asks for: :func:`understand`; and a caller's four filter keys, checked.
 
 :func:`understand` (from :mod:`rag_agent.understanding.rules`) is the rule parser: table, conditions
 on any column of the reference schema, counts, and what was recognised but not applied
 (``docs/understanding.md``).
 
-The **compatibility view** keeps the original four keys for code written against them:
-``parse_filters_from_text(text)`` is ``understand(text, table="leads")`` reduced to ``id``
-(``id eq``), ``email`` (``email ieq``), ``company`` (``company_name icontains``) and
-``client_id`` (``client_id eq``); every other condition, and a company read on weak evidence
-only, is left out of it.
-
->>> parse_filters_from_text("leads from Acme Inc. with email BOB@ACME.COM")
-{'email': 'bob@acme.com', 'company': 'Acme Inc'}
->>> parse_filters_from_text("client_id=7, lead #42")
-{'id': 42, 'client_id': 7}
+:func:`normalize_filters` checks the filters a caller gives by key (``RAGAgent.run(filters=...)``,
+the ``query_leads`` tool's arguments): ``id``, ``email``, ``company`` and ``client_id``, the
+conditions of :data:`~rag_agent.understanding.conditions.FILTER_KEY_CONDITIONS`.
 
 Values only ever become bound query values (``eq``, ``icontains``, or ``ieq`` for the email's
 case-insensitive equality): never SQL, never a pattern.
@@ -21,32 +14,21 @@ case-insensitive equality): never SQL, never a pattern.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from persistence.query import Filter
-from rag_agent.understanding.conditions import LEGACY_KEYS, legacy_conditions
+from rag_agent.understanding.conditions import FILTER_KEY_CONDITIONS
 from rag_agent.understanding.rules import EMAIL_RE, MAX_TEXT_LENGTH, UUID_PATTERN, understand
 
-__all__ = [
-    "FILTER_KEYS",
-    "MAX_TEXT_LENGTH",
-    "filters_to_query",
-    "normalize_filters",
-    "parse_filters_from_text",
-    "understand",
-]
+__all__ = ["FILTER_KEYS", "MAX_TEXT_LENGTH", "normalize_filters", "understand"]
 
-#: The filters of the compatibility view, in canonical order.
-FILTER_KEYS = ("id", "email", "company", "client_id")
+#: The filter keys a caller may give, in canonical order.
+FILTER_KEYS = tuple(FILTER_KEY_CONDITIONS)
 _MAX_COMPANY_LENGTH = 120
 _MAX_INT = 2**63 - 1  # PostgreSQL bigint
 _TRAILING = ".,;:!?'\"\u2019`)]}"
-# (column, operator) of a condition → its key in the compatibility view.
-_VIEW = {condition: key for key, condition in LEGACY_KEYS.items()}
 
 
 def _int_or_uuid(raw: str) -> int | str | None:
@@ -56,32 +38,13 @@ def _int_or_uuid(raw: str) -> int | str | None:
     return str(uuid.UUID(raw))
 
 
-def parse_filters_from_text(text: str) -> dict[str, Any]:
-    """Extract ``id``, ``email``, ``company`` and ``client_id`` from free text (compatibility view).
-
-    ``id``/``client_id`` are ``int`` (or a canonical UUID string), ``email`` is lower-cased,
-    ``company`` keeps the user's spelling without trailing punctuation. Keys appear only when
-    found; anything that is not a ``str`` yields ``{}``. Dates only matter to conditions this
-    view leaves out, so the clock read here changes nothing in its answer.
-    """
-    if not isinstance(text, str):
-        return {}
-    found: dict[str, Any] = {}
-    understood = understand(text, table="leads", now=dt.datetime.now(dt.UTC))
-    for condition in understood.conditions:
-        key = _VIEW.get((condition.column, condition.op))
-        if key == "company" and understood.weak:
-            continue  # weak evidence is for an LLM to confirm, which this view predates
-        if key is not None and key not in found:
-            found[key] = condition.value
-    return {key: found[key] for key in FILTER_KEYS if key in found}
-
-
 def normalize_filters(filters: object) -> dict[str, Any]:
-    """Validate filters from any source (an LLM, a tool call): unknown keys and bad values drop.
+    """Validate filters from any source (a tool call, a caller): unknown keys and bad values drop.
 
-    Returns the canonical form ``parse_filters_from_text`` produces; anything unusable counts as
-    empty, so an invalid LLM answer can never widen a query.
+    ``id``/``client_id`` become ``int`` (or a canonical UUID string), ``email`` is lower-cased,
+    ``company`` keeps the caller's spelling without trailing punctuation; the keys come out in
+    :data:`FILTER_KEYS` order. Anything unusable counts as empty, so an invalid value can never
+    widen a query.
     """
     if not isinstance(filters, Mapping):
         return {}
@@ -107,12 +70,3 @@ def normalize_filters(filters: object) -> dict[str, Any]:
         if value and len(value) <= _MAX_COMPANY_LENGTH:
             clean["company"] = value
     return {key: clean[key] for key in FILTER_KEYS if key in clean}
-
-
-def filters_to_query(filters: Mapping[str, Any]) -> tuple[Filter, ...]:
-    """Translate canonical filters into query ``Filter`` objects, in canonical order.
-
-    ``company`` → ``company_name icontains``; ``email`` → ``ieq`` (case-insensitive equality,
-    which a ``lower(email)`` index serves); ``id``/``client_id`` → ``eq``.
-    """
-    return tuple(condition.to_filter() for condition in legacy_conditions(filters, "rules"))

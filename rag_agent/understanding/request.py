@@ -39,7 +39,7 @@ from rag_agent.specs import (
     Through,
     Understanding,
 )
-from rag_agent.understanding.conditions import legacy_conditions
+from rag_agent.understanding.conditions import key_conditions
 from rag_agent.understanding.filters import normalize_filters, understand
 from rag_agent.understanding.rules.vocabulary import DEFAULT_TABLE
 
@@ -98,10 +98,10 @@ class Request:
 
 
 def explicit_conditions(filters: object) -> tuple[Condition, ...]:
-    """A caller's explicit filters as conditions: the legacy keys (``id``, ``email``,
+    """A caller's explicit filters as conditions: the filter keys (``id``, ``email``,
     ``company``, ``client_id``) of a mapping, or a sequence of :class:`Condition`."""
     if isinstance(filters, Mapping):
-        return legacy_conditions(normalize_filters(filters), "tool")
+        return key_conditions(normalize_filters(filters), "tool")
     if isinstance(filters, Sequence) and not isinstance(filters, str | bytes):
         conditions = tuple(filters)
         if all(isinstance(c, Condition) for c in conditions):

@@ -13,6 +13,7 @@ round trips per call (counted on the wire, see ``wire.py``) and threaded through
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import statistics
 import threading
@@ -29,9 +30,8 @@ from persistence.backends.postgres.catalog import read_indexes
 from persistence.backends.postgres.indexes import served_lookups, unserved
 from persistence.facade import ReadOnlyPersistenceFacade
 from persistence.schema import TABLE_COLUMNS
-from rag_agent import RAGAgent, RAGSettings, create_rag_agent
+from rag_agent import RAGAgent, RAGSettings, create_rag_agent, understand
 from rag_agent.ops.doctor import IndexKind, create_statement
-from rag_agent.understanding.filters import filters_to_query, parse_filters_from_text
 from tests.benchmarks.common import ScratchDatabase, Stats, compare
 from tests.benchmarks.datagen import NEEDLE, NEEDLE_QUESTION
 from tests.benchmarks.peer import PeerTool, inline
@@ -56,7 +56,8 @@ def raw_statement(query: Query, conn: psycopg.Connection[Any]) -> tuple[bytes, l
 
 def agent_query(text: str) -> Query:
     """The query ``RAGAgent.run(text)`` sends on its first attempt."""
-    filters = filters_to_query(parse_filters_from_text(text))
+    found = understand(text, table="leads", now=dt.datetime.now(dt.UTC))
+    filters = tuple(condition.to_filter() for condition in found.conditions)
     return Query("leads", filters, limit=PAGE, offset=0)
 
 

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from persistence import Filter, Op, create_read_only_facade
-from rag_agent import parse_filters_from_text
 from tests.benchmarks import memory_icontains, memory_scale, pg_suite, rag_micro, tool_tokens
 from tests.benchmarks.common import Section, Target
 from tests.benchmarks.datagen import NEEDLE, memory_store
@@ -31,7 +30,7 @@ def micro(config: Config, results: Results) -> None:
 
     def parse_all() -> None:
         for text in texts:
-            parse_filters_from_text(text)
+            rag_micro.parse(text)
 
     results.targets.append(
         profiled(

@@ -11,15 +11,27 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from persistence import MemoryStore, create_persistence_agent
-from rag_agent import RAGAgent, RAGSettings, create_rag_agent, envelope_json_schema, row_hash
+from persistence import MemoryStore, Op, create_persistence_agent
+from rag_agent import (
+    RAGAgent,
+    RAGSettings,
+    Understanding,
+    create_rag_agent,
+    envelope_json_schema,
+    row_hash,
+    understand,
+)
 from rag_agent.envelope import Envelope, Metadata, build_records
-from rag_agent.understanding.filters import FILTER_KEYS, filters_to_query, parse_filters_from_text
 from tests.conftest import corpus_lines
 from tests.unit.test_rag_envelope import reference_hash
 
 SCHEMA = envelope_json_schema()
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+NOW = dt.datetime(2025, 6, 18, 12, tzinfo=dt.UTC)
+
+
+def _leads(text: str) -> Understanding:
+    return understand(text, table="leads", now=NOW)
 
 
 def _agent() -> RAGAgent:
@@ -95,41 +107,40 @@ class TestRunNeverRaises:
     def test_corpus_values_stay_literal(self) -> None:
         """Corpus payloads only ever become literal filter values."""
         for line in corpus_lines():
-            found = parse_filters_from_text("company: " + line)
-            assert set(found) <= set(FILTER_KEYS)
-            for flt in filters_to_query(found):
+            for condition in _leads("company: " + line).conditions:
                 # Never ilike: no value is ever read as a pattern.
-                assert flt.op.value in {"eq", "icontains", "ieq"}
+                assert condition.to_filter().op is not Op.ILIKE
 
 
 class TestParserProperties:
-    """The parser is total, deterministic and returns canonical values."""
+    """The parser is deterministic and reads the filter keys' conditions with canonical values."""
 
     @given(st.text(max_size=400))
-    def test_total_and_canonical(self, text: str) -> None:
-        """Any text gives a dict of known keys with well-typed values, the same every time."""
-        found = parse_filters_from_text(text)
-        assert found == parse_filters_from_text(text)
-        assert list(found) == [k for k in FILTER_KEYS if k in found]
-        for key in ("id", "client_id"):
-            if key in found:
-                assert isinstance(found[key], int | str)
-        if "email" in found:
-            assert found["email"] == found["email"].lower()
-        filters_to_query(found)  # always valid query filters
+    def test_canonical_values(self, text: str) -> None:
+        """Any text gives the same conditions every time; ids are ints or UUID text, e-mails
+        lower-cased, and each condition is a valid query filter."""
+        found = _leads(text)
+        assert found == _leads(text)
+        for condition in found.conditions:
+            if (condition.column, condition.op) in (("id", Op.EQ), ("client_id", Op.EQ)):
+                assert isinstance(condition.value, int | str)
+            if (condition.column, condition.op) == ("email", Op.IEQ):
+                assert condition.value == condition.value.lower()
+            condition.to_filter()
 
     @given(st.emails())
     def test_emails_are_found(self, email: str) -> None:
         """A plain address after 'email ' is found, lower-cased."""
-        found = parse_filters_from_text(f"email {email}")
+        found = {(c.column, c.op): c.value for c in _leads(f"email {email}").conditions}
         local = email.rpartition("@")[0]
         if email.isascii() and all(c.isalnum() or c in "._%+-" for c in local):
-            assert found.get("email") == email.lower()
+            assert found.get(("email", Op.IEQ)) == email.lower()
 
     @given(st.integers(0, 2**63 - 1))
     def test_ids_round_trip(self, number: int) -> None:
         """'lead #N' gives id N for any bigint."""
-        assert parse_filters_from_text(f"lead #{number}") == {"id": number}
+        found = _leads(f"lead #{number}").conditions
+        assert [(c.column, c.op, c.value) for c in found] == [("id", Op.EQ, number)]
 
 
 _values = st.one_of(

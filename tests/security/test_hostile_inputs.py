@@ -290,7 +290,8 @@ def _tool_cases(value: str) -> dict[str, list[object]]:
         "rag_agent": [
             {"query": value},
             {"query": "leads at acme", "table": value},
-            {"metadata": {"query_filters": {"company": value}, "source": value}},
+            {"metadata": {"filters": [{"column": "company_name", "op": "icontains",
+                                       "value": value}], "source": value}},
             {"metadata": {"filters": [{"column": "title", "op": "ieq", "value": value}]}},
             {"metadata": {"filters": [{"column": value, "op": "gte", "value": value}]}},
             value,

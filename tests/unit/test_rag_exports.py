@@ -20,7 +20,7 @@ class TestExports:
             "create_rag_agent",
             "RAGAgent",
             "Envelope",
-            "parse_filters_from_text",
+            "understand",
             "row_hash",
         ):
             assert name in rag_agent.__all__

@@ -11,50 +11,53 @@ from hypothesis import strategies as st
 
 from persistence import MemoryStore, Op, create_persistence_agent, create_read_only_facade
 from rag_agent import Condition, RAGAgent, RAGSettings, build_tools
-from rag_agent.pipeline.reformulation import (
-    REFORMULATION_ORDER,
-    reformulations,
-    relaxations,
-    shorten_company_suffix,
-)
+from rag_agent.pipeline.reformulation import relaxations, shorten_company_suffix
+from rag_agent.understanding.conditions import key_conditions, query_filters_view
 from rag_agent.untrusted import unwrap_boundary
+
+#: The deterministic reformulations, in the design's order.
+ORDER = ("drop_email", "shorten_company_suffix", "drop_company")
+
+
+def steps(filters: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``relaxations`` of the conditions of filter keys, each step shown as ``query_filters``."""
+    return [
+        (reason, query_filters_view(relaxed))
+        for reason, relaxed in relaxations(key_conditions(filters, "rules"))
+    ]
 
 
 class TestReformulations:
-    """``reformulations`` yields relaxed filter sets in order."""
+    """``relaxations`` yields relaxed conditions in order."""
 
     def test_full_order(self) -> None:
         """drop_email, then shorten_company_suffix, then drop_company, each relaxing the last."""
-        steps = list(reformulations({"email": "a@x.io", "company": "Acme Inc.", "client_id": 7}))
-        assert steps == [
-            ("drop_email", {"company": "Acme Inc.", "client_id": 7}),
-            ("shorten_company_suffix", {"company": "Acme", "client_id": 7}),
-            ("drop_company", {"client_id": 7}),
+        email = Condition("email", Op.IEQ, "a@x.io")
+        company = Condition("company_name", Op.ICONTAINS, "Acme Inc.")
+        client = Condition("client_id", Op.EQ, 7)
+        shortened = Condition("company_name", Op.ICONTAINS, "Acme")
+        assert list(relaxations((email, company, client))) == [
+            ("drop_email", (company, client)),
+            ("shorten_company_suffix", (shortened, client)),
+            ("drop_company", (client,)),
         ]
-        assert [reason for reason, _ in steps] == list(REFORMULATION_ORDER)
 
     def test_steps_apply_only_where_they_can(self) -> None:
         """No email and no suffix: only drop_company is tried."""
-        assert list(reformulations({"company": "Acme", "id": 3})) == [("drop_company", {"id": 3})]
+        assert steps({"company": "Acme", "id": 3}) == [("drop_company", {"id": 3})]
 
     @pytest.mark.parametrize(
         "filters", [{"email": "a@x.io"}, {"company": "Acme"}, {"id": 1}, {"client_id": 2}, {}]
     )
     def test_never_leaves_no_filter(self, filters: dict[str, Any]) -> None:
-        """A lone filter is never dropped."""
-        assert all(relaxed for _, relaxed in reformulations(filters))
+        """A lone condition is never dropped."""
+        assert all(relaxed for _, relaxed in relaxations(key_conditions(filters, "rules")))
 
     def test_lone_company_is_shortened_not_dropped(self) -> None:
         """A lone company with a suffix is shortened, then kept."""
-        assert list(reformulations({"company": "Globex Corporation"})) == [
+        assert steps({"company": "Globex Corporation"}) == [
             ("shorten_company_suffix", {"company": "Globex"})
         ]
-
-    def test_input_is_not_mutated(self) -> None:
-        """The caller's dict is left as it was."""
-        filters = {"email": "a@x.io", "company": "Acme Inc"}
-        list(reformulations(filters))
-        assert filters == {"email": "a@x.io", "company": "Acme Inc"}
 
     @given(
         st.dictionaries(
@@ -63,11 +66,11 @@ class TestReformulations:
         )
     )
     def test_property_never_empty_and_ordered(self, filters: dict[str, Any]) -> None:
-        """For any filters, no step is empty and steps follow the design's order."""
-        steps = list(reformulations(filters))
-        assert all(relaxed for _, relaxed in steps)
-        reasons = [reason for reason, _ in steps]
-        assert reasons == [r for r in REFORMULATION_ORDER if r in reasons]
+        """For any conditions, no step is empty and steps follow the design's order."""
+        found = list(relaxations(key_conditions(filters, "rules")))
+        assert all(relaxed for _, relaxed in found)
+        reasons = [reason for reason, _ in found]
+        assert reasons == [r for r in ORDER if r in reasons]
 
 
 class TestShortenCompanySuffix:

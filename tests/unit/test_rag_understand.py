@@ -14,7 +14,7 @@ import pytest
 from persistence import Op
 from persistence.schema import TABLE_COLUMNS
 from rag_agent.specs import Understanding
-from rag_agent.understanding.filters import MAX_TEXT_LENGTH, parse_filters_from_text, understand
+from rag_agent.understanding.filters import MAX_TEXT_LENGTH, understand
 from rag_agent.understanding.rules import dates, fields, parser, vocabulary
 from rag_agent.understanding.rules.lexicon import ROLE_WORDS, SYNONYMS, lexicon_of
 from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary
@@ -284,23 +284,21 @@ class TestVocabulary:
         assert all(name in page for name in vocabulary.__all__)
 
 
-class TestCompatibilityView:
-    """``parse_filters_from_text`` is ``understand`` reduced to the four legacy keys."""
+class TestFilterKeys:
+    """The four filter keys' conditions are read among the others."""
 
-    def test_view_of_understand(self) -> None:
-        """Legacy keys come from the matching conditions; every other condition is left out."""
+    def test_filter_keys_among_other_conditions(self) -> None:
+        """Id, e-mail, company and client come with the status and the date range."""
         text = "qualified lead #5 for client 2 at Acme, email a@acme.com, created last week"
-        assert parse_filters_from_text(text) == {
-            "id": 5,
-            "email": "a@acme.com",
-            "company": "Acme",
-            "client_id": 2,
+        assert conditions(read(text, table="leads")) == {
+            ("id", "eq", 5),
+            ("email", "ieq", "a@acme.com"),
+            ("company_name", "icontains", "Acme"),
+            ("client_id", "eq", 2),
+            ("status", "eq", "qualified"),
+            ("created_at", "gte", at("2025-06-09")),
+            ("created_at", "lt", at("2025-06-16")),
         }
-
-    def test_weak_company_left_out(self) -> None:
-        """A company found on weak evidence only is not in the view."""
-        assert read("Initech", table="leads").weak
-        assert parse_filters_from_text("Initech") == {}
 
 
 class TestLabelledRequests:

@@ -395,9 +395,17 @@ class TestRAGAgentTool:
         assert second["metadata"]["query_filters"] == {"company": "acme", "score": {"gte": 1}}
         assert {f["source"] for f in second["metadata"]["filters"]} == {"tool"}
 
-    @pytest.mark.parametrize("raw", [{}, {"metadata": {"query_filters": {"bogus": 1}}}, "   "])
+    @pytest.mark.parametrize(
+        "raw",
+        [
+            {},
+            {"metadata": {"filters": []}},
+            {"metadata": {"query_filters": {"company": "acme"}}},  # a display, not the filters
+            "   ",
+        ],
+    )
     def test_nothing_to_run_is_an_error(self, tools: dict[str, Any], raw: Any) -> None:
-        """Neither text nor usable filters: an error envelope."""
+        """Neither text nor applied filters (metadata.filters): an error envelope."""
         envelope = envelope_of(tools["rag_agent"].invoke(raw))
         assert envelope["records"] == [] and "error" in envelope["metadata"]
 

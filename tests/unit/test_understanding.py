@@ -32,7 +32,7 @@ from rag_agent import (
 )
 from rag_agent.hooks import FallbackCall
 from rag_agent.specs import Condition, ExtractionRequest, Ignored, Understanding
-from rag_agent.understanding.conditions import legacy_conditions, query_filters_view
+from rag_agent.understanding.conditions import key_conditions, query_filters_view
 from rag_agent.understanding.llm.schema import SCHEMA_NAME
 from rag_agent.understanding.request import (
     apply_conditions,
@@ -110,8 +110,8 @@ class TestApplyConditions:
 
 
 class TestExplicitConditions:
-    def test_legacy_keys_become_tool_conditions(self) -> None:
-        """The four legacy keys map to their columns and operators."""
+    def test_filter_keys_become_tool_conditions(self) -> None:
+        """The four filter keys map to their columns and operators."""
         assert explicit_conditions({"company": "Acme", "client_id": 7}) == (
             Condition("company_name", Op.ICONTAINS, "Acme", "tool"),
             Condition("client_id", Op.EQ, 7, "tool"),
@@ -125,10 +125,10 @@ class TestExplicitConditions:
 
 
 class TestQueryFiltersView:
-    def test_legacy_keys_and_other_conditions(self) -> None:
-        """Legacy conditions keep their keys; others show as {column: {op: value}}."""
+    def test_filter_keys_and_other_conditions(self) -> None:
+        """The filter keys' conditions show as their keys; others as {column: {op: value}}."""
         conditions = (
-            *legacy_conditions({"id": 4, "email": "a@x.io"}, "rules"),
+            *key_conditions({"id": 4, "email": "a@x.io"}, "rules"),
             Condition("score", Op.GT, 80),
             Condition("score", Op.LTE, 90),
             Condition("status", Op.IN, ("new", "qualified")),
