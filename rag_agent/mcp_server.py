@@ -139,7 +139,10 @@ def _session_conversation(context: Any, arguments: Mapping[str, Any]) -> str | N
     """The conversation of this call: the session's own (a session holds one conversation), or
     the one the client names under the session's key. A client never names another session's
     conversation: the key is random and never sent."""
-    session = getattr(getattr(context, "request_context", None), "session", None)
+    try:
+        session = getattr(getattr(context, "request_context", None), "session", None)
+    except ValueError:  # the SDK's Context outside a request
+        session = None
     if session is None:
         return None  # no session (called outside a request): each call stands alone
     with _SESSION_KEYS_LOCK:
