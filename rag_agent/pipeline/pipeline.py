@@ -291,6 +291,8 @@ class Pipeline:
             request, checked_table, applied, refused = yield from self._plan(
                 log, outcome, deadline, text, table, given, count_only, vocabulary, follow, history
             )
+            if conversation is not None and outcome.context is None:
+                outcome.context = ContextInfo(kind="fresh")  # every turn says how it was read
             if follow.selection is not None:
                 # "their conversations": the rows related to the previous answer's rows.
                 related_to = yield from selection_condition(self.facade, follow, checked_table)
@@ -417,8 +419,6 @@ class Pipeline:
             # No second check of the table: the memo asked the facade for its columns, which
             # checked it against the (immutable) allow-list.
             outcome.source = source_of(plan.request.table)
-            if follow.turn is not None or history:
-                outcome.context = ContextInfo(kind="fresh")
             return plan
         request, by_rules = yield from self._understood(
             log, deadline, follow.text, follow.table or table, given, count_only, now, vocabulary,
@@ -426,8 +426,6 @@ class Pipeline:
         )  # fmt: skip
         if not standalone:
             request, outcome.context = merged(request, follow, count_only)
-        elif history:
-            outcome.context = ContextInfo(kind="fresh")
         outcome.source = source_of(request.table)
         checked_table = self.facade.policy.check_read(request.table, "run")
         memoised = key is not None and by_rules and self.plans.maxsize > 0

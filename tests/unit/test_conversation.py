@@ -69,7 +69,13 @@ class TestFollowUps:
     ) -> None:
         agent, store = sample
         conversation = agent.conversation()
-        ask(agent, conversation, "leads at Globex", limit=500)
+        first = ask(agent, conversation, "leads at Globex", limit=500)
+        assert first["metadata"]["context"] == {
+            "kind": "fresh",
+            "turn": None,
+            "carried": [],
+            "dropped": [],
+        }
         second = ask(agent, conversation, "only the qualified ones", limit=500)
         truth = {
             r["id"]
