@@ -465,6 +465,23 @@ class TestIndexStep:
             )
             assert any("hnsw" in str(row[0]) for row in indexes)
 
+    def test_id_type_without_binary_form_copies_as_text(self, pgvector_server: str) -> None:
+        """An id of a type psycopg sends in no binary form (a domain) is copied as text: the
+        same vectors as binary COPY stores for a plain integer id."""
+        with pgvector_database(pgvector_server) as db:
+            db.execute("CREATE DOMAIN note_id AS integer")
+            for table, kind in (("notes_a", "note_id"), ("notes_b", "integer")):
+                db.execute(f"CREATE TABLE {table} (id {kind} PRIMARY KEY, body text)")
+                db.execute(f"INSERT INTO {table} VALUES (1, 'refund'), (2, 'password locked')")
+                db.execute(f"GRANT SELECT ON {table} TO {db.writer_role}")
+                report = index_table(db.writer_dsn, table, ["body"], HashEmbeddings())
+                assert report.embedded == 2
+            [(same,)] = db.execute(
+                "SELECT bool_and(a.embedding = b.embedding) FROM notes_a_embeddings a "
+                "JOIN notes_b_embeddings b USING (row_id)"
+            )
+            assert same is True
+
     def test_cli_index(self, pgvector_server: str) -> None:
         """``rag-agent index`` reports on stdout, shows progress on stderr, and the reader it
         granted can search by the stored vectors."""
