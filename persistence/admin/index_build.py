@@ -34,10 +34,12 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
+import struct
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from persistence.errors import ConfigurationError
@@ -45,6 +47,8 @@ from persistence.errors import ConfigurationError
 try:
     import psycopg
     from psycopg import sql
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
 
     from persistence.backends.postgres.errors import translate
     from persistence.backends.postgres.vectors import embeddings_table, row_text, text_hash
@@ -54,14 +58,26 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         'indexing needs psycopg 3: pip install "readonly-rag[postgres]"'
     ) from exc
 from persistence.search.bm25 import tokens
-from persistence.search.embedder import Embedder
+from persistence.search.embedder import Embedder, Vector
 from persistence.search.extensions import PG_TRGM_HOWTO, PGVECTOR_HOWTO
 from persistence.search.spelling import is_vocabulary_word
 
-__all__ = ["PGVECTOR_HOWTO", "PG_TRGM_HOWTO", "IndexReport", "embeddings_table", "index_table"]
+__all__ = [
+    "PGVECTOR_HOWTO",
+    "PG_TRGM_HOWTO",
+    "PHASES",
+    "IndexReport",
+    "embeddings_table",
+    "index_table",
+]
 
 
 Progress = Callable[[int, int, int], None]
+#: The most ``maintenance_work_mem`` a run raises its session to for the HNSW build (bytes).
+HNSW_MEMORY_CAP = 2 * 1024**3
+#: Bytes of pgvector's in-memory HNSW graph per vector beside the vector itself (the element
+#: and its neighbour lists at the default m = 16), a generous estimate.
+_HNSW_NODE_BYTES = 1024
 #: Rows read per batch when only words are counted (nothing is embedded).
 _WORDS_BATCH = 2000
 
@@ -74,11 +90,30 @@ SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), t.typcategory
 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 WHERE a.attrelid = pg_catalog.to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped
 """
+# The id column's type and pgvector's vector type (in the schema given by name).
+_BINARY_TYPES_SQL = b"""
+SELECT (SELECT a.atttypid FROM pg_catalog.pg_attribute a
+        WHERE a.attrelid = pg_catalog.to_regclass(%s) AND a.attname = 'id'),
+       (SELECT t.oid FROM pg_catalog.pg_type t
+        JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+        WHERE t.typname = 'vector' AND n.nspname = %s)
+"""
+#: Built-in oids of bytea and text (``pg_type.dat``).
+BYTEA_OID = 17
+TEXT_OID = 25
 _SIDE_SQL = b"""
 SELECT a.atttypmod, pg_catalog.obj_description(a.attrelid, 'pg_class')
 FROM pg_catalog.pg_attribute a
 WHERE a.attrelid = pg_catalog.to_regclass(%s) AND a.attname = 'embedding' AND NOT a.attisdropped
 """
+
+
+#: The phases of a run, in the order :attr:`IndexReport.phases` lists them: reading the rows
+#: and comparing their text hashes with the stored ones; embedding the new or changed rows;
+#: writing their vectors (and removing the side rows of deleted or emptied rows); building the
+#: HNSW index; counting the words and writing the words table; ``other``: the rest (catalog
+#: checks, grants, ``ANALYZE``).
+PHASES = ("rows read", "embedding", "rows written", "HNSW", "words", "other")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +123,9 @@ class IndexReport:
     the seconds it took; ``words``: the
     words written to the words table (spelling correction's vocabulary), ``None`` when pg_trgm
     is not installed and no words table was written; ``vectors``: whether row vectors were
-    stored (false without pgvector: ``note`` says why and how to get it)."""
+    stored (false without pgvector: ``note`` says why and how to get it); ``phases``: the
+    seconds of each of :data:`PHASES`, in that order, summing to ``seconds`` (a phase the run
+    did not take, as ``embedding`` without pgvector, is 0)."""
 
     table: str
     side_table: str | None
@@ -102,6 +139,35 @@ class IndexReport:
     words: int | None = None
     vectors: bool = True
     note: str | None = None
+    phases: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def rows_per_second(self) -> float:
+        """Rows read per second of the whole run."""
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+
+class _Clock:
+    """Seconds spent in each phase; what no phase claims is ``other``."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.monotonic() - t0
+
+    def report(self) -> tuple[float, dict[str, float]]:
+        """The run's seconds and each phase's, ``other`` what the named phases leave."""
+        total = time.monotonic() - self.started
+        named = sum(v for k, v in self.seconds.items() if k != "other")
+        self.seconds["other"] = max(0.0, total - named)
+        return total, dict(self.seconds)
 
 
 def index_table(
@@ -169,11 +235,15 @@ class _Indexer:
         self.embedder = embedder
         #: How many rows hold each word (every row is read on every run).
         self.counts: dict[str, int] = {}
+        self.clock = _Clock(time.monotonic())
+        #: The oids of a binary COPY into the side table, ``None`` to COPY as text.
+        self.binary_types: tuple[int, int, int, int] | None = None
 
     def run(
         self, batch_size: int, grant_to: Sequence[str], progress: Progress | None, started: float
     ) -> IndexReport:
         conn = self.conn
+        self.clock = clock = _Clock(started)
         row = conn.execute(_EXTENSION_SQL).fetchone()
         id_type = self._check_table()
         embedder = self.embedder
@@ -183,10 +253,11 @@ class _Indexer:
         self._lock()
         dimension = embedder.dimension
         self._prepare(vs, id_type, dimension)
+        self.binary_types = self._binary_types(str(row[0]))
         total_row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(self.table)).fetchone()
         total = int(total_row[0]) if total_row else 0
         done = embedded = unchanged = removed = 0
-        for batch in self._batches(batch_size):
+        for batch in self._batches(batch_size, "rows read"):
             made, kept, dropped = self._store(batch, vs)
             done += len(batch)
             embedded += made
@@ -194,7 +265,7 @@ class _Indexer:
             removed += dropped
             if progress is not None:
                 progress(done, total, embedded)
-        with conn.transaction():
+        with clock.phase("rows written"), conn.transaction():
             cursor = conn.execute(
                 sql.SQL(
                     "DELETE FROM {side} AS e WHERE NOT EXISTS "
@@ -202,18 +273,18 @@ class _Indexer:
                 ).format(side=self.side, table=self.table)
             )
             removed += cursor.rowcount
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {name} ON {side} "
-                "USING hnsw (embedding {vs}.vector_cosine_ops)"
-            ).format(name=sql.Identifier(f"{self.side_name}_hnsw"), side=self.side, vs=vs)
-        )
+        with clock.phase("HNSW"):
+            self._build_hnsw(vs, done, dimension)
         for role in grant_to:
             conn.execute(
                 sql.SQL("GRANT SELECT ON {} TO {}").format(self.side, sql.Identifier(role))
             )
         conn.execute(sql.SQL("ANALYZE {}").format(self.side))
-        words = write_words(conn, self.schema, self.table_name, self.columns, self.counts, grant_to)
+        with clock.phase("words"):
+            words = write_words(
+                conn, self.schema, self.table_name, self.columns, self.counts, grant_to
+            )
+        seconds, phases = clock.report()
         return IndexReport(
             table=self.table_name,
             side_table=self.side_name,
@@ -223,9 +294,79 @@ class _Indexer:
             removed=removed,
             model_id=embedder.model_id,
             dimension=dimension,
-            seconds=time.monotonic() - started,
+            seconds=seconds,
             words=words,
+            phases=phases,
         )
+
+    def _build_hnsw(self, vs: sql.Identifier, rows: int, dimension: int) -> None:
+        """Build the HNSW index once the vectors are loaded (a later run finds it and inserts
+        through it). The build is fast while its graph fits in ``maintenance_work_mem`` and
+        far slower once it spills, so this session raises it (never lowers it) to what the
+        graph of ``rows`` vectors needs, at most :data:`HNSW_MEMORY_CAP` bytes."""
+        name = f"{self.side_name}_hnsw"
+        conn = self.conn
+        exists = conn.execute(
+            b"SELECT pg_catalog.to_regclass(%s)",
+            [sql.Identifier(self.schema, name).as_string(None)],
+        ).fetchone()
+        raised = False
+        if not (exists and exists[0]):
+            need = min(HNSW_MEMORY_CAP, rows * (4 * dimension + _HNSW_NODE_BYTES) * 5 // 4)
+            kb_row = conn.execute(
+                b"SELECT setting::bigint FROM pg_catalog.pg_settings "
+                b"WHERE name = 'maintenance_work_mem'"
+            ).fetchone()
+            if kb_row is not None and need // 1024 > int(kb_row[0]):
+                conn.execute(
+                    b"SELECT pg_catalog.set_config('maintenance_work_mem', %s, false)",
+                    [f"{need // (1024 * 1024) + 1}MB"],
+                )
+                raised = True
+        try:
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {name} ON {side} "
+                    "USING hnsw (embedding {vs}.vector_cosine_ops)"
+                ).format(name=sql.Identifier(name), side=self.side, vs=vs)
+            )
+        finally:
+            if raised:
+                conn.execute(b"RESET maintenance_work_mem")
+
+    def _copy_new(
+        self, cursor: psycopg.Cursor[Any], rows: Sequence[tuple[Any, bytes, Vector]]
+    ) -> None:
+        """COPY ``rows`` (id, text hash, vector) into the side table, none there yet."""
+        model_id = self._embedding().model_id
+        columns = sql.SQL("COPY {} (row_id, text_hash, model_id, embedding) FROM STDIN").format(
+            self.side
+        )
+        if self.binary_types is None:
+            with cursor.copy(columns) as copy:
+                for key, digest, vector in rows:
+                    copy.write_row((key, digest, model_id, _literal(vector)))
+            return
+        with cursor.copy(sql.SQL("{} (FORMAT BINARY)").format(columns)) as copy:
+            copy.set_types(list(self.binary_types))
+            for key, digest, vector in rows:
+                copy.write_row((key, digest, model_id, _Packed.of(vector)))
+
+    def _binary_types(self, vector_schema: str) -> tuple[int, int, int, int] | None:
+        """The oids a binary COPY into the side table sends (id, bytea, text, vector), with a
+        dumper of :class:`_Packed` registered for the vector; ``None`` (COPY as text) when
+        psycopg has no binary dumper for the id's type (a domain, say)."""
+        found = self.conn.execute(_BINARY_TYPES_SQL, [self.table.as_string(None), vector_schema])
+        row = found.fetchone()
+        if row is None or row[0] is None or row[1] is None:  # pragma: no cover - checked before
+            return None
+        id_oid, vector_oid = int(row[0]), int(row[1])
+        try:
+            self.conn.adapters.get_dumper_by_oid(id_oid, Format.BINARY)
+        except psycopg.ProgrammingError:
+            return None
+        self.conn.adapters.register_dumper(_Packed, _packed_dumper(vector_oid))
+        return (id_oid, BYTEA_OID, TEXT_OID, vector_oid)
 
     def _embedding(self) -> Embedder:
         # Only the vector steps ask, and run() takes them only with an embedder.
@@ -263,15 +404,18 @@ class _Indexer:
                 f"spelling correction needs, is not installed either; {PG_TRGM_HOWTO}{howto}"
             )
         self._lock()
+        clock = self.clock = _Clock(started)
         done = 0
-        for batch in self._batches(_WORDS_BATCH):
+        for batch in self._batches(_WORDS_BATCH, "rows read"):
             self._count_words({row[0]: row_text(row[1:]) for row in batch})
             done += len(batch)
             if progress is not None:
                 progress(done, done, 0)
-        words = write_words(
-            self.conn, self.schema, self.table_name, self.columns, self.counts, grant_to
-        )
+        with clock.phase("words"):
+            words = write_words(
+                self.conn, self.schema, self.table_name, self.columns, self.counts, grant_to
+            )
+        seconds, phases = clock.report()
         return IndexReport(
             table=self.table_name,
             side_table=None,  # not created: there is no vector to store
@@ -281,13 +425,18 @@ class _Indexer:
             removed=0,
             model_id="",
             dimension=0,
-            seconds=time.monotonic() - started,
+            seconds=seconds,
             words=words,
             vectors=False,
             note=f"{why}; the words table of spelling correction was built{howto}",
+            phases=phases,
         )
 
     def _count_words(self, texts: Mapping[Any, str]) -> None:
+        with self.clock.phase("words"):
+            self._count_words_now(texts)
+
+    def _count_words_now(self, texts: Mapping[Any, str]) -> None:
         for text in texts.values():
             for word in set(tokens(text)):
                 if is_vocabulary_word(word):
@@ -348,8 +497,9 @@ class _Indexer:
                 )
             )
 
-    def _batches(self, size: int) -> Iterator[list[tuple[Any, ...]]]:
-        """The table's rows (id and text columns) in id order, ``size`` at a time."""
+    def _batches(self, size: int, phase: str) -> Iterator[list[tuple[Any, ...]]]:
+        """The table's rows (id and text columns) in id order, ``size`` at a time; the reads
+        are timed as ``phase``."""
         cols = sql.SQL(", ").join(sql.Identifier(c) for c in self.columns)
         first = sql.SQL("SELECT id, {} FROM {} ORDER BY id LIMIT %s").format(cols, self.table)
         after = sql.SQL("SELECT id, {} FROM {} WHERE id > %s ORDER BY id LIMIT %s").format(
@@ -357,10 +507,11 @@ class _Indexer:
         )
         last: Any = None
         while True:
-            if last is None:
-                rows = self.conn.execute(first, [size]).fetchall()
-            else:
-                rows = self.conn.execute(after, [last, size]).fetchall()
+            with self.clock.phase(phase):
+                if last is None:
+                    rows = self.conn.execute(first, [size]).fetchall()
+                else:
+                    rows = self.conn.execute(after, [last, size]).fetchall()
             if not rows:
                 return
             yield rows
@@ -368,27 +519,31 @@ class _Indexer:
 
     def _store(self, batch: Sequence[tuple[Any, ...]], vs: sql.Identifier) -> tuple[int, int, int]:
         """Embed and upsert the batch's new or changed rows; remove those left without text."""
-        texts = {row[0]: row_text(row[1:]) for row in batch}
+        clock = self.clock
+        with clock.phase("rows read"):
+            texts = {row[0]: row_text(row[1:]) for row in batch}
         self._count_words(texts)
-        stored = {
-            key: (bytes(digest), model)
-            for key, digest, model in self.conn.execute(
-                sql.SQL("SELECT row_id, text_hash, model_id FROM {} WHERE row_id = ANY(%s)").format(
-                    self.side
-                ),
-                [list(texts)],
-            )
-        }
-        empty = [key for key, text in texts.items() if not text and key in stored]
-        changed = {
-            key: (text, digest)
-            for key, text in texts.items()
-            if text
-            and stored.get(key)
-            != ((digest := text_hash(self.columns, text)), self._embedding().model_id)
-        }
-        unchanged = sum(1 for key, text in texts.items() if text and key not in changed)
-        made = self._embedding().embed_rows([text for text, _ in changed.values()])
+        with clock.phase("rows read"):
+            stored = {
+                key: (bytes(digest), model)
+                for key, digest, model in self.conn.execute(
+                    sql.SQL(
+                        "SELECT row_id, text_hash, model_id FROM {} WHERE row_id = ANY(%s)"
+                    ).format(self.side),
+                    [list(texts)],
+                )
+            }
+            empty = [key for key, text in texts.items() if not text and key in stored]
+            changed = {
+                key: (text, digest)
+                for key, text in texts.items()
+                if text
+                and stored.get(key)
+                != ((digest := text_hash(self.columns, text)), self._embedding().model_id)
+            }
+            unchanged = sum(1 for key, text in texts.items() if text and key not in changed)
+        with clock.phase("embedding"):
+            made = self._embedding().embed_rows([text for text, _ in changed.values()])
         # A text without direction (a zero vector) is stored nowhere, as one without text.
         vectors = dict(zip(changed, made, strict=True))
         empty += [key for key, vector in vectors.items() if vector is None and key in stored]
@@ -398,15 +553,26 @@ class _Indexer:
             "text_hash = EXCLUDED.text_hash, model_id = EXCLUDED.model_id, "
             "embedding = EXCLUDED.embedding, embedded_at = now()"
         ).format(side=self.side, vs=vs)
-        with self.conn.transaction(), self.conn.cursor() as cursor:
-            if any(v is not None for v in vectors.values()):
+        model_id = self._embedding().model_id
+        with (
+            clock.phase("rows written"),
+            self.conn.transaction(),
+            self.conn.cursor() as cursor,
+        ):
+            kept = [
+                (key, digest, vector)
+                for key, (_, digest) in changed.items()
+                if (vector := vectors[key]) is not None
+            ]
+            # A row with no side row yet is new: COPY writes those in one stream (no other
+            # run writes the side table meanwhile, the advisory lock sees to it), in binary
+            # when the id's type allows, sparing the vectors' text; a changed one is updated
+            # in place.
+            if new := [row for row in kept if row[0] not in stored]:
+                self._copy_new(cursor, new)
+            if again := [row for row in kept if row[0] in stored]:
                 cursor.executemany(
-                    upsert,
-                    [
-                        (key, digest, self._embedding().model_id, _literal(vector))
-                        for key, (_, digest) in changed.items()
-                        if (vector := vectors[key]) is not None
-                    ],
+                    upsert, [(key, digest, model_id, _literal(v)) for key, digest, v in again]
                 )
             if empty:
                 cursor.execute(
@@ -415,5 +581,31 @@ class _Indexer:
         return sum(v is not None for v in vectors.values()), unchanged, len(empty)
 
 
+class _Packed(bytes):
+    """A vector in pgvector's binary form (``vector_recv``): the dimension and a zero as
+    big-endian int16, then each component as a big-endian float4."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, vector: Sequence[float]) -> _Packed:
+        # float4 by round-to-nearest, as the server's strtof() rounds the text of the float.
+        return cls(struct.pack(f">hh{len(vector)}f", len(vector), 0, *vector))
+
+
+def _packed_dumper(vector_oid: int) -> type[Dumper]:
+    """A binary dumper of :class:`_Packed` as the ``vector`` type of ``vector_oid``."""
+
+    class PackedDumper(Dumper):
+        format = Format.BINARY
+        oid = vector_oid
+
+        def dump(self, obj: Any) -> bytes:
+            return bytes(obj)
+
+    return PackedDumper
+
+
 def _literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(repr(float(v)) for v in vector) + "]"
+    # The vectors are tuples of floats (``normalize``); repr is their shortest exact text.
+    return "[" + ",".join(map(repr, vector)) + "]"

@@ -202,11 +202,13 @@ def measure(
                         {"filter": name, "mode": mode, "p50_s": p50, "p95_s": p95, "legs": legs,
                          "raw_p50_s": raw50, "raw_p95_s": _p95(replayed)}
                     )  # fmt: skip
+    phases = " · ".join(f"{name} {fmt_time(seconds)}" for name, seconds in report.phases.items())
     section.notes.append(
         f"Loaded by COPY in {fmt_time(load_seconds)}; `index_table` embedded and stored "
-        f"{report.rows:,} rows in {fmt_time(report.seconds)} ({rate:,.0f} rows/s)."
+        f"{report.rows:,} rows in {fmt_time(report.seconds)} ({rate:,.0f} rows/s: {phases})."
     )
     figures["index_rows_per_s"] = rate
+    figures["index_phases_s"] = dict(report.phases)
     for extra in more:
         extra.title += f" ({rows:,} inquiries)"
     return SearchReport(section, figures, more)

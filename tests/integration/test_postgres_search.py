@@ -8,6 +8,7 @@ filters take the HNSW path at test sizes, as they would at 100k rows with the de
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import uuid
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from persistence import Filter, Op, create_read_only_facade
-from persistence.admin.index_build import index_table
+from persistence.admin.index_build import PHASES, index_table
 from persistence.backends.postgres import SearchSettings
 from persistence.backends.postgres import search_sql as q
 from persistence.errors import InvalidQueryError, PersistenceError
@@ -437,6 +438,10 @@ class TestIndexStep:
             first = index_table(db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings())
             again = index_table(db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings())
             assert (first.embedded, again.embedded, again.unchanged) == (50, 0, 50)
+            for report in (first, again):
+                assert tuple(report.phases) == PHASES
+                assert sum(report.phases.values()) == pytest.approx(report.seconds)
+            assert first.phases["embedding"] > 0 and first.phases["HNSW"] > 0
             db.execute("UPDATE inquiries SET subject = 'changed' WHERE id = %s", (rows[0][0],))
             db.execute("DELETE FROM inquiries WHERE id = %s", (rows[1][0],))
             db.execute(
@@ -460,6 +465,23 @@ class TestIndexStep:
             )
             assert any("hnsw" in str(row[0]) for row in indexes)
 
+    def test_id_type_without_binary_form_copies_as_text(self, pgvector_server: str) -> None:
+        """An id of a type psycopg sends in no binary form (a domain) is copied as text: the
+        same vectors as binary COPY stores for a plain integer id."""
+        with pgvector_database(pgvector_server) as db:
+            db.execute("CREATE DOMAIN note_id AS integer")
+            for table, kind in (("notes_a", "note_id"), ("notes_b", "integer")):
+                db.execute(f"CREATE TABLE {table} (id {kind} PRIMARY KEY, body text)")
+                db.execute(f"INSERT INTO {table} VALUES (1, 'refund'), (2, 'password locked')")
+                db.execute(f"GRANT SELECT ON {table} TO {db.writer_role}")
+                report = index_table(db.writer_dsn, table, ["body"], HashEmbeddings())
+                assert report.embedded == 2
+            [(same,)] = db.execute(
+                "SELECT bool_and(a.embedding = b.embedding) FROM notes_a_embeddings a "
+                "JOIN notes_b_embeddings b USING (row_id)"
+            )
+            assert same is True
+
     def test_cli_index(self, pgvector_server: str) -> None:
         """``rag-agent index`` reports on stdout, shows progress on stderr, and the reader it
         granted can search by the stored vectors."""
@@ -482,6 +504,11 @@ class TestIndexStep:
             code, out, err = run(*argv)
             assert code == 0, err
             assert '"embedded": 20' in out and "20/20 rows" in err
+            report = json.loads(out)
+            assert list(report["phases"]) == list(PHASES)
+            assert all(seconds >= 0 for seconds in report["phases"].values())
+            assert sum(report["phases"].values()) == pytest.approx(report["seconds"], abs=0.01)
+            assert report["rows_per_s"] > 0
             code, out, _ = run(*argv)
             assert code == 0 and '"embedded": 0' in out
             with _facade(db.reader_dsn) as facade:

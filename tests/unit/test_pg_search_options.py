@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from persistence.admin.index_build import PHASES
 from persistence.backends.postgres import SearchSettings, create_backend
 from persistence.errors import ConfigurationError
 from rag_agent.cli._common import UsageError
-from rag_agent.cli.index import load_embeddings
+from rag_agent.cli.index import load_embeddings, phase_line
 from tests.support.cli import run
 from tests.support.pgvector import HashEmbeddings
 
@@ -55,3 +56,11 @@ class TestIndexCommand:
         """Without --columns and --dsn the command is a usage error (exit 2), nothing runs."""
         code, _, err = run("index", "inquiries")
         assert code == 2 and "--columns" in err
+
+    def test_phase_line_names_every_phase_and_the_rate(self) -> None:
+        """The human report's ``phases`` line: each phase's seconds, then rows per second."""
+        phases = dict.fromkeys(PHASES, 0.0) | {"embedding": 41.23, "HNSW": 12.06}
+        line = phase_line(phases, 1520.4)
+        assert line.startswith("rows read 0.0 s · embedding 41.2 s · rows written 0.0 s")
+        assert "HNSW 12.1 s · words 0.0 s · other 0.0 s" in line
+        assert line.endswith(" · 1,520 rows/s")
