@@ -273,14 +273,20 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RA
                     "rules, queries and reformulations.\n"
                 )
         failed = False
+        # The steps marked as a conversation's turns share one, as `rag-agent chat` does.
+        conversation = agent.conversation()
         for title, text, options in _demo_steps():
+            turn = options.pop("turn", False)
+            if turn:
+                options["conversation"] = conversation
             envelope = agent.run(text, return_json=True, **options)
             failed = failed or error_of(envelope) is not None
             if as_json:
                 out.write(json.dumps({"step": title, "query": text, "envelope": envelope}) + "\n")
                 continue
-            flags = "".join(f" --{k} {v}" for k, v in options.items())
-            out.write(f"\n== {title}\n$ rag-agent ask {json.dumps(text)}{flags}\n")
+            flags = "".join(f" --{k} {v}" for k, v in options.items() if k != "conversation")
+            command = "rag> " + text if turn else f"$ rag-agent ask {json.dumps(text)}{flags}"
+            out.write(f"\n== {title}\n{command}\n")
             emit(envelope, False, out, max_rows=5, backend=args.backend)
     if not as_json:
         out.write(
@@ -332,6 +338,21 @@ def _demo_steps() -> list[tuple[str, str, dict[str, Any]]]:
             "Honest answers: what cannot be applied is reported, never guessed",
             "who is the CTO at the logistics company we met in March?",
             {"limit": 3},
+        ),
+        (
+            "A conversation (rag-agent chat): a first question",
+            "leads at Globex",
+            {"limit": 3, "turn": True},
+        ),
+        (
+            "A follow-up keeps the previous conditions and adds its own",
+            "only the qualified ones",
+            {"limit": 3, "turn": True},
+        ),
+        (
+            "A follow-up reads the related rows of every lead the previous answer matched",
+            "what about their conversations?",
+            {"limit": 3, "turn": True},
         ),
         (
             "No filter and no LLM configured: nothing is returned, never a whole table",

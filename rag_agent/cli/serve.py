@@ -17,8 +17,9 @@ def cmd_mcp(args: argparse.Namespace, out: TextIO, err: TextIO, *, settings: RAG
 
     stdout belongs to the protocol on stdio: everything this command says goes to stderr.
     """
+    # The server module first: without the SDK it raises the error that names the extra.
+    from rag_agent.mcp_server import create_mcp_server, mcp_tools  # noqa: I001
     from rag_agent.mcp_security import HttpSecurity, server_options
-    from rag_agent.mcp_server import create_mcp_server, mcp_tools
 
     # Checked before connecting: a server that must not start touches no database.
     security = HttpSecurity.from_env(os.environ, allowed_hosts=args.allowed_host)
