@@ -3,18 +3,7 @@
 The rows are shipped as package data (``rag_agent/data/<table>.json``), generated from a fixed
 seed by ``scripts/generate_sample.py`` (outside the library: nothing here imports it), so every
 install holds the same rows; a test checks that the shipped files equal the generator's output.
-It is made to show what the retrieval agent does:
-
-- a few thousand ``leads`` over ~100 companies;
-- several companies named "Acme …" with legal suffixes (``Acme Inc.``, ``Acme GmbH``,
-  ``Acme Holdings Ltd`` …) but none named ``Acme Corp``, so "find leads at Acme Corp" finds
-  nothing until the suffix is dropped (the ``shorten_company_suffix`` reformulation);
-- one company (``Globex Corporation``) with several hundred leads, more than the summary
-  threshold, so a query for it returns a truncated page with a summary;
-- realistic gaps (missing phones, titles, scores), as in real CRM data.
-
-Every e-mail address uses the reserved ``.example`` domain and every phone number the fictional
-``555-01xx`` range.
+What the rows show (Acme suffixes, a large Globex, realistic gaps) is told in the script.
 
 Loading::
 

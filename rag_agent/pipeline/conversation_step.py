@@ -20,6 +20,7 @@ from persistence import Filter, InvalidQueryError, Op, ReadOnlyPersistenceFacade
 from persistence.vocabulary import SchemaVocabulary
 from rag_agent.conversation import Conversation, Turn, TurnCondition
 from rag_agent.conversation.followup import FollowUp, merge_conditions, read_follow_up
+from rag_agent.conversation.history import MAX_TURN_IDS
 from rag_agent.envelope import ContextInfo, Envelope, canonical_value
 from rag_agent.pipeline.related_values import route, route_keys
 from rag_agent.runtime.effects import Steps
@@ -143,7 +144,9 @@ def remember(
             limit=meta.limit,
             offset=meta.offset or 0,
             total_count=meta.total_count,
-            ids=tuple(canonical_value(r.provenance.row_id) for r in envelope.records[:500]),
+            ids=tuple(
+                canonical_value(r.provenance.row_id) for r in envelope.records[:MAX_TURN_IDS]
+            ),
             fallback=meta.fallback == "agent",
             answer=answer,
             error=None if error is None else error[:_MAX_ERROR],

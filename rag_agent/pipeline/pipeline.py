@@ -273,7 +273,9 @@ class Pipeline:
         checked_table = table or DEFAULT_TABLE
         # One deadline for every model call of this run: extraction and the fallback share it.
         deadline = LLMDeadline(self.settings.llm_deadline_s)
-        history = () if conversation is None else conversation.history()
+        # Only a model reads the history: without one, none is written out.
+        models = self.extractor is not None or self.fallback is not None
+        history = conversation.history() if conversation is not None and models else ()
         asked_topic = ""
         try:
             yield PREPARE
