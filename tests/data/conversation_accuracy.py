@@ -50,7 +50,7 @@ from tests.data.conversations import (
     conversations,
 )
 from tests.data.conversations_held_out import held_out
-from tests.data.schema_accuracy import ADMIN_DSN, build_agents, row_id
+from tests.data.schema_accuracy import ADMIN_DSN, answer_details, build_agents
 
 __all__ = [
     "SETS",
@@ -174,20 +174,8 @@ def score_turn(turn: Turn, envelope: dict[str, Any]) -> TurnResult:
     """Whether ``envelope`` (``run(..., conversation=..., return_json=True)``) answers ``turn``."""
     meta = envelope.get("metadata") or {}
     records = envelope.get("records") or []
-    total = meta.get("total_count")
-    got = frozenset(row_id(r) for r in records)
-    details = {
-        "total_count": total,
-        "got_ids": got,
-        "filters": tuple(
-            f"{f.get('column')} {f.get('op')} {f.get('value')!r}" for f in meta.get("filters") or ()
-        ),
-        "ignored": tuple(
-            str(i.get("text", i)) if isinstance(i, dict) else str(i)
-            for i in meta.get("ignored") or ()
-        ),
-        "context": meta.get("context"),
-    }
+    details = {**answer_details(envelope), "context": meta.get("context")}
+    total, got = details["total_count"], details["got_ids"]
 
     def result(reason: str) -> TurnResult:
         return TurnResult(turn, not reason, reason, **details)

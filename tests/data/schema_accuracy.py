@@ -214,15 +214,13 @@ def row_id(record: dict[str, Any]) -> str:
     return str(provenance.get("row_id", record.get("id")))
 
 
-def score(question: Question, envelope: dict[str, Any]) -> Result:
-    """Whether ``envelope`` (``run(..., return_json=True)``) answers ``question``."""
+def answer_details(envelope: dict[str, Any]) -> dict[str, Any]:
+    """What a failure shows of an answer: its total, the ids it returned, its filters (as
+    ``column op value``) and what it ignored."""
     meta = envelope.get("metadata") or {}
-    records = envelope.get("records") or []
-    total = meta.get("total_count")
-    got = frozenset(row_id(r) for r in records)
-    details = {
-        "total_count": total,
-        "got_ids": got,
+    return {
+        "total_count": meta.get("total_count"),
+        "got_ids": frozenset(row_id(r) for r in envelope.get("records") or []),
         "filters": tuple(
             f"{f.get('column')} {f.get('op')} {f.get('value')!r}" for f in meta.get("filters") or ()
         ),
@@ -230,8 +228,15 @@ def score(question: Question, envelope: dict[str, Any]) -> Result:
             str(i.get("text", i)) if isinstance(i, dict) else str(i)
             for i in meta.get("ignored") or ()
         ),
-        "count_only": bool(meta.get("count_only")),
     }
+
+
+def score(question: Question, envelope: dict[str, Any]) -> Result:
+    """Whether ``envelope`` (``run(..., return_json=True)``) answers ``question``."""
+    meta = envelope.get("metadata") or {}
+    records = envelope.get("records") or []
+    details = {**answer_details(envelope), "count_only": bool(meta.get("count_only"))}
+    total, got = details["total_count"], details["got_ids"]
 
     def result(reason: str) -> Result:
         return Result(question, not reason, reason, **details)
