@@ -19,14 +19,14 @@ from hypothesis import strategies as st
 
 from tests.conftest import PostgresDatabase, corpus_lines
 from tests.data.hostile_payloads import class_sample
-from tests.faults.worlds import World, envelope_problems, invoke_tool, open_world, seed_leads
+from tests.faults.worlds import World, envelope_problems, open_world, seed_leads
 from tests.security.test_hostile_inputs import (
     METACHARACTERS,
     OWN_CASES,
     STORED_SAMPLE_STEP,
     UNICODE,
-    _tool_cases,
     allowed,
+    tool_problems,
 )
 
 pytestmark = pytest.mark.postgres
@@ -70,24 +70,6 @@ def _run_problems(world: World, value: str) -> list[str]:
     return problems
 
 
-def _tool_problems(world: World, index: int, value: str) -> list[str]:
-    problems = []
-    for name, cases in _tool_cases(value).items():
-        args = cases[index % len(cases)]
-        try:
-            answer = invoke_tool(world.tools[name], args)
-        except Exception as exc:  # the contract under test: this must never happen
-            problems.append(f"{name} {str(args)[:80]} raised {type(exc).__name__}: {exc}")
-            continue
-        if name == "deliver_data":
-            if answer != {"status": "DISABLED"}:
-                problems.append(f"deliver_data answered {answer}")
-            continue
-        found = envelope_problems(answer, world, allowed_errors=allowed(value))
-        problems += [f"{name} {str(args)[:80]}: {p}" for p in found]
-    return problems
-
-
 @pytest.mark.usefixtures("unchanged")
 class TestWithTrigram:
     def test_free_text_of_every_payload_class(self, world: World, values: list[str]) -> None:
@@ -98,7 +80,7 @@ class TestWithTrigram:
 
     def test_every_tool_answers_every_payload_class(self, world: World, values: list[str]) -> None:
         """Each tool answers each class of input, every argument position in turn."""
-        problems = [p for i, value in enumerate(values) for p in _tool_problems(world, i, value)]
+        problems = [p for i, value in enumerate(values) for p in tool_problems(world, i, value)]
         assert problems == []
 
     @settings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -109,4 +91,4 @@ class TestWithTrigram:
         everything = [*corpus_lines(), *OWN_CASES]
         index = data.draw(st.integers(min_value=0, max_value=len(everything) - 1), label="line")
         value = everything[index]
-        assert _run_problems(world, value) + _tool_problems(world, index, value) == []
+        assert _run_problems(world, value) + tool_problems(world, index, value) == []
