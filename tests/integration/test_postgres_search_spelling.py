@@ -104,15 +104,19 @@ def _secret_rows() -> list[dict[str, Any]]:
     return hidden + shown
 
 
+def _index_secret_rows(db: Any) -> None:
+    _load(db.admin_dsn, _secret_rows())
+    index_table(
+        db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+        grant_to=[db.reader_role],
+    )  # fmt: skip
+
+
 def test_no_correction_from_rows_row_level_security_hides(pgvector_server: str) -> None:
     """Under row-level security the words table counts rows the reader cannot see, so it
     corrects nothing (and says why): a reader seeing no 'zanzibar' row never gets the word."""
     with pgvector_database(pgvector_server) as db:
-        _load(db.admin_dsn, _secret_rows())
-        index_table(
-            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
-            grant_to=[db.reader_role],
-        )  # fmt: skip
+        _index_secret_rows(db)
         db.execute("ALTER TABLE inquiries ENABLE ROW LEVEL SECURITY")
         db.execute(
             f"CREATE POLICY shown ON inquiries FOR SELECT TO {db.reader_role} "
@@ -136,11 +140,7 @@ def test_a_filtered_search_is_not_corrected_from_other_rows(pgvector_server: str
     from persistence import Filter, Op
 
     with pgvector_database(pgvector_server) as db:
-        _load(db.admin_dsn, _secret_rows())
-        index_table(
-            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
-            grant_to=[db.reader_role],
-        )  # fmt: skip
+        _index_secret_rows(db)
         inside = [Filter("subject", Op.EQ, "parcel late")]
         with _facade(db.reader_dsn) as facade:
             filtered = facade.search("inquiries", "zanzibr", filters=inside, k=5, mode="keyword")
