@@ -133,6 +133,17 @@ def store() -> Iterator[MemoryStore]:
     yield MemoryStore()
 
 
+@pytest.fixture(scope="module")
+def sample_store() -> MemoryStore:
+    """A memory store holding the bundled sample, every table (governance ones included), one
+    per module."""
+    from rag_agent.ops.sample import load_sample
+
+    sample = MemoryStore()
+    load_sample(sample)
+    return sample
+
+
 @pytest.fixture(autouse=True)
 def _fresh_memory_budgets() -> None:
     """Every test starts with the process-wide memory:// fallback budgets unspent."""

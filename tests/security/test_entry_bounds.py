@@ -32,21 +32,12 @@ from persistence import (
 from persistence.errors import brief_repr
 from persistence.query import MAX_COLUMNS, MAX_NUMBER_DIGITS, MAX_ORDER_KEYS
 from rag_agent import RAGAgent, RAGSettings, create_rag_agent
-from rag_agent.ops.sample import SAMPLE_TABLES, sample_rows
 from rag_agent.tools import build_tools
 from rag_agent.tools.input import MAX_INPUT_CHARS, MAX_TEXT_ARGUMENT_CHARS, bounded
 
 #: The longest error message any refusal here may carry.
 MAX_MESSAGE = 300
 LEAD_COLUMNS = ["id", "email", "company_name", "score", "status", "title", "created_at"]
-
-
-@pytest.fixture(scope="module")
-def sample_store() -> MemoryStore:
-    store = MemoryStore()
-    for table in SAMPLE_TABLES:
-        store.insert(table, sample_rows(table))
-    return store
 
 
 @pytest.fixture(scope="module")

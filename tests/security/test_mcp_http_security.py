@@ -38,7 +38,6 @@ from persistence.policy import BUSINESS_TABLES
 from rag_agent import RAGAgent, RAGSettings
 from rag_agent.mcp_security import MIN_TOKEN_LENGTH, HttpSecurity, StaticTokenVerifier
 from rag_agent.mcp_server import create_mcp_server
-from rag_agent.ops.sample import SAMPLE_TABLES, sample_rows
 from tests.support.mcp import ROOT, free_port, server_env
 
 CLI = (sys.executable, "-m", "rag_agent.cli")
@@ -55,14 +54,6 @@ INITIALIZE = {
         "clientInfo": {"name": "test", "version": "0"},
     },
 }
-
-
-@pytest.fixture(scope="module")
-def sample_store() -> MemoryStore:
-    store = MemoryStore()
-    for table in SAMPLE_TABLES:
-        store.insert(table, sample_rows(table))
-    return store
 
 
 def _agent(backend: MemoryBackend) -> RAGAgent:

@@ -24,7 +24,6 @@ from persistence import (
 from persistence.policy import BUSINESS_TABLES, AccessPolicy
 from persistence.query import Filter, Op, Page, Query
 from rag_agent import FallbackRead, FallbackRequest, FallbackResult, RAGAgent, RAGSettings
-from rag_agent.ops.sample import SAMPLE_TABLES, sample_rows
 from rag_agent.specs import ExtractionRequest, Understanding
 from rag_agent.tools import build_tools
 from rag_agent.untrusted import unwrap_boundary
@@ -71,14 +70,6 @@ class ThreadNotingBackend(MemoryBackend):
     def aggregate(self, query: Query, *args: Any) -> AggregateResult:
         self.threads.append(threading.get_ident())
         return super().aggregate(query, *args)
-
-
-@pytest.fixture(scope="module")
-def sample_store() -> MemoryStore:
-    store = MemoryStore()
-    for table in SAMPLE_TABLES:  # the store's own insert: governance tables included
-        store.insert(table, sample_rows(table))
-    return store
 
 
 def _agent(store: MemoryStore, **hooks: Any) -> tuple[RAGAgent, ThreadNotingBackend]:
