@@ -34,7 +34,7 @@ _MAX_ERROR = 300
 
 def follow_up(
     text: str,
-    conversation: Conversation | None,
+    conversation: Conversation,
     table: str | None,
     given: object,
     now: dt.datetime,
@@ -44,7 +44,7 @@ def follow_up(
 ) -> FollowUp:
     """How ``text`` builds on ``conversation``'s last answer; a question of its own when there
     is none, or when the caller named the table or gave conditions (their question is theirs)."""
-    if conversation is None or table is not None or given is not None:
+    if table is not None or given is not None:
         return FollowUp(text=text)
     last = conversation.last
     if last is None:

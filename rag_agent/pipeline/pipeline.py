@@ -282,10 +282,13 @@ class Pipeline:
             # Learned (or taken from the facade's cache) as a call, so an awaited run learns it
             # off the event loop.
             vocabulary = yield from self.learned_vocabulary()
-            follow = follow_up(
-                text, conversation, table, given, self.now(), vocabulary,
-                self.facade.tables(), self.settings.synonyms,
-            )  # fmt: skip
+            if conversation is not None:  # a question alone pays nothing for conversations
+                follow = follow_up(
+                    text, conversation, table, given, self.now(), vocabulary,
+                    self.facade.tables(), self.settings.synonyms,
+                )  # fmt: skip
+            else:
+                follow = FollowUp(text=text)
             if follow.kind == "page" and follow.offset is not None:
                 # The previous query's window moved; its page size unless the caller gave one.
                 asked_limit = page[0] if page[0] is not None else follow.limit
