@@ -288,6 +288,13 @@ def _check_count(value: object, name: str, *, optional: bool) -> None:
         )
 
 
+def _check_flag(value: object, name: str) -> None:
+    if type(value) is not bool:
+        raise InvalidQueryError(
+            f"{name} must be True or False, not {brief_repr(value)}", field=name
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Query:
     """A read: table, filters (ANDed), projected columns, order, and a page window.
@@ -301,6 +308,9 @@ class Query:
     order: tuple[Order, ...] = ()
     limit: int | None = None
     offset: int = 0
+    #: ``False``: the total may be counted only up to the page's end plus one row (see
+    #: :attr:`Page.total_exact`), which spares a count of every match on a large table.
+    exact_total: bool = True
 
     def __post_init__(self) -> None:
         _check_identifier(self.table, "table")
@@ -328,6 +338,21 @@ class Query:
         object.__setattr__(self, "order", order)
         _check_count(self.limit, "limit", optional=True)
         _check_count(self.offset, "offset", optional=False)
+        _check_flag(self.exact_total, "exact_total")
+
+    @property
+    def counts_every_match(self) -> bool:
+        """Whether the total must be exact: asked so, or no page bound to count up to."""
+        return self.exact_total or self.limit is None
+
+    @property
+    def count_bound(self) -> int | None:
+        """How far a bounded total counts: the page's end plus one row, which tells whether
+        another page follows; ``None`` when every match is counted."""
+        if self.counts_every_match:
+            return None
+        assert self.limit is not None
+        return self.offset + self.limit + 1
 
     def referenced_columns(self) -> frozenset[str]:
         """Every column the query names, for policy and schema checks."""
@@ -336,7 +361,7 @@ class Query:
         return frozenset(names)
 
 
-_QUERY_FIELDS = ("table", "filters", "columns", "order", "limit", "offset")
+_QUERY_FIELDS = ("table", "filters", "columns", "order", "limit", "offset", "exact_total")
 
 
 def _new_query(
@@ -346,12 +371,13 @@ def _new_query(
     order: tuple[Order, ...],
     limit: int | None,
     offset: int,
+    exact_total: bool = True,
 ) -> Query:
     """A ``Query`` of parts that passed its checks already (the facade's read plans), without
     running them again: a dozen identifier matches per read of a wide table."""
     query = object.__new__(Query)
     for name, value in zip(
-        _QUERY_FIELDS, (table, filters, columns, order, limit, offset), strict=True
+        _QUERY_FIELDS, (table, filters, columns, order, limit, offset, exact_total), strict=True
     ):
         object.__setattr__(query, name, value)
     return query
@@ -368,3 +394,7 @@ class Page:
     rows: list[dict[str, Any]] = field(default_factory=list)
     total_count: int = 0
     related_capped: bool = False
+    #: ``False`` when ``total_count`` is a lower bound: a read with ``exact_total=False`` counts
+    #: the matches only up to ``offset + limit + 1``. It is still exact whenever it is below that
+    #: bound, and it exceeds ``offset + len(rows)`` exactly when more rows follow the page.
+    total_exact: bool = True

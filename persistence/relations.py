@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from persistence.errors import ConfigurationError, InvalidQueryError, brief_repr
@@ -314,7 +314,7 @@ def read_with_related(
     does."""
     page = read(query)
     capped = attach(page.rows, plans, fetch)
-    return Page(rows=page.rows, total_count=page.total_count, related_capped=capped)
+    return replace(page, related_capped=capped)
 
 
 def attach(

@@ -14,7 +14,7 @@
     RAG_EMBEDDINGS [none]: none | default | openai:<model> (see rag_agent.pipeline.embeddings)
     RAG_LLM_DEADLINE_S [30]           RAG_MAX_QUESTION_CHARS [4096]
     RAG_FALLBACK_MAX_TOOL_CALLS [8]   RAG_CONVERSATION_MAX_TURNS [20]
-    RAG_CONVERSATION_MAX_TOKENS [800]
+    RAG_CONVERSATION_MAX_TOKENS [800] RAG_EXACT_TOTALS [1]
     RAG_POSTGRES_DSN, SUPABASE_URL, SUPABASE_KEY, OPENAI_API_KEY, OPENAI_BASE_URL,
     RAG_OPENAI_MODEL [gpt-4o-mini]
 
@@ -93,6 +93,10 @@ class RAGSettings(PersistenceSettings):
     default_limit: Count = Field(_DEFAULT_LIMIT, ge=1)
     max_limit: Count = Field(500, ge=1)
     summary_threshold: Count = Field(200, ge=0)
+    #: Off: a page's ``total_count`` is counted only up to the page's end plus one row, so a
+    #: read of many matches stops there instead of counting them all (``metadata.total_exact``
+    #: is then false when the bound was reached). Counts asked for ("how many …") stay exact.
+    exact_totals: Flag = True
     max_fallbacks_per_min: Count = Field(30, ge=0)
     reformulation_max_attempts: Count = Field(3, ge=0)
     cache_disabled: Flag = False

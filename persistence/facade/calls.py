@@ -50,6 +50,7 @@ class ReadOptions(TypedDict, total=False):
     limit: int | None
     offset: int
     include: Iterable[str | Include]
+    exact_total: bool
 
 
 class SearchOptions(TypedDict, total=False):

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any, NamedTuple
 
-from persistence.query import MAX_ORDER_KEYS, Filter, Order
+from persistence.query import MAX_ORDER_KEYS, Filter, Order, Query
 from persistence.values.types import ColumnType
 
 __all__ = ["PLAN_CACHE_SIZE", "ReadPlan", "ReadPlans", "read_shape", "statement_key"]
@@ -111,8 +111,11 @@ def read_shape(
     return (table, tuple(keys), shown, sorts)
 
 
-def statement_key(filters: tuple[Filter, ...]) -> Hashable:
-    """What a statement depends on in coerced filters beyond the shape: each filter's column
-    and operator after coercion (an enum filter may become another operator) and whether an
-    ``is_null`` asks for NULL or for NOT NULL."""
-    return tuple((f.column, f.op, f.value is True) for f in filters)
+def statement_key(query: Query) -> Hashable:
+    """What a statement depends on in a query of coerced filters beyond the shape: each
+    filter's column and operator after coercion (an enum filter may become another operator),
+    whether an ``is_null`` asks for NULL or for NOT NULL, and whether every match is counted."""
+    return (
+        tuple((f.column, f.op, f.value is True) for f in query.filters),
+        query.counts_every_match,
+    )

@@ -39,7 +39,7 @@ from persistence.facade.calls import (
 from persistence.facade.read_plans import ReadPlan, ReadPlans, read_shape, statement_key
 from persistence.facade.versions import data_target, process_versions
 from persistence.policy import AccessPolicy
-from persistence.query import Filter, Order, Page, Query, _check_count, _new_query
+from persistence.query import Filter, Order, Page, Query, _check_count, _check_flag, _new_query
 from persistence.redaction import RedactionPolicy
 from persistence.relations import Include, RelatedPlan, Relation, plan_includes
 from persistence.search import SearchMode, SearchRequest, SearchResult
@@ -335,8 +335,15 @@ class _Reader(Closing):
         limit: int | None = None,
         offset: int = 0,
         include: Iterable[str | Include] = (),
+        exact_total: bool = True,
     ) -> Page:
         """One page of ``table`` matching all ``filters``, with the total number of matches.
+
+        ``exact_total=False`` counts the matches only up to ``offset + limit + 1``: on a large
+        match set a read then stops scanning there instead of counting every match. The page's
+        ``total_count`` is exact below that bound; at it, ``total_exact`` is false and the total
+        is a lower bound that still exceeds the page's end (another page follows). A backend may
+        count exactly anyway (the memory backend does), and says so in ``total_exact``.
 
         Filter values are coerced to their columns' types first (see :meth:`check_filters`).
         ``include`` names relations (:meth:`relations`) whose rows each parent row carries under
@@ -351,7 +358,8 @@ class _Reader(Closing):
         ...     "conversations"]
         """
         options: ReadOptions = {
-            "columns": columns, "order": order, "limit": limit, "offset": offset, "include": include
+            "columns": columns, "order": order, "limit": limit, "offset": offset,
+            "include": include, "exact_total": exact_total,
         }  # fmt: skip
         page: Page = self._perform(self._read_call(table, filters, options))
         return page
@@ -372,7 +380,7 @@ class _Reader(Closing):
         table = self.__policy.check_read(table, "read")
         filters = filters_of(filters)
         columns, order = options.get("columns"), options.get("order", ())
-        window = (options.get("limit"), options.get("offset", 0))
+        window = (options.get("limit"), options.get("offset", 0), options.get("exact_total", True))
         include = options.get("include", ())
         if include == ():
             shape = read_shape(table, filters, columns, order)
@@ -394,7 +402,7 @@ class _Reader(Closing):
         filters: tuple[Filter, ...],
         columns: Sequence[str] | None,
         order: Iterable[Order | str],
-        window: tuple[int | None, int],
+        window: tuple[int | None, int, bool],
         facts: Facts | None = None,
     ) -> tuple[Query, frozenset[str] | None, Mapping[str, ColumnType]]:
         """Every check of a read of the allowed ``table``: the query as the backend gets it,
@@ -406,6 +414,7 @@ class _Reader(Closing):
             order=names_of(order, "order"),  # Query turns names into Order
             limit=window[0],
             offset=window[1],
+            exact_total=window[2],
         )
         query, known, types = self._checked_facts(query, "read", facts)
         if columns is None:
@@ -422,7 +431,7 @@ class _Reader(Closing):
         filters: tuple[Filter, ...],
         columns: Sequence[str] | None,
         order: Iterable[Order | str],
-        window: tuple[int | None, int],
+        window: tuple[int | None, int, bool],
     ) -> tuple[Query, Any]:
         """:meth:`_checked_read` by the shape's plan: the shape's decisions made once, the
         values checked and coerced on every call (see :mod:`persistence.facade.read_plans`);
@@ -434,20 +443,23 @@ class _Reader(Closing):
             facts = self._known(table)
             if plan.current(*facts):
                 # Query's own checks of the values, in its order: limit, offset, the filters'.
-                limit, offset = window
+                limit, offset, exact = window
                 _check_count(limit, "limit", optional=True)
                 _check_count(offset, "offset", optional=False)
+                _check_flag(exact, "exact_total")
                 coerced = coerce_filters(plan.table, filters, facts[1])
-                query = _new_query(plan.table, coerced, plan.columns, plan.order, limit, offset)
+                query = _new_query(
+                    plan.table, coerced, plan.columns, plan.order, limit, offset, exact
+                )
                 reader = plan.reader
-                if reader is not None and statement_key(coerced) != plan.reader_key:
+                if reader is not None and statement_key(query) != plan.reader_key:
                     reader = None  # another statement: the backend's read plans it
                 return query, reader
         query, known, types = self._checked_read(table, filters, columns, order, window, facts)
         prepare = getattr(self.__backend, "read_statement", None)
         # The first read of a shape goes through the backend's own read (and its checks).
         reader = prepare(query) if callable(prepare) else None
-        key = statement_key(query.filters)
+        key = statement_key(query)
         plan = ReadPlan(query.table, query.columns, query.order, known, types, reader, key)
         self._plans.put(shape, plan)
         return query, None

@@ -168,6 +168,8 @@ class PageResult:
     summary: dict[str, Any] | None
     mutable: bool
     related_capped: bool = False
+    #: False when ``total_count`` is a lower bound (see ``facade.read(exact_total=False)``).
+    total_exact: bool = True
     ranking: RankingInfo | None = (
         None  # set when the records are ranked (rag_agent.pipeline.ranking)
     )
@@ -182,6 +184,7 @@ def page_result(
     include_raw: bool,
     summary_threshold: int,
     related_capped: bool = False,
+    total_exact: bool = True,
 ) -> PageResult:
     """Records with provenance for ``rows`` read from ``table``, and their summary if truncated;
     related rows become child records (``related_capped``: the page's total bound cut some)."""
@@ -197,6 +200,7 @@ def page_result(
         summary=summarize_if_truncated(records, total_count, summary_threshold),
         mutable=include_raw or any(_has_containers(r) for r in records),
         related_capped=related_capped,
+        total_exact=total_exact,
     )
 
 
@@ -283,6 +287,7 @@ class Outcome:
     fallback_reads: list[FallbackReadInfo] = field(default_factory=list)
     aggregates: Aggregates | None = None
     related_capped: bool = False
+    total_exact: bool = True
     ranking: RankingInfo | None = None
     context: ContextInfo | None = None
     answer: AnswerInfo | None = None
@@ -328,7 +333,7 @@ class Outcome:
     def take_aggregate(self, result: AggregateResult, retrieved_at: dt.datetime) -> None:
         """Use an aggregate's answer: no records, the rows matched, the groups."""
         self.records, self.summary = [], None
-        self.total_count = result.matched
+        self.total_count, self.total_exact = result.matched, True
         self.retrieved_at = retrieved_at
         self.aggregates = aggregates_info(result)
 
@@ -343,6 +348,7 @@ class Outcome:
         else:
             self.records = list(page.records)
         self.total_count = page.total_count
+        self.total_exact = page.total_exact
         self.related_capped = page.related_capped
         self.ranking = page.ranking
         self.retrieved_at = page.retrieved_at
@@ -353,6 +359,7 @@ class Outcome:
         """Record the error that ended the run: no records."""
         self.error = error_info(exc)
         self.records, self.total_count, self.summary = [], 0, None
+        self.total_exact = True
         self.answer = None
         self.aggregates = None
         self.ranking = None
@@ -386,6 +393,7 @@ def assemble(
         "count_only": True if outcome.count_only else None,
         "count_basis": outcome.count_basis,
         "related_capped": True if outcome.related_capped else None,
+        "total_exact": None if outcome.total_exact else False,
         "reformulation_attempts": outcome.attempts or None,
         "fallback_dropped_ids": outcome.dropped_ids,
         "fallback_reads": outcome.fallback_reads or None,

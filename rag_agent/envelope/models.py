@@ -329,6 +329,13 @@ class Metadata(_Frozen):
         default=None,
         description="True when the bound on related rows in all cut at least one related list.",
     )
+    total_exact: bool | None = Field(
+        default=None,
+        description=(
+            "False when total_count is a lower bound: with exact totals off (RAG_EXACT_TOTALS=0) "
+            "the matches are counted only up to the page's end plus one. Absent: exact."
+        ),
+    )
     summary: dict[str, Any] | None = Field(
         default=None,
         description="Per-column statistics of the returned page, when many rows match.",

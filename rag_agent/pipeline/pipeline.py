@@ -917,11 +917,13 @@ class Pipeline:
                 "limit": query.limit,
                 "offset": query.offset,
                 "include": related,
+                "exact_total": self.settings.exact_totals,
             },
         )
         result = page_result(
             page.rows,
             page.total_count,
+            total_exact=page.total_exact,
             table=query.table,
             retrieved_at=self.now(),
             include_raw=include_raw,

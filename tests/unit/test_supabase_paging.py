@@ -235,3 +235,32 @@ class TestThreads:
         for offset, (ids, total) in zip(range(0, 40, 2), results, strict=True):
             assert ids == list(range(offset + 1, min(offset + 7, 40) + 1))
             assert total == 40
+
+
+class TestBoundedTotal:
+    """``exact_total=False``: no count is asked for; one row past the page tells what follows."""
+
+    @given(
+        count=st.integers(0, 12),
+        limit=st.integers(1, 6),
+        offset=st.integers(0, 14),
+        cap=st.sampled_from([2, 1000]),
+    )
+    def test_against_the_memory_backend(
+        self, count: int, limit: int, offset: int, cap: int
+    ) -> None:
+        store = seeded_store(count)
+        emulator = PostgrestEmulator(store, max_rows=cap)
+        query = Query("leads", limit=limit, offset=offset, exact_total=False)
+        page = backend_over(emulator).read(query)
+        exact = MemoryBackend(store).read(query)
+        assert page.rows == exact.rows
+        assert all(r.headers.get("Prefer") is None for r in emulator.requests)
+        if count <= offset + limit and (count > offset or offset == 0):
+            assert (page.total_count, page.total_exact) == (count, True)
+        elif count > offset + limit:
+            assert (page.total_count, page.total_exact) == (offset + limit + 1, False)
+        else:  # past the end: the rows before the offset are unknown
+            assert (page.total_count, page.total_exact) == (0, False)
+        end = offset + len(page.rows)
+        assert (page.total_count > end) == (count > end)

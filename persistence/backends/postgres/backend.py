@@ -16,6 +16,7 @@ connection, and the cached catalog is replaced, never mutated.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -232,7 +233,8 @@ class PostgresBackend(Closing):
         reader = self._shape_reader(query)
         # Values are coerced on every call (the facade's come back as they were).
         filters = coerce_filters(query.table, query.filters, reader.entry.types)
-        return Plan(reader.statement, reader.params(filters, query), "read", reader.parse)
+        params = reader.params(filters, query)
+        return Plan(reader.statement, params, "read", lambda rows: reader.parse(rows, query))
 
     def _shape_reader(self, query: Query) -> ShapeReader:
         """The statement of ``query``'s shape, its columns checked against the catalog."""
@@ -245,6 +247,7 @@ class PostgresBackend(Closing):
             tuple((f.column, f.op, f.value is True) for f in query.filters),
             query.columns,
             query.order,
+            query.counts_every_match,
         )
         reader = self._statements.get(shape)
         if reader is None or reader.entry is not entry:
@@ -290,7 +293,7 @@ class PostgresBackend(Closing):
             return [] if plan is None else list(await self._aselect(plan))
 
         capped = await adrive(attach_steps(page.rows, plans), fetch)
-        return Page(rows=page.rows, total_count=page.total_count, related_capped=capped)
+        return dataclasses.replace(page, related_capped=capped)
 
     def _children(self, plan: RelatedPlan, parents: Sequence[Row], budget: int) -> list[Row]:
         planned = self._children_plan(plan, parents, budget)

@@ -40,23 +40,27 @@ class ShapeReader:
         """The statement's values for ``query``, with its ``filters`` as coerced."""
         return _pg_sql.read_params(query, filters, probe=self.probe)
 
-    def parse(self, rows: list[Any]) -> Page:
-        """Rows ``(total, hit, *columns)`` as a page: no row but the total when none matched."""
+    def parse(self, rows: list[Any], query: Query) -> Page:
+        """Rows ``(total, hit, *columns)`` of ``query`` as a page: no row but the total when none
+        matched. A bounded total is exact below its bound (see :func:`_pg_sql.build_read`)."""
         columns = self.columns
+        total = int(rows[0][0]) if rows else 0
+        bound = query.count_bound
         return Page(
             rows=[dict(zip(columns, row[2:], strict=True)) for row in rows if row[1] is not None],
-            total_count=int(rows[0][0]) if rows else 0,
+            total_count=total,
+            total_exact=bound is None or total < bound,
         )
 
     def read(self, query: Query) -> Page:
         """``query``, of this shape, its values coerced already: one round trip."""
         params = self.params(query.filters, query)
-        return self.parse(self._connections.select(self.statement, params, "read"))
+        return self.parse(self._connections.select(self.statement, params, "read"), query)
 
     async def aread(self, query: Query) -> Page:
         """:meth:`read` over the awaitable pool."""
         params = self.params(query.filters, query)
-        return self.parse(await self._async.select(self.statement, params, "read"))
+        return self.parse(await self._async.select(self.statement, params, "read"), query)
 
 
 class Plan(NamedTuple):

@@ -33,6 +33,11 @@ key in its order to find the page: on a uuid key, every row fetched at random (3
 sequential scan). Where an index serves a filter the plain statement is kept: there the probe
 would be a third index scan, for nothing.
 
+A read with ``exact_total=False`` counts only up to the page's end plus one row: the count's
+subquery becomes ``(SELECT 1 FROM t WHERE w LIMIT offset + limit + 1)``, and the probing form
+answers the probe's own row count. The total is then exact below that bound and a lower bound at
+it, which still tells whether another page follows.
+
 Chosen over ``count(*) OVER ()`` by measurement (see docs/backends/postgres.md): it returns the
 total even when the page is past the end, and lets PostgreSQL use an index for ``ORDER BY ...
 LIMIT`` instead of sorting every match to evaluate the window.
@@ -153,12 +158,25 @@ def build_read(
     where = _where(query.filters)
     order = _order(query, has_id)
     projected = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+    # A bounded total counts the matches up to the page's end plus one (its own LIMIT): the
+    # scan stops there, where counting every match reads every matching row.
+    counted = sql.SQL(
+        "{table}{where}"
+        if query.counts_every_match
+        else "(SELECT 1 FROM {table}{where} LIMIT %s) AS b"
+    )
     if not probe:
         return sql.SQL(
-            "SELECT c.total, p.* FROM (SELECT count(*) AS total FROM {table}{where}) AS c "
+            "SELECT c.total, p.* FROM (SELECT count(*) AS total FROM {counted}) AS c "
             "LEFT JOIN LATERAL (SELECT 1 AS hit, {columns} FROM {table}{where}{order} "
             "LIMIT %s OFFSET %s) AS p ON true"
-        ).format(table=table, where=where, columns=projected, order=order)
+        ).format(
+            counted=counted.format(table=table, where=where),
+            table=table,
+            where=where,
+            columns=projected,
+            order=order,
+        )
     # The probe keeps what the page's projection and its order need, and nothing else: a role
     # granted SELECT on some columns only can still read.
     needed = list(dict.fromkeys([*columns, *(o.column for o in query.order)]))
@@ -167,8 +185,7 @@ def build_read(
     return sql.SQL(
         "WITH probe AS MATERIALIZED (SELECT {needed} FROM {table}{where} LIMIT %s), "
         "s AS (SELECT count(*) AS n, coalesce(count(*) < %s, true) AS complete FROM probe) "
-        "SELECT CASE WHEN s.complete THEN s.n ELSE (SELECT count(*) FROM {table}{where}) END "
-        "AS total, p.* FROM s LEFT JOIN LATERAL ("
+        "SELECT {total} AS total, p.* FROM s LEFT JOIN LATERAL ("
         "(SELECT 1 AS hit, {columns} FROM probe WHERE s.complete{order} LIMIT %s OFFSET %s) "
         "UNION ALL "
         "(SELECT 1 AS hit, {columns} FROM {table}{where_incomplete}{order} LIMIT %s OFFSET %s)"
@@ -180,6 +197,12 @@ def build_read(
         columns=projected,
         order=order,
         where_incomplete=_where(query.filters, sql.SQL("NOT s.complete")),
+        # A bounded total is the probe's row count: the probe stops at the same bound.
+        total=sql.SQL(
+            "CASE WHEN s.complete THEN s.n ELSE (SELECT count(*) FROM {table}{where}) END"
+            if query.counts_every_match
+            else "s.n"
+        ).format(table=table, where=where),
     )
 
 
@@ -191,10 +214,14 @@ def read_params(
     offset. Probing: the probe's, the count's and the ordered page's filters, the probe's bound
     (NULL, no bound, without a limit), then each page's limit and offset."""
     values = filter_params(query.filters if filters is None else filters)
-    limit, offset = query.limit, query.offset
+    limit, offset, counted = query.limit, query.offset, query.count_bound
     if not probe:
+        if counted is not None:
+            return [*values, counted, *values, limit, offset]
         return [*values, *values, limit, offset]
     bound = None if limit is None else offset + limit + 1
+    if counted is not None:
+        return [*values, bound, bound, limit, offset, *values, limit, offset]
     return [*values, bound, bound, *values, limit, offset, *values, limit, offset]
 
 

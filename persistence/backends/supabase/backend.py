@@ -15,6 +15,7 @@ the only other state is a per-table cache of column names, filled once).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -262,8 +263,7 @@ class SupabaseBackend(Closing):
             *base,
             ("order", order_param(query.order)),
         ]
-        rows, total = yield from self._page_steps(query, params, base)
-        return Page(rows=rows, total_count=total)
+        return (yield from self._page_steps(query, params, base))
 
     def relations(self) -> tuple[Relation, ...]:
         """The declared relations (``relations=``), else the foreign keys the API's OpenAPI
@@ -290,9 +290,8 @@ class SupabaseBackend(Closing):
         terms, embedded_params = embedding(plans, self.relations())
         select = f"{select_param(query.columns)},{terms}"
         params = [("select", select), *base, *embedded_params, ("order", order_param(query.order))]
-        rows, total = yield from self._page_steps(query, params, base)
-        capped = attach(rows, plans, embedded)
-        return Page(rows=rows, total_count=total, related_capped=capped)
+        page = yield from self._page_steps(query, params, base)
+        return dataclasses.replace(page, related_capped=attach(page.rows, plans, embedded))
 
     def count(self, table: str, filters: Sequence[Filter]) -> int:
         return self._client.drive(self._count_steps(table, filters))
@@ -366,10 +365,11 @@ class SupabaseBackend(Closing):
         rows, _, _ = yield from self._fetch(probe, params, 0, None, operation)
         return [row for row in rows if all(p(row) for p in predicates)]
 
-    def _page_steps(
-        self, query: Query, params: Params, base: Params
-    ) -> Steps[Exchange, tuple[list[Row], int]]:
-        """The page ``params`` ask for and the number of rows matching ``base``."""
+    def _page_steps(self, query: Query, params: Params, base: Params) -> Steps[Exchange, Page]:
+        """The page ``params`` ask for and the number of rows matching ``base`` (bounded: see
+        :meth:`_bounded_page_steps`)."""
+        if not query.counts_every_match:
+            return (yield from self._bounded_page_steps(query, params))
         rows, total, ended = yield from self._fetch(
             query, params, query.offset, query.limit, "read"
         )
@@ -382,10 +382,30 @@ class SupabaseBackend(Closing):
                 if known
                 else (yield from self._total(query.table, base, "read"))
             )
-        return rows, total
+        return Page(rows=rows, total_count=total)
+
+    def _bounded_page_steps(self, query: Query, params: Params) -> Steps[Exchange, Page]:
+        """The page and one row past it, without a count: the total is the rows known to match
+        (see :attr:`Page.total_exact`), which tells whether another page follows."""
+        limit, offset = query.limit, query.offset
+        assert limit is not None  # a read without a limit counts every match
+        rows, _, _ = yield from self._fetch(query, params, offset, limit + 1, "read", count=False)
+        if not rows and offset:
+            # Past the end: nothing is known of the rows before the offset.
+            return Page(rows=[], total_count=0, total_exact=False)
+        return Page(
+            rows=rows[:limit], total_count=offset + len(rows), total_exact=len(rows) <= limit
+        )
 
     def _fetch(
-        self, query: Query, params: Params, offset: int, limit: int | None, operation: str
+        self,
+        query: Query,
+        params: Params,
+        offset: int,
+        limit: int | None,
+        operation: str,
+        *,
+        count: bool = True,
     ) -> Steps[Exchange, Window]:
         return window_steps(
             self._client,
@@ -396,7 +416,7 @@ class SupabaseBackend(Closing):
             limit=limit,
             page_size=self._page_size,
             max_rows=self._max_read_rows,
-            count_mode=self._count_mode,
+            count_mode=self._count_mode if count else None,
             columns=query.referenced_columns(),
         )
 

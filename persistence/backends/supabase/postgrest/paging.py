@@ -66,7 +66,7 @@ def window_steps(
     offset: int,
     limit: int | None,
     page_size: int,
-    count_mode: CountMode,
+    count_mode: CountMode | None,
     columns: Iterable[str] = (),
     max_rows: int = MAX_READ_ROWS,
 ) -> Steps[Exchange, Window]:
@@ -76,7 +76,7 @@ def window_steps(
     Bounded: more than ``max_rows`` rows for one read (a filter the server cannot apply exactly,
     re-checked here, over a large table), or an answer whose ``Content-Range`` starts elsewhere
     than the offset asked for (a gateway ignoring ``offset``), is a ``BackendError`` rather than
-    a read that downloads a table or never ends.
+    a read that downloads a table or never ends. ``count_mode`` ``None`` asks for no count.
     """
     rows: list[dict[str, Any]] = []
     total: int | None = None
@@ -91,7 +91,7 @@ def window_steps(
             table,
             operation,
             [*params, *window, ("limit", str(ask))],
-            headers={"Prefer": f"count={count_mode}"} if first else None,
+            headers={"Prefer": f"count={count_mode}"} if first and count_mode else None,
             columns=columns,
             past_end_ok=True,
         )
