@@ -7,8 +7,11 @@ Scenarios (all a page of 50 plus the total count, the shape the pipeline asks fo
 
 For each: raw psycopg runs the exact statement and values the backend sends, on one autocommit
 connection with a reused cursor (the floor); ``facade.read`` and ``RAGAgent.run`` (cache off) go
-through the library; the peer runs the same statement as text. Also: ``run()`` cache hit vs miss,
-round trips per call (counted on the wire, see ``wire.py``) and threaded throughput.
+through the library; the peer runs the same statement as text. For ``icontains`` also: the
+peer running the SQL a model writes for it (:data:`PEER_OWN_SQL`: the first 50 matches, no
+count, no order), and ``RAGAgent.run`` with bounded totals (``RAG_EXACT_TOTALS=0``). Also:
+``run()`` cache hit vs miss, round trips per call (counted on the wire, see ``wire.py``) and
+threaded throughput.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from tests.benchmarks.peer import PeerTool, inline
 from tests.benchmarks.wire import counting_dsn
 
 PAGE = 50
+#: What a model asks LangChain's SQL tool for "leads at Globex": the first rows it finds, in no
+#: order, and no count.
+PEER_OWN_SQL = "SELECT * FROM leads WHERE company_name ILIKE '%globex%' LIMIT 50"
 #: The index ``rag-agent doctor`` recommends for ``company_name icontains``.
 TRGM_INDEX = create_statement("public", "leads", "company_name", IndexKind.TRIGRAM)
 
@@ -68,6 +74,7 @@ class Clients:
     facade: ReadOnlyPersistenceFacade
     agent: RAGAgent  # cache off
     cached_agent: RAGAgent
+    bounded_agent: RAGAgent  # cache off, totals counted up to the page's end plus one
     raw: psycopg.Connection[Any]
     peer: PeerTool | None
 
@@ -75,6 +82,7 @@ class Clients:
         self.facade.close()
         self.agent.facade.close()
         self.cached_agent.facade.close()
+        self.bounded_agent.facade.close()
         self.raw.close()
         if self.peer is not None:
             self.peer.close()
@@ -87,6 +95,11 @@ def open_clients(db: ScratchDatabase, *, with_peer: bool) -> Clients:
         facade=create_read_only_facade(kind="postgres", dsn=dsn),
         agent=create_rag_agent(kind="postgres", dsn=dsn, settings=RAGSettings(cache_disabled=True)),
         cached_agent=create_rag_agent(kind="postgres", dsn=dsn, settings=RAGSettings()),
+        bounded_agent=create_rag_agent(
+            kind="postgres",
+            dsn=dsn,
+            settings=RAGSettings(cache_disabled=True, exact_totals=False),
+        ),
         raw=psycopg.connect(dsn, autocommit=True),
         peer=PeerTool(dsn) if with_peer else None,
     )
@@ -136,15 +149,47 @@ def contenders(clients: Clients, scenario: Scenario) -> dict[str, Callable[[], o
         "facade.read": read,
         "RAGAgent.run": run,
     }
+    scan = scenario.filters[0].op is Op.ICONTAINS
+    if scan:
+        bounded = clients.bounded_agent
+
+        def run_bounded() -> object:
+            return bounded.run(scenario.question, return_json=True)
+
+        calls["RAGAgent.run, bounded total"] = run_bounded
     if clients.peer is not None:
         peer, text = clients.peer, inline(statement, params)
         calls["peer tool"] = lambda: peer.query(text)
+        if scan:
+            calls["peer tool, own SQL"] = lambda: peer.query(PEER_OWN_SQL)
     # The same answer everywhere, or the comparison means nothing.
     expected = facade.read("leads", scenario.filters, limit=PAGE).total_count
     assert int(raw()[0][0]) == expected  # type: ignore[index]
     envelope = agent.run(scenario.question, return_json=True)
     assert envelope["metadata"]["total_count"] == expected, envelope["metadata"]
+    if scan:
+        page = run_bounded()["metadata"]  # type: ignore[index]
+        assert page["total_count"] == min(expected, PAGE + 1), page
     return calls
+
+
+def blocks_read(clients: Clients, scenario: Scenario) -> dict[str, int]:
+    """Shared buffers each statement touches (``EXPLAIN (ANALYZE, BUFFERS)``, hit or read): the
+    library's page with its exact total, with a bounded total, and the peer's own SQL."""
+    conn = clients.raw
+    found = {}
+    for name, exact in (("exact total", True), ("bounded total", False)):
+        query = Query("leads", scenario.filters, limit=PAGE, offset=0, exact_total=exact)
+        found[name] = _plan_blocks(conn, *raw_statement(query, conn))
+    found["peer's own SQL"] = _plan_blocks(conn, PEER_OWN_SQL.encode(), None)
+    return found
+
+
+def _plan_blocks(conn: psycopg.Connection[Any], statement: bytes, params: Any) -> int:
+    row = conn.execute(b"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, params).fetchone()
+    assert row is not None
+    plan = row[0][0]["Plan"]  # the top node's buffers include its children's
+    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
 
 
 def time_scenario(clients: Clients, scenario: Scenario, *, quick: bool) -> dict[str, Stats]:
