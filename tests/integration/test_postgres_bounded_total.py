@@ -7,6 +7,7 @@ filter); and the statement no longer counts every match.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -150,3 +151,19 @@ class TestAgentWithBoundedTotals:
     def test_a_count_is_exact(self, agent: RAGAgent) -> None:
         meta = agent.run("how many leads at Bound", return_json=True)["metadata"]
         assert meta["total_count"] == MATCHES and "total_exact" not in meta
+
+
+def test_aread_bounds_the_total_as_read_does(db: PostgresDatabase) -> None:
+    filters = [Filter("company_name", Op.EQ, "Bound")]
+    with create_read_only_facade(kind="postgres", dsn=db.reader_dsn) as reader:
+        blocking = reader.read("leads", filters, limit=10, offset=5, exact_total=False)
+
+        async def main() -> Any:
+            try:
+                return await reader.aread("leads", filters, limit=10, offset=5, exact_total=False)
+            finally:
+                await reader.aclose()
+
+        awaited = asyncio.run(main())
+    assert awaited == blocking
+    assert (blocking.total_count, blocking.total_exact) == (16, False)
