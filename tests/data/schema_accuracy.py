@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import secrets
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from rag_agent import RAGAgent
 from rag_agent.settings import RAGSettings
 from tests.data import second_schema
 from tests.data.schema_questions import CLASSES, NOW, SCHEMAS, Question, questions, schema_rows
+from tests.support.leftovers import scratch_name
 
 __all__ = ["LIMIT", "Report", "Result", "build_agents", "evaluate", "row_id", "score"]
 
@@ -167,7 +167,8 @@ def _scratch_database(admin_dsn: str) -> Iterator[str]:
     import psycopg
     from psycopg.conninfo import make_conninfo
 
-    name = f"rag_schema_acc_{secrets.token_hex(4)}"
+    # Named as the suite names what it makes: a killed run's database is swept at the next start.
+    name = scratch_name("schema_acc")
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}".encode())
     try:

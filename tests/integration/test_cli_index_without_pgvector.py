@@ -5,7 +5,6 @@ extension it refuses, saying how to get both. A scratch database, created and dr
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from psycopg.conninfo import make_conninfo
 from rag_agent.cli import EXIT_OK, EXIT_USAGE
 from tests.conftest import POSTGRES_ADMIN_DSN, require_service
 from tests.support.cli import run
+from tests.support.leftovers import scratch_name
 
 pytestmark = pytest.mark.postgres
 
@@ -24,13 +24,14 @@ HASH_EMBEDDINGS = "tests.support.pgvector:HashEmbeddings"
 
 @pytest.fixture
 def scratch() -> Iterator[tuple[str, psycopg.Connection[Any]]]:
-    """An empty database ``rag_index_<hex>`` holding a small ``notes`` table; dropped after."""
+    """An empty database holding a small ``notes`` table (named by :func:`scratch_name`, so a
+    killed run's is swept at the next start); dropped after."""
     try:
         admin = psycopg.connect(POSTGRES_ADMIN_DSN, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError:
         require_service(False, f"PostgreSQL not reachable at {POSTGRES_ADMIN_DSN!r}")
         raise
-    name = f"rag_index_{secrets.token_hex(4)}"
+    name = scratch_name("index")
     with admin:
         admin.execute(f"CREATE DATABASE {name}".encode())
     dsn = make_conninfo(POSTGRES_ADMIN_DSN, dbname=name)

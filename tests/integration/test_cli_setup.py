@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from rag_agent.cli import main
 from rag_agent.cli.setup import reader_dsn
 from rag_agent.ops.sample import SAMPLE_TABLES, sample_rows
 from tests.conftest import POSTGRES_ADMIN_DSN, require_service
+from tests.support.leftovers import scratch_name
 
 pytestmark = pytest.mark.postgres
 
@@ -29,12 +29,13 @@ def _admin() -> psycopg.Connection[Any] | None:
 
 @pytest.fixture
 def scratch() -> Iterator[tuple[str, str]]:
-    """An empty database ``rag_setup_<hex>`` and a role name for it; both dropped after."""
+    """An empty database and a role name for it, named as the suite names what it makes (a
+    killed run's are swept at the next start); both dropped after."""
     admin = _admin()
     require_service(admin is not None, f"PostgreSQL not reachable at {POSTGRES_ADMIN_DSN!r}")
     assert admin is not None
-    suffix = secrets.token_hex(4)
-    name, role = f"rag_setup_{suffix}", f"rag_setup_{suffix}_reader"
+    name = scratch_name("setup")
+    role = f"{name}_reader"
     with admin:
         admin.execute(f"CREATE DATABASE {name}".encode())
     try:

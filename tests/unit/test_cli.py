@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ from rag_agent.ops.sample import SAMPLE_TABLES, sample_rows
 from rag_agent.settings import RAGSettings
 from tests.conftest import require_service
 from tests.support.cli import run
+from tests.support.leftovers import scratch_name
 from tests.support.postgrest import fake_key
 
 
@@ -313,7 +313,7 @@ def postgres_dsn() -> Iterator[str]:
     except psycopg.OperationalError as exc:
         require_service(False, f"PostgreSQL not reachable at {base}: {exc}")
         raise
-    name = f"rag_cli_{uuid.uuid4().hex[:12]}"
+    name = scratch_name("cli")
     from psycopg import sql
 
     with admin:
