@@ -87,7 +87,8 @@ def format_envelope(
     total = meta.get("total_count", len(records))
     offset = meta.get("offset") or 0
     status = [f"{backend}: {source}" if backend else source]
-    status.append(f"{total} match{'es' if total != 1 else ''}")
+    at_least = "at least " if meta.get("total_exact") is False else ""
+    status.append(f"{at_least}{total} match{'es' if total != 1 else ''}")
     if meta.get("count_only"):
         status.append("count only")
     if records:

@@ -10,6 +10,7 @@ gains nothing from a hash. :func:`compact_view` keeps what a model acts on:
     {
       "table": "leads",                 # the table read (or "agent" for fallback answers)
       "total_count": 12,                # rows matching, not the page length
+      "total_exact": false,             # only with bounded totals: total_count is a lower bound
       "rows": [{"id": 1, ...}],         # each row's own columns only (no provenance);
                                         #   related rows nested as {"related": {name: [rows]}}
       "has_more": true,                 # paging: more rows after this page,
@@ -75,7 +76,7 @@ def compact_view(envelope: Envelope | Mapping[str, Any]) -> dict[str, Any]:
     records = data.get("records") or []
     if records:
         view["rows"] = compact_records(records)
-    for key in ("has_more", "next_offset"):
+    for key in ("total_exact", "has_more", "next_offset"):
         if metadata.get(key) is not None:
             view[key] = metadata[key]
     if metadata.get("filters"):

@@ -222,6 +222,11 @@ class TestRendering:
         assert "error: TableNotAllowedError: no" in text
         assert text.splitlines()[0].startswith("persistence.leads · 0 matches")
 
+    def test_a_bounded_total_reads_as_at_least(self) -> None:
+        meta = {"source": "persistence.leads", "total_count": 51, "total_exact": False}
+        text = format_envelope({"metadata": meta, "records": []})
+        assert text.splitlines()[0].startswith("persistence.leads · at least 51 matches")
+
     def test_envelope_with_records_and_summary(self) -> None:
         """Preferred lead columns come first; summaries and reformulations are shown."""
         envelope = {

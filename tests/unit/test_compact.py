@@ -57,6 +57,14 @@ def own_columns(record: dict[str, Any]) -> dict[str, Any]:
 
 
 class TestCompactView:
+    def test_a_bounded_total_says_so(self) -> None:
+        """A model must know a total is a lower bound; an exact one carries no flag."""
+        meta = {"source": "persistence.leads", "total_count": 51, "has_more": True}
+        exact = compact_view({"metadata": meta, "records": []})
+        bounded = compact_view({"metadata": {**meta, "total_exact": False}, "records": []})
+        assert "total_exact" not in exact
+        assert bounded["total_exact"] is False and bounded["total_count"] == 51
+
     def test_rows_are_the_records_without_provenance(self, tools: dict[str, Any]) -> None:
         """Each row is its record's own columns; paging hints and applied filters are kept."""
         message = call(tools["query_leads"], {"company": "Acme", "limit": 2})
