@@ -99,7 +99,8 @@ def _search(db: PgvectorDatabase, table: str, words: str, k: int) -> tuple[list[
             kind="postgres",
             dsn=db.reader_dsn,
             embeddings=HashEmbeddings(),
-            search=SearchSettings(exact_rows=50),
+            # Every match a candidate: the order compared is then the whole ranking's.
+            search=SearchSettings(exact_rows=50, keyword_candidates=1_000),
         ) as facade,
         capture_logs() as logs,
     ):
