@@ -18,8 +18,11 @@ policy lets it read every one of them) and by which model (a search embedding wi
 or dimension is refused, never ranked wrongly). Runs are idempotent and incremental: a row is
 embedded again only when its text hash or the model changed; rows deleted from ``T`` or left
 without text are removed; a new dimension rebuilds the side table. The reader role needs
-``GRANT SELECT ON T_embeddings TO reader`` (``grant_to=`` does it). pgvector must be installed by
-the database owner (``CREATE EXTENSION vector``): this step never creates an extension.
+``GRANT SELECT ON T_embeddings TO reader`` (``grant_to=`` does it). Each run also brings
+``T_documents``, the keyword leg's stored documents, up to date
+(:mod:`persistence.backends.postgres.documents`; the reader needs SELECT on it too).
+pgvector must be installed by the database owner (``CREATE EXTENSION vector``): this step
+never creates an extension.
 
 Without pgvector (or with ``embeddings=None``) it builds what it can: the words table of
 spelling correction, which needs only pg_trgm; the report's ``vectors`` is then false and its
@@ -50,6 +53,7 @@ try:
     from psycopg.adapt import Dumper
     from psycopg.pq import Format
 
+    from persistence.backends.postgres.documents import documents_table, write_documents
     from persistence.backends.postgres.errors import translate
     from persistence.backends.postgres.vectors import embeddings_table, row_text, text_hash
     from persistence.backends.postgres.words import trgm_installed, words_table, write_words
@@ -111,9 +115,10 @@ WHERE a.attrelid = pg_catalog.to_regclass(%s) AND a.attname = 'embedding' AND NO
 #: The phases of a run, in the order :attr:`IndexReport.phases` lists them: reading the rows
 #: and comparing their text hashes with the stored ones; embedding the new or changed rows;
 #: writing their vectors (and removing the side rows of deleted or emptied rows); building the
-#: HNSW index; counting the words and writing the words table; ``other``: the rest (catalog
-#: checks, grants, ``ANALYZE``).
-PHASES = ("rows read", "embedding", "rows written", "HNSW", "words", "other")
+#: HNSW index; counting the words and writing the words table; bringing the documents table
+#: (the keyword leg's stored documents) up to date; ``other``: the rest (catalog checks, grants,
+#: ``ANALYZE``).
+PHASES = ("rows read", "embedding", "rows written", "HNSW", "words", "documents", "other")
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,19 +187,28 @@ def index_table(
     grant_to: Sequence[str] = (),
     progress: Progress | None = None,
     connect_timeout: float = 10.0,
+    text_search_config: str = "english",
 ) -> IndexReport:
     """Store the vectors of ``table``'s rows (the text of ``columns``) in its side table and
     build the HNSW index; see the module docstring. ``progress(done, total, embedded)`` is
     called after each batch. Without pgvector, or with ``embeddings=None``, only the words
-    table is built (it needs pg_trgm). Errors: ``ConfigurationError`` for a missing table or
-    column, or when neither extension is installed; the ``BackendError`` family for what the
-    server refuses."""
+    table is built (it needs pg_trgm). The documents table (the keyword leg's stored documents,
+    :mod:`persistence.backends.postgres.documents`) is written in either case, parsed with
+    ``text_search_config`` (the search's own, ``english`` by default). Errors:
+    ``ConfigurationError`` for a missing table or column, or when neither extension is
+    installed; the ``BackendError`` family for what the server refuses."""
     if not columns:
         raise ConfigurationError("index: name at least one text column to embed")
     if type(batch_size) is not int or batch_size <= 0:
         raise ConfigurationError(f"batch_size must be a positive int, not {batch_size!r}")
+    parts = text_search_config.split(".")
+    if not (1 <= len(parts) <= 2 and all(p.isidentifier() for p in parts)):
+        raise ConfigurationError(
+            f"index: text_search_config must be a configuration name such as 'english', "
+            f"not {text_search_config!r}"
+        )
     side = embeddings_table(table)
-    for extra in (side, words_table(table)):
+    for extra in (side, words_table(table), documents_table(table)):
         if len(extra.encode()) > 63:
             raise ConfigurationError(f"index: table name {table!r} is too long for {extra!r}")
     embedder = (
@@ -208,9 +222,9 @@ def index_table(
     try:
         with psycopg.connect(dsn, connect_timeout=max(1, round(connect_timeout))) as conn:
             conn.autocommit = True
-            return _Indexer(conn, schema, table, side, tuple(columns), embedder).run(
-                batch_size, grant_to, progress, started
-            )
+            indexer = _Indexer(conn, schema, table, side, tuple(columns), embedder)
+            indexer.config = text_search_config
+            return indexer.run(batch_size, grant_to, progress, started)
     except psycopg.Error as exc:
         raise translate(exc, "index") from exc
 
@@ -238,6 +252,10 @@ class _Indexer:
         self.clock = _Clock(time.monotonic())
         #: The oids of a binary COPY into the side table, ``None`` to COPY as text.
         self.binary_types: tuple[int, int, int, int] | None = None
+        #: The text search configuration the stored documents are parsed with.
+        self.config = "english"
+        #: The id column's type (``format_type``), known once the table is checked.
+        self.id_type = ""
 
     def run(
         self, batch_size: int, grant_to: Sequence[str], progress: Progress | None, started: float
@@ -245,7 +263,7 @@ class _Indexer:
         conn = self.conn
         self.clock = clock = _Clock(started)
         row = conn.execute(_EXTENSION_SQL).fetchone()
-        id_type = self._check_table()
+        id_type = self.id_type = self._check_table()
         embedder = self.embedder
         if row is None or embedder is None:
             return self._words_only(row is None, grant_to, progress, started)
@@ -284,6 +302,7 @@ class _Indexer:
             words = write_words(
                 conn, self.schema, self.table_name, self.columns, self.counts, grant_to
             )
+        self._documents(grant_to)
         seconds, phases = clock.report()
         return IndexReport(
             table=self.table_name,
@@ -415,6 +434,7 @@ class _Indexer:
             words = write_words(
                 self.conn, self.schema, self.table_name, self.columns, self.counts, grant_to
             )
+        self._documents(grant_to)
         seconds, phases = clock.report()
         return IndexReport(
             table=self.table_name,
@@ -431,6 +451,20 @@ class _Indexer:
             note=f"{why}; the words table of spelling correction was built{howto}",
             phases=phases,
         )
+
+    def _documents(self, grant_to: Sequence[str]) -> None:
+        """Bring the documents table up to date, on the server (the documents are PostgreSQL's
+        own parse of each row's text, so no row travels)."""
+        with self.clock.phase("documents"):
+            write_documents(
+                self.conn,
+                self.schema,
+                self.table_name,
+                self.id_type,
+                self.columns,
+                self.config,
+                grant_to,
+            )
 
     def _count_words(self, texts: Mapping[Any, str]) -> None:
         with self.clock.phase("words"):

@@ -62,5 +62,5 @@ class TestIndexCommand:
         phases = dict.fromkeys(PHASES, 0.0) | {"embedding": 41.23, "HNSW": 12.06}
         line = phase_line(phases, 1520.4)
         assert line.startswith("rows read 0.0 s · embedding 41.2 s · rows written 0.0 s")
-        assert "HNSW 12.1 s · words 0.0 s · other 0.0 s" in line
+        assert "HNSW 12.1 s · words 0.0 s · documents 0.0 s · other 0.0 s" in line
         assert line.endswith(" · 1,520 rows/s")

@@ -5,7 +5,9 @@ filters, on every page, so the pages of one search are windows of one fused orde
 hard constraints inside every leg):
 
 * ``keyword``: full text over the allowed text columns, ``ts_rank(document, query, 1)`` over a
-  bounded candidate set (:mod:`persistence.backends.postgres.search_sql`);
+  bounded candidate set (:mod:`persistence.backends.postgres.search_sql`), each candidate's
+  document read from the documents table ``rag-agent index`` writes while the row's text is
+  unchanged (:mod:`persistence.backends.postgres.documents`), computed otherwise;
 * ``trigram``: pg_trgm's ``word_similarity`` over short text columns
   (:func:`persistence.search.text.is_short_text_column`), threshold 0.6; skipped, and said so,
   without pg_trgm;
@@ -40,6 +42,7 @@ from psycopg import sql
 
 from persistence.backends.postgres import search_sql as q
 from persistence.backends.postgres.catalog import Table
+from persistence.backends.postgres.documents import documents_table, usable
 from persistence.backends.postgres.pool import Connections
 from persistence.backends.postgres.sql import build_count, filter_params
 from persistence.backends.postgres.vectors import (
@@ -84,6 +87,8 @@ class _Facts:
     column_dimension: int | None
     #: pgvector 0.8 brought ``hnsw.iterative_scan``; before it only the exact fallback helps.
     iterative: bool = False
+    #: The documents table's description, when it exists and this role may read it.
+    documents: str | None = None
 
 
 @dataclass(slots=True)
@@ -236,7 +241,7 @@ class PostgresSearch:
                 if trgm is not None:
                     cursors["trigram"] = self._trigram(run, short, topical_text(text, table), trgm)
                 if keyword:
-                    cursors["keyword"] = self._keyword(run, text_columns, keyword)
+                    cursors["keyword"] = self._keyword(run, facts, table, text_columns, keyword)
                 if stored and run.refined is None:
                     assert source is not None and vector is not None and embedder is not None
                     cursors["feedback"] = self._nearest(
@@ -303,8 +308,9 @@ class PostgresSearch:
     def _probe(self, cursor: psycopg.Cursor[Any], table: str) -> _Facts:
         side = sql.Identifier(self._schema, embeddings_table(table)).as_string(None)
         base = sql.Identifier(self._schema, table).as_string(None)
+        docs = sql.Identifier(self._schema, documents_table(table)).as_string(None)
         column = self.settings.vector_columns.get(table, ("", ""))[0]
-        row = cursor.execute(q.probe_statement(), [column, side, base]).fetchall()[0]
+        row = cursor.execute(q.probe_statement(), [column, side, base, docs]).fetchall()[0]
         meta: dict[str, Any] | None = None
         if row[3]:
             try:
@@ -312,21 +318,31 @@ class PostgresSearch:
                 meta = parsed if isinstance(parsed, dict) else None
             except ValueError:
                 meta = None
-        return _Facts(row[0], row[1], row[2], meta, bool(row[4]), row[5], at_least(row[6], 0, 8))
+        return _Facts(
+            row[0], row[1], row[2], meta, bool(row[4]), row[5], at_least(row[6], 0, 8), row[7]
+        )
 
     # --- legs ------------------------------------------------------------------------------------
 
     def _keyword(
-        self, run: _Run, columns: Sequence[str], terms: Sequence[str]
+        self, run: _Run, facts: _Facts, table: str, columns: Sequence[str], terms: Sequence[str]
     ) -> psycopg.Cursor[Any]:
         config = self.settings.text_search_config
         indexed = self._indexed(run, columns)
+        # The stored documents serve only a search over the very columns, in the same order,
+        # with the same configuration: another document would rank differently.
+        stored = (
+            sql.Identifier(self._schema, documents_table(table))
+            if usable(facts.documents, columns, config)
+            else None
+        )
         statement = q.build_keyword(
-            run.table, run.filters, columns, config, len(terms), indexed=indexed
+            run.table, run.filters, columns, config, len(terms), indexed=indexed, stored=stored
         )
         candidates = max(self.settings.keyword_candidates, run.depth)
         params = q.keyword_params(run.filters, terms, candidates, run.depth, indexed=indexed)
         run.path["keyword_index"] = indexed
+        run.path["stored_documents"] = stored is not None
         return run.cursor.connection.cursor().execute(statement, params)
 
     def _indexed(self, run: _Run, columns: Sequence[str]) -> bool:

@@ -33,6 +33,7 @@ __all__ = [
     "build_texts",
     "build_trigram",
     "document",
+    "document_text",
     "keyword_params",
     "probe_statement",
 ]
@@ -50,8 +51,9 @@ def _where_and(filters: Sequence[Filter], extra: sql.Composable | None) -> sql.C
     return where + (sql.SQL(" AND ") if filters else sql.SQL(" WHERE ")) + extra
 
 
-def document(columns: Sequence[str], config: str, alias: str | None = None) -> sql.Composable:
-    """The keyword leg's ``tsvector`` over ``columns`` (see the module docstring)."""
+def document_text(columns: Sequence[str], alias: str | None = None) -> sql.Composable:
+    """The text the keyword document parses: ``columns`` joined by a space (see the module
+    docstring)."""
     # Cast to text: on an enum column ``''`` is no valid label (22P02); on a text column the
     # cast is no node at all, so an index on ``coalesce(col, '')`` still serves the document.
     parts = [
@@ -60,9 +62,28 @@ def document(columns: Sequence[str], config: str, alias: str | None = None) -> s
         )
         for c in columns
     ]
+    return sql.SQL(" || ' ' || ").join(parts)
+
+
+def document(columns: Sequence[str], config: str, alias: str | None = None) -> sql.Composable:
+    """The keyword leg's ``tsvector`` over ``columns`` (see the module docstring)."""
     return sql.SQL("pg_catalog.to_tsvector(CAST({} AS pg_catalog.regconfig), {})").format(
-        sql.Literal(config), sql.SQL(" || ' ' || ").join(parts)
+        sql.Literal(config), document_text(columns, alias)
     )
+
+
+def _ranked_document(
+    columns: Sequence[str], config: str, stored: sql.Identifier | None
+) -> sql.Composable:
+    """The document a candidate of alias ``t`` is ranked by: with ``stored`` (a documents table
+    joined as ``s``, :mod:`persistence.backends.postgres.documents`), its stored document
+    while the row's text is the one it was made of, else (and without one) computed now."""
+    computed = document(columns, config, "t")
+    if stored is None:
+        return computed
+    return sql.SQL(
+        "CASE WHEN s.source = pg_catalog.md5({text}) THEN s.document ELSE {computed} END"
+    ).format(text=document_text(columns, "t"), computed=computed)
 
 
 def _tsquery(config: str, terms: int) -> sql.Composable:
@@ -81,26 +102,41 @@ def build_keyword(
     terms: int,
     *,
     indexed: bool,
+    stored: sql.Identifier | None = None,
 ) -> sql.Composed:
     """The keyword leg: ids, best first, by ``ts_rank(document, query, 1)`` (length-normalised),
     then id.
 
-    ``indexed`` (a GIN index serves the document): ranking recomputes each candidate's document,
+    ``indexed`` (a GIN index serves the document): ranking needs each candidate's document,
     so candidates are first bounded cheaply, from the index alone: at most ``per_word`` rows per
     word (one index lookup each), the rows among them matching the most words first, then by
     id; values: :func:`keyword_params`. Otherwise
-    every filtered row's document is computed once, and every match ranked; values: the
-    filters', the words, the words again, the depth.
+    every filtered row's document is taken once, and every match ranked; values: the
+    filters', the words, the words again, the depth. ``stored``: the table's documents table,
+    whose documents are read instead of computed where still current (:func:`_ranked_document`).
     """
+    ranked = _ranked_document(columns, config, stored)
+    joined = (
+        sql.SQL("")
+        if stored is None
+        else sql.SQL(" LEFT JOIN {} AS s ON s.row_id = t.id").format(stored)
+    )
     if not indexed:
+        # A subquery keeps the filters' column names apart from the documents table's (and
+        # reads only the columns the search may read).
         return sql.SQL(
-            "WITH docs AS MATERIALIZED (SELECT id, {doc} AS d FROM {table}{where}) "
+            "WITH docs AS MATERIALIZED (SELECT t.id, {doc} AS d "
+            "FROM (SELECT id{columns} FROM {table}{where}) AS t{joined}) "
             "SELECT id FROM docs WHERE d @@ {query} "
             "ORDER BY pg_catalog.ts_rank(d, {query}, 1) DESC, id LIMIT %s"
         ).format(
-            doc=document(columns, config),
+            doc=ranked,
+            columns=sql.SQL("").join(
+                sql.SQL(", {}").format(sql.Identifier(c)) for c in columns if c != "id"
+            ),
             table=table,
             where=_where(filters),
+            joined=joined,
             query=_tsquery(config, terms),
         )
     # Each word brings at most %s rows: a word most rows contain would otherwise cost a heap
@@ -114,12 +150,13 @@ def build_keyword(
     return sql.SQL(
         "WITH hits AS ({hits}), candidates AS (SELECT id FROM hits GROUP BY id "
         "ORDER BY pg_catalog.count(*) DESC, id LIMIT %s) "
-        "SELECT t.id FROM {table} AS t JOIN candidates AS c ON c.id = t.id "
+        "SELECT t.id FROM {table} AS t JOIN candidates AS c ON c.id = t.id{joined} "
         "ORDER BY pg_catalog.ts_rank({doc}, {query}, 1) DESC, t.id LIMIT %s"
     ).format(
         hits=sql.SQL(" UNION ALL ").join([single] * terms),
         table=table,
-        doc=document(columns, config, "t"),
+        joined=joined,
+        doc=ranked,
         query=_tsquery(config, terms),
     )
 
@@ -308,7 +345,8 @@ def build_texts(
 
 # One round trip tells what the search may use: the schemas pgvector and pg_trgm live in (NULL
 # when not installed), and the side table's vector dimension, HNSW index and description (NULL
-# when it does not exist or is not readable), a vector column's dimension, pgvector's version.
+# when it does not exist or is not readable), a vector column's dimension, pgvector's version,
+# and the documents table's description (NULL when it does not exist or is not readable).
 _PROBE = """
 SELECT
   (SELECT n.nspname FROM pg_catalog.pg_extension e
@@ -325,13 +363,16 @@ SELECT
           WHERE x.indrelid IN (s.oid, b.oid) AND am.amname = 'hnsw'),
   (SELECT a.atttypmod FROM pg_catalog.pg_attribute a
      WHERE a.attrelid = b.oid AND a.attname = %s AND NOT a.attisdropped),
-  (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname = 'vector')
+  (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname = 'vector'),
+  CASE WHEN d.oid IS NOT NULL AND pg_catalog.has_table_privilege(d.oid, 'SELECT')
+       THEN pg_catalog.obj_description(d.oid, 'pg_class') END
 FROM (SELECT pg_catalog.to_regclass(%s) AS oid) AS s,
-     (SELECT pg_catalog.to_regclass(%s) AS oid) AS b
+     (SELECT pg_catalog.to_regclass(%s) AS oid) AS b,
+     (SELECT pg_catalog.to_regclass(%s) AS oid) AS d
 """
 
 
 def probe_statement() -> bytes:
-    """Values: the vector column's name (or ``''``), the side table's and the table's
-    qualified names."""
+    """Values: the vector column's name (or ``''``), the side table's, the table's and the
+    documents table's qualified names."""
     return _PROBE.encode()

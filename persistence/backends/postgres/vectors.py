@@ -77,7 +77,7 @@ class SearchSettings:
     )
     exact_rows: int = 2_000
     rerank_rows: int = 2_000
-    keyword_candidates: int = 500
+    keyword_candidates: int = 200
 
     def __post_init__(self) -> None:
         parts = self.text_search_config.split(".")
