@@ -18,6 +18,7 @@ from typing import Any
 
 from persistence.search.text import FRAMING_WORDS
 from persistence.vocabulary import ColumnWords, SchemaVocabulary, TableWords, stem, stems
+from rag_agent.understanding.rules.tokens import PhraseIndex, phrase_index
 
 __all__ = ["ROLE_WORDS", "SYNONYMS", "Lexicon", "ValueSense", "lexicon_of"]
 
@@ -102,13 +103,20 @@ class Lexicon:
     #: the columns matched value by value (see :func:`_is_category`)
     categories: frozenset[str] = frozenset()
     _phrases: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict, repr=False)
+    _indexes: dict[str, PhraseIndex] = field(default_factory=dict, repr=False, compare=False)
+    _folded: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
     _triggers: frozenset[str] | None = field(default=None, repr=False)
+    _numeric: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    _booleans: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.roles = _roles(self.table, self.columns)
         self.categories = frozenset(
             c.name for c in self.columns.values() if _is_category(self.roles, c)
         )
+        # The columns are fixed for the lexicon's life: told apart once, not per question.
+        self._numeric = tuple(c.name for c in self.columns.values() if c.is_numeric)
+        self._booleans = tuple(c.name for c in self.columns.values() if c.is_boolean)
 
     def has(self, column: str) -> bool:
         return column in self.columns
@@ -128,11 +136,11 @@ class Lexicon:
 
     @property
     def numeric(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns.values() if c.is_numeric)
+        return self._numeric
 
     @property
     def booleans(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns.values() if c.is_boolean)
+        return self._booleans
 
     def date_column(self, verbs: Iterable[str]) -> tuple[str | None, str | None]:
         """The date column ``verbs`` (stems of the text's words) name, else the table's
@@ -157,6 +165,24 @@ class Lexicon:
         known = self._phrases.get(column)
         if known is None:
             known = self._phrases[column] = self._column_phrases(column)
+        return known
+
+    def phrase_index(self, column: str) -> PhraseIndex:
+        """:meth:`column_phrases` of ``column`` by first stem (see :func:`.tokens.phrase_at`)."""
+        known = self._indexes.get(column)
+        if known is None:
+            known = self._indexes[column] = phrase_index(self.column_phrases(column))
+        return known
+
+    def folded_values(self, column: str) -> frozenset[str]:
+        """The learned text values of ``column``, case-folded (empty when none is learned)."""
+        known = self._folded.get(column)
+        if known is None:
+            values = self.columns[column].values
+            known = frozenset(
+                v.casefold() for v in values or () if isinstance(v, str)
+            ) if isinstance(values, tuple) else frozenset()  # fmt: skip
+            self._folded[column] = known
         return known
 
     @property

@@ -20,8 +20,6 @@ from rag_agent.understanding.rules.lexicon import Lexicon, lexicon_of
 __all__ = ["Reading", "plural"]
 
 _MASK = "\x00"
-# The pre-check regexes of :meth:`Reading.may_hold`, by word list (module constants: bounded).
-_NEEDS: dict[tuple[str, ...], re.Pattern[str]] = {}
 
 
 def plural(table: str) -> str:
@@ -60,12 +58,7 @@ class Reading:
         """Whether the text may hold one of ``words`` (lower case), read case-insensitively:
         ``False`` only when none occurs, so a rule whose every match holds one can be skipped."""
         folded = self._folded
-        if folded is None:
-            return True
-        regex = _NEEDS.get(words)
-        if regex is None:  # one regex per word list, the literal words as alternatives
-            regex = _NEEDS[words] = re.compile("|".join(map(re.escape, words)))
-        return regex.search(folded) is not None
+        return folded is None or any(word in folded for word in words)
 
     @property
     def lexicon(self) -> Lexicon:
