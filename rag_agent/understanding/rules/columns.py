@@ -22,13 +22,13 @@ from rag_agent.understanding.rules.lexicon import (
     OFF_WORDS,
     Lexicon,
     ValueSense,
-    lexicon_of,
 )
 from rag_agent.understanding.rules.reading import Reading, plural
 from rag_agent.understanding.rules.tokens import (
     NEGATING_PREFIXES,
     PhraseIndex,
     Token,
+    all_start_stems,
     phrase_at,
     positions,
     start_stems,
@@ -121,7 +121,9 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
     for name in sorted(reading.vocabulary.tables, key=lambda table: table not in named):
         if name == lexicon.table:
             continue
-        other = lexicon_of(reading.vocabulary, name, reading.synonyms)
+        other = reading.lexicon_of(name)
+        if other.triggers.isdisjoint(all_start_stems(reading.text)):
+            continue  # no word of the text may start one of its phrases
         tokens = _tokens(reading.text)
         for i, token in enumerate(tokens):
             if (
@@ -396,9 +398,8 @@ def _unknown_values(reading: Reading, lexicon: Lexicon) -> None:
     """``status won`` where ``won`` is no value of the column: reported with the values."""
     tokens = _tokens(reading.text)
     at = positions(reading.text)
-    for column in lexicon.columns.values():
-        phrase = column.stems
-        if not lexicon.is_category(column.name) or not phrase:
+    for column, phrase in lexicon.category_stems:
+        if not phrase:
             continue
         for i in at.get(phrase[0], ()):  # only where the column's name may start
             length = len(phrase)
@@ -604,7 +605,7 @@ def _missing(reading: Reading, lexicon: Lexicon) -> None:
         if present:
             continue
         for name in reading.vocabulary.tables:
-            other = lexicon_of(reading.vocabulary, name, reading.synonyms)
+            other = reading.lexicon_of(name)
             for column in other.columns.values():
                 if column.is_key or lexicon.has(column.name):
                     continue

@@ -20,7 +20,16 @@ from persistence.search.text import FRAMING_WORDS
 from persistence.vocabulary import ColumnWords, SchemaVocabulary, TableWords, stem, stems
 from rag_agent.understanding.rules.tokens import PhraseIndex, phrase_index
 
-__all__ = ["ROLE_WORDS", "SYNONYMS", "Lexicon", "ValueSense", "lexicon_of"]
+__all__ = [
+    "ROLE_WORDS",
+    "SYNONYMS",
+    "Lexicon",
+    "SynonymsKey",
+    "ValueSense",
+    "lexicon_of",
+    "lexicon_with",
+    "synonyms_key",
+]
 
 #: Generic CRM language: a word → values it may mean. Applied only where one of the targets
 #: is a learned value of a column; the caller's ``synonyms`` extend it.
@@ -106,6 +115,10 @@ class Lexicon:
     _indexes: dict[str, PhraseIndex] = field(default_factory=dict, repr=False, compare=False)
     _folded: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
     _triggers: frozenset[str] | None = field(default=None, repr=False)
+    #: the category columns in catalog order, each with the stems of its name
+    category_stems: tuple[tuple[ColumnWords, tuple[str, ...]], ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
     _numeric: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
     _booleans: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
 
@@ -115,6 +128,9 @@ class Lexicon:
             c.name for c in self.columns.values() if _is_category(self.roles, c)
         )
         # The columns are fixed for the lexicon's life: told apart once, not per question.
+        self.category_stems = tuple(
+            (c, c.stems) for c in self.columns.values() if c.name in self.categories
+        )
         self._numeric = tuple(c.name for c in self.columns.values() if c.is_numeric)
         self._booleans = tuple(c.name for c in self.columns.values() if c.is_boolean)
 
@@ -294,10 +310,19 @@ def _roles(table: str, columns: Mapping[str, ColumnWords]) -> dict[str, tuple[st
     return {role: tuple(names) for role, names in roles.items()}
 
 
+#: Caller synonyms in a hashable, canonical form (see :func:`synonyms_key`).
+SynonymsKey = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def synonyms_key(synonyms: Mapping[str, Iterable[str]] | None) -> SynonymsKey:
+    """``synonyms`` as :func:`lexicon_with` takes them: sorted, lower-cased words."""
+    return tuple(sorted((k.lower(), tuple(v)) for k, v in (synonyms or {}).items()))
+
+
 @functools.lru_cache(maxsize=256)
-def _lexicon(
-    vocabulary: SchemaVocabulary, table: str, synonyms: tuple[tuple[str, tuple[str, ...]], ...]
-) -> Lexicon:
+def lexicon_with(vocabulary: SchemaVocabulary, table: str, synonyms: SynonymsKey) -> Lexicon:
+    """The :class:`Lexicon` of ``table`` with the :func:`synonyms_key` ``synonyms`` (cached per
+    vocabulary: a reading that asks for several tables' words keys its synonyms once)."""
     words = vocabulary.table(table)
     lexicon = Lexicon(table, words.columns if words is not None else {}, words)
     merged = dict(SYNONYMS)
@@ -311,5 +336,4 @@ def lexicon_of(
     vocabulary: SchemaVocabulary, table: str, synonyms: Mapping[str, Iterable[str]] | None = None
 ) -> Lexicon:
     """The :class:`Lexicon` of ``table`` in ``vocabulary`` (cached per vocabulary)."""
-    extra = tuple(sorted((k.lower(), tuple(v)) for k, v in (synonyms or {}).items()))
-    return _lexicon(vocabulary, table, extra)
+    return lexicon_with(vocabulary, table, synonyms_key(synonyms))

@@ -15,7 +15,7 @@ from typing import Any
 from persistence import Op
 from persistence.vocabulary import SchemaVocabulary
 from rag_agent.specs import Condition, Ignored, Through
-from rag_agent.understanding.rules.lexicon import Lexicon, lexicon_of
+from rag_agent.understanding.rules.lexicon import Lexicon, lexicon_with, synonyms_key
 
 __all__ = ["Reading", "plural"]
 
@@ -48,6 +48,7 @@ class Reading:
         # Lower-cased once, for the cheap pre-checks of :meth:`may_hold`; ``None`` when the text
         # is not ASCII (case-insensitive matching then has cases ``lower`` does not show).
         self._folded = self.original.lower() if self.original.isascii() else None
+        self._synonyms = synonyms_key(self.synonyms)  # keyed once, for every table's words
 
     @property
     def may_capitalise(self) -> bool:
@@ -58,15 +59,24 @@ class Reading:
         """Whether the text may hold one of ``words`` (lower case), read case-insensitively:
         ``False`` only when none occurs, so a rule whose every match holds one can be skipped."""
         folded = self._folded
-        return folded is None or any(word in folded for word in words)
+        if folded is None:
+            return True
+        for word in words:  # noqa: SIM110 (a plain loop: no generator per call, run ~20 times)
+            if word in folded:
+                return True
+        return False
 
     @property
     def lexicon(self) -> Lexicon:
         """The words of the table being read, from the database's vocabulary."""
         kept = self._lexicon
         if kept is None or kept.table != self.table:
-            kept = self._lexicon = lexicon_of(self.vocabulary, self.table, self.synonyms)
+            kept = self._lexicon = self.lexicon_of(self.table)
         return kept
+
+    def lexicon_of(self, table: str) -> Lexicon:
+        """The words of any ``table`` of the vocabulary, with this reading's synonyms."""
+        return lexicon_with(self.vocabulary, table, self._synonyms)
 
     @property
     def known(self) -> bool:

@@ -23,6 +23,7 @@ __all__ = [
     "NEGATING_PREFIXES",
     "PhraseIndex",
     "Token",
+    "all_start_stems",
     "phrase_at",
     "phrase_index",
     "positions",
@@ -86,6 +87,13 @@ def start_stems(word: str) -> frozenset[str]:
         if word.startswith(prefix)
     )
     return frozenset(found)
+
+
+@functools.lru_cache(maxsize=16)
+def all_start_stems(text: str) -> frozenset[str]:
+    """:func:`start_stems` of every token of ``text``: no phrase whose first stem is not here
+    starts anywhere in it."""
+    return frozenset().union(*(start_stems(token.text) for token in tokens(text)))
 
 
 def phrase_index(phrases: Iterable[tuple[str, ...]]) -> PhraseIndex:
