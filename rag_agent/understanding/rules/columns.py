@@ -26,15 +26,12 @@ from rag_agent.understanding.rules.lexicon import (
 from rag_agent.understanding.rules.reading import Reading, plural
 from rag_agent.understanding.rules.tokens import (
     NEGATING_PREFIXES,
+    WORD_RE,
     PhraseIndex,
     Token,
-    all_start_stems,
     phrase_at,
-    positions,
     start_stems,
-    starts_in,
 )
-from rag_agent.understanding.rules.tokens import tokens as _tokens
 from rag_agent.understanding.rules.vocabulary import TABLE_WORDS
 
 __all__ = ["read_columns", "report_other_tables"]
@@ -117,14 +114,15 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
     # Tables the text names come first: "linkedin campaigns" is the campaigns' channel. A value
     # is read through another table only when the text names it and a foreign key joins the two
     # ("leads of software clients"); else it is reported ("find leads from linkedin").
-    named = {TABLE_WORDS[t.text] for t in _tokens(reading.original) if t.text in TABLE_WORDS}
+    said = (word.lower() for word in WORD_RE.findall(reading.original))
+    named = {TABLE_WORDS[word] for word in said if word in TABLE_WORDS}
     for name in sorted(reading.vocabulary.tables, key=lambda table: table not in named):
         if name == lexicon.table:
             continue
         other = reading.lexicon_of(name)
-        if other.triggers.isdisjoint(all_start_stems(reading.text)):
+        if other.triggers.isdisjoint(reading.words.start_stems):
             continue  # no word of the text may start one of its phrases
-        tokens = _tokens(reading.text)
+        tokens = reading.words.tokens
         for i, token in enumerate(tokens):
             if (
                 not _may_start(other, token)  # the cheapest test first: most words start none
@@ -285,7 +283,7 @@ def _prefix_start(text: str, start: int) -> int:
 
 
 def _values(reading: Reading, lexicon: Lexicon) -> None:
-    tokens = _tokens(reading.text)
+    tokens = reading.words.tokens
     stems_ = [t.stem for t in tokens]
     found: list[tuple[int, int, list[ValueSense], bool]] = []
     i = 0
@@ -396,8 +394,8 @@ def _inside(token: Token, span: tuple[int, int]) -> bool:
 
 def _unknown_values(reading: Reading, lexicon: Lexicon) -> None:
     """``status won`` where ``won`` is no value of the column: reported with the values."""
-    tokens = _tokens(reading.text)
-    at = positions(reading.text)
+    tokens = reading.words.tokens
+    at = reading.words.positions
     for column, phrase in lexicon.category_stems:
         if not phrase:
             continue
@@ -481,7 +479,7 @@ def _column_word_after(lexicon: Lexicon, tokens: Sequence[Token], index: int, co
 
 
 def _flags(reading: Reading, lexicon: Lexicon) -> None:
-    tokens = _tokens(reading.text)
+    tokens = reading.words.tokens
     for column in lexicon.booleans:
         phrases = lexicon.phrase_index(column)
         for i, token in enumerate(tokens):
@@ -505,7 +503,7 @@ def _flags(reading: Reading, lexicon: Lexicon) -> None:
                 continue
             reading.add(column, Op.EQ, value)
             reading.claim(tokens[begin].start, end)
-            tokens = _tokens(reading.text)
+            tokens = reading.words.tokens
             break
 
 
@@ -530,8 +528,8 @@ def _number(raw: str, unit: str | None) -> int | Decimal | None:
 def _numbers(reading: Reading, lexicon: Lexicon) -> None:
     for column in lexicon.numeric:
         phrases = lexicon.phrase_index(column)
-        tokens = _tokens(reading.text)
-        for i in starts_in(reading.text, phrases):
+        tokens = reading.words.tokens
+        for i in reading.words.starts_in(phrases):
             length = phrase_at(tokens, i, phrases)
             if not length:
                 continue
@@ -584,7 +582,7 @@ def _compare(
 def _missing(reading: Reading, lexicon: Lexicon) -> None:
     """``without a phone`` → ``is_null``; ``with a title`` → ``is_null False``; a column only
     another table has is reported ("campaigns without a phone")."""
-    tokens = _tokens(reading.text)
+    tokens = reading.words.tokens
     for i, token in enumerate(tokens):
         pair = i + 1 < len(tokens) and tokens[i + 1].text == "no"
         present = token.text in {"with", "having"} and not pair

@@ -16,6 +16,7 @@ from persistence import Op
 from persistence.vocabulary import SchemaVocabulary
 from rag_agent.specs import Condition, Ignored, Through
 from rag_agent.understanding.rules.lexicon import Lexicon, lexicon_with, synonyms_key
+from rag_agent.understanding.rules.tokens import Words, tokenize, unclaimed
 
 __all__ = ["Reading", "plural"]
 
@@ -42,6 +43,9 @@ class Reading:
     conditions: list[Condition] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
     through: list[Through] = field(default_factory=list)
+    _words: Words | None = field(default=None, repr=False, compare=False)
+    #: Spans claimed since :attr:`words` was last read.
+    _claimed: list[tuple[int, int]] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.text = self.text or self.original
@@ -90,7 +94,25 @@ class Reading:
 
     def claim(self, start: int, end: int) -> None:
         """Mark ``[start, end)`` as read."""
+        if self._words is not None:
+            if 0 <= start <= end <= len(self.text):
+                self._claimed.append((start, end))
+            else:  # not a span of the text: its words are read afresh when next asked for
+                self._words = None
         self.text = self.text[:start] + _MASK * (end - start) + self.text[end:]
+
+    @property
+    def words(self) -> Words:
+        """The words of the unclaimed text: tokenised once, then kept up to date claim by
+        claim (see :func:`~rag_agent.understanding.rules.tokens.unclaimed`)."""
+        words = self._words
+        if words is None:
+            words = self._words = Words(tokenize(self.text))
+            self._claimed.clear()
+        elif self._claimed:
+            words = self._words = Words(unclaimed(words.tokens, self.text, self._claimed))
+            self._claimed.clear()
+        return words
 
     def span(self, start: int, end: int) -> str:
         """The original words of ``[start, end)``, whitespace collapsed."""

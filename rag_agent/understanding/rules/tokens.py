@@ -6,8 +6,10 @@ words, per rule and per question; instead each set of phrases is indexed once (b
 stem, longest phrase first: :func:`phrase_index`, cached by the lexicon that owns the phrases)
 and a position is answered by one dict look-up (:func:`phrase_at`).
 
-The rules claim spans of the text as they read it (NUL characters), so the same request is
-tokenised in several states; :func:`tokens` keeps the few states one question needs.
+The rules claim spans of the text as they read it (NUL characters), so the words change as the
+request is read: they are tokenised once, and a claim drops the words it covers
+(:func:`unclaimed`) rather than tokenising the text again (see
+:attr:`~rag_agent.understanding.rules.reading.Reading.words`).
 """
 
 from __future__ import annotations
@@ -21,18 +23,19 @@ from persistence.vocabulary import stem
 
 __all__ = [
     "NEGATING_PREFIXES",
+    "WORD_RE",
     "PhraseIndex",
     "Token",
-    "all_start_stems",
+    "Words",
     "phrase_at",
     "phrase_index",
-    "positions",
     "start_stems",
-    "starts_in",
-    "tokens",
+    "tokenize",
+    "unclaimed",
 ]
 
-_TOKEN_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
+#: A word: letters and digits, with one apostrophe inside ("isn't", "o'brien").
+WORD_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
 #: Prefixes that negate the word they are written onto ("inactive", "non-qualified").
 NEGATING_PREFIXES = ("non", "un", "in", "dis")
 
@@ -49,26 +52,76 @@ class Token(NamedTuple):
     end: int
 
 
-@functools.lru_cache(maxsize=16)
-def tokens(text: str) -> tuple[Token, ...]:
+def tokenize(text: str) -> tuple[Token, ...]:
     """The words of ``text`` (claimed spans are NUL, so they hold none)."""
-    # The rules tokenise the same (partly claimed) text several times within one question:
-    # once per text suffices, and a few texts are all one question needs (so no long question
-    # is kept after it).
-    return tuple(
-        Token(word, _stem_of(word), *match.span())
-        for match in _TOKEN_RE.finditer(text)
-        for word in (match.group().lower(),)
-    )
+    found = []
+    for match in WORD_RE.finditer(text):
+        word = match.group().lower()
+        found.append(_token((word, _stem_of(word), *match.span())))
+    return tuple(found)
 
 
-@functools.lru_cache(maxsize=16)
-def positions(text: str) -> Mapping[str, tuple[int, ...]]:
-    """Where each stem stands among :func:`tokens` of ``text``: stem → indexes, in order."""
-    found: dict[str, list[int]] = {}
-    for index, token in enumerate(tokens(text)):
-        found.setdefault(token.stem, []).append(index)
-    return {word: tuple(indexes) for word, indexes in found.items()}
+_token = Token._make
+
+
+def unclaimed(
+    found: tuple[Token, ...], text: str, claims: Sequence[tuple[int, int]]
+) -> tuple[Token, ...]:
+    """The words of ``text``, which is the text ``found`` was read from with the spans
+    ``claims`` masked (``0 <= start <= end <= len(text)`` each).
+
+    A word wholly inside a claimed span is gone and a word outside every one is unchanged
+    (masking turns characters into NUL, which joins no words and starts none), so only a word
+    claimed in part makes the text be read afresh.
+    """
+    kept = []
+    for token in found:
+        for start, end in claims:
+            if token.start < end and start < token.end:
+                if start <= token.start and token.end <= end:
+                    break  # claimed whole
+                return tokenize(text)  # claimed in part: what is left of it is read anew
+        else:
+            kept.append(token)
+    return tuple(kept)
+
+
+class Words:
+    """The words of a text being read, with the indexes the rules look phrases up in (each
+    built when first asked for, once per state of the text)."""
+
+    __slots__ = ("_positions", "_starts", "tokens")
+
+    def __init__(self, tokens: tuple[Token, ...]) -> None:
+        self.tokens = tokens
+        self._positions: dict[str, tuple[int, ...]] | None = None
+        self._starts: frozenset[str] | None = None
+
+    @property
+    def positions(self) -> Mapping[str, tuple[int, ...]]:
+        """Where each stem stands among :attr:`tokens`: stem → indexes, in order."""
+        if self._positions is None:
+            found: dict[str, list[int]] = {}
+            for index, token in enumerate(self.tokens):
+                found.setdefault(token.stem, []).append(index)
+            self._positions = {word: tuple(indexes) for word, indexes in found.items()}
+        return self._positions
+
+    @property
+    def start_stems(self) -> frozenset[str]:
+        """:func:`start_stems` of every token: no phrase whose first stem is not here starts
+        anywhere in the text."""
+        if self._starts is None:
+            self._starts = frozenset().union(*(start_stems(t.text) for t in self.tokens))
+        return self._starts
+
+    def starts_in(self, index: PhraseIndex) -> list[int]:
+        """The indexes of :attr:`tokens` where a phrase of ``index`` may start (its first stem
+        stands there), in order: every other index is known to hold none."""
+        at = self.positions
+        if len(index) < len(at):
+            return sorted(i for first in index for i in at.get(first, ()))
+        return sorted(i for first, found in at.items() if first in index for i in found)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -89,13 +142,6 @@ def start_stems(word: str) -> frozenset[str]:
     return frozenset(found)
 
 
-@functools.lru_cache(maxsize=16)
-def all_start_stems(text: str) -> frozenset[str]:
-    """:func:`start_stems` of every token of ``text``: no phrase whose first stem is not here
-    starts anywhere in it."""
-    return frozenset().union(*(start_stems(token.text) for token in tokens(text)))
-
-
 def phrase_index(phrases: Iterable[tuple[str, ...]]) -> PhraseIndex:
     """``phrases`` by their first stem, longest first (an empty phrase is never met)."""
     index: dict[str, list[tuple[str, ...]]] = {}
@@ -114,12 +160,3 @@ def phrase_at(found: Sequence[Token], i: int, index: PhraseIndex) -> int:
         if length == 1 or tuple(t.stem for t in found[i : i + length]) == phrase:
             return length
     return 0
-
-
-def starts_in(text: str, index: PhraseIndex) -> list[int]:
-    """The indexes of :func:`tokens` of ``text`` where a phrase of ``index`` may start (its first
-    stem stands there), in order: every other index is known to hold none."""
-    at = positions(text)
-    if len(index) < len(at):
-        return sorted(i for first in index for i in at.get(first, ()))
-    return sorted(i for first, found in at.items() if first in index for i in found)
