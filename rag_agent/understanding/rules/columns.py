@@ -110,29 +110,31 @@ def read_columns(reading: Reading, lexicon: Lexicon) -> None:
 def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
     """Report what names another table's column or value, never leaving it to be searched
     for as words: "leads from linkedin" on a table with no channel."""
-    framing = FRAMING_STEMS
     # Tables the text names come first: "linkedin campaigns" is the campaigns' channel. A value
     # is read through another table only when the text names it and a foreign key joins the two
     # ("leads of software clients"); else it is reported ("find leads from linkedin").
     said = (word.lower() for word in WORD_RE.findall(reading.original))
     named = {TABLE_WORDS[word] for word in said if word in TABLE_WORDS}
+    tokens: tuple[Token, ...] = ()
+    # Words no other table's phrase is read at, whichever the table (found once per state of
+    # the words, not once per table), and the stems the others may start with.
+    candidates: list[int] = []
+    starts: frozenset[str] = frozenset()
     for name in sorted(reading.vocabulary.tables, key=lambda table: table not in named):
         if name == lexicon.table:
             continue
+        if reading.words.tokens is not tokens:
+            tokens = reading.words.tokens
+            candidates = _other_table_words(reading, lexicon, tokens)
+            starts = frozenset().union(*(start_stems(tokens[i].text) for i in candidates))
         other = reading.lexicon_of(name)
-        if other.triggers.isdisjoint(reading.words.start_stems):
+        if other.triggers.isdisjoint(starts):
             continue  # no word of the text may start one of its phrases
-        tokens = reading.words.tokens
-        for i, token in enumerate(tokens):
+        for i in candidates:
+            token = tokens[i]
             if (
-                not _may_start(other, token)  # the cheapest test first: most words start none
+                not _may_start(other, token)
                 or "\x00" in reading.text[token.start : token.end]  # claimed meanwhile
-                or (i and tokens[i - 1].text == "at")  # "leads at globex": the company's
-                or token.stem in framing
-                or token.stem in _TABLE_STEMS
-                or (token.stem,) in lexicon.names
-                or _in_name(reading.original, tokens, i)  # "Acme Logistics LLC"
-                or (reading.table_span is not None and _inside(token, reading.table_span))
             ):
                 continue
             for column in other.columns.values():
@@ -203,6 +205,25 @@ _WRITER_RE = re.compile(
     r"|from\s+us|our\s+(?:replies|messages|answers)))\b",
     re.IGNORECASE,
 )
+
+
+def _other_table_words(reading: Reading, lexicon: Lexicon, tokens: Sequence[Token]) -> list[int]:
+    """The indexes of ``tokens`` where another table's phrase may be read: not after "at"
+    ("leads at globex": the company's), not framing, not a table word, not a column of the
+    table read, not inside a name ("Acme Logistics LLC") nor in the words naming the table."""
+    span = reading.table_span
+    return [
+        i
+        for i, token in enumerate(tokens)
+        if not (
+            (i and tokens[i - 1].text == "at")
+            or token.stem in FRAMING_STEMS
+            or token.stem in _TABLE_STEMS
+            or (token.stem,) in lexicon.names
+            or _in_name(reading.original, tokens, i)
+            or (span is not None and _inside(token, span))
+        )
+    ]
 
 
 def _writers(reading: Reading, lexicon: Lexicon) -> None:
