@@ -306,11 +306,15 @@ def _prefix_start(text: str, start: int) -> int:
 def _values(reading: Reading, lexicon: Lexicon) -> None:
     tokens = reading.words.tokens
     stems_ = [t.stem for t in tokens]
+    starts = lexicon.value_starts
     found: list[tuple[int, int, list[ValueSense], bool]] = []
     i = 0
     while i < len(tokens):
         if stems_[i] in _TABLE_STEMS and tokens[i].text in TABLE_WORDS:
             i += 1
+            continue
+        if stems_[i] not in starts and not tokens[i].text.startswith(_PREFIXES):
+            i += 1  # starts no value's phrase, and holds no negating prefix
             continue
         match = _longest(lexicon, stems_, i)
         negated_by_prefix = False

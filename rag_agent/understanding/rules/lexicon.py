@@ -115,6 +115,7 @@ class Lexicon:
     _indexes: dict[str, PhraseIndex] = field(default_factory=dict, repr=False, compare=False)
     _folded: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
     _triggers: frozenset[str] | None = field(default=None, repr=False)
+    _value_starts: frozenset[str] | None = field(default=None, repr=False, compare=False)
     #: the category columns in catalog order, each with the stems of its name
     category_stems: tuple[tuple[ColumnWords, tuple[str, ...]], ...] = field(
         default=(), init=False, repr=False, compare=False
@@ -200,6 +201,13 @@ class Lexicon:
             ) if isinstance(values, tuple) else frozenset()  # fmt: skip
             self._folded[column] = known
         return known
+
+    @property
+    def value_starts(self) -> frozenset[str]:
+        """Every stem a value's phrase starts with (a word that is none starts no value)."""
+        if self._value_starts is None:
+            self._value_starts = frozenset(phrase[0] for phrase in self.values if phrase)
+        return self._value_starts
 
     @property
     def triggers(self) -> frozenset[str]:
