@@ -2,8 +2,9 @@
 
 The public import path is :mod:`rag_agent.understanding.filters` (``from
 rag_agent.understanding.filters import understand``); this package holds the rules, one concern a
-module: :mod:`.vocabulary` (the words of each table), :mod:`.dates`, :mod:`.names`, :mod:`.fields`
-and :mod:`.parser`.
+module: :mod:`.vocabulary` (the words of each table), :mod:`.tokens` (the question's words and
+the phrase indexes they are looked up in), :mod:`.dates`, :mod:`.names`, :mod:`.fields` and
+:mod:`.parser`.
 """
 
 from __future__ import annotations

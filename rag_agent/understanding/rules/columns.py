@@ -9,10 +9,8 @@ column and which value come from the lexicon, so the same rules read any schema.
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 
 from persistence import Op
@@ -24,18 +22,24 @@ from rag_agent.understanding.rules.lexicon import (
     OFF_WORDS,
     Lexicon,
     ValueSense,
-    lexicon_of,
 )
 from rag_agent.understanding.rules.reading import Reading, plural
+from rag_agent.understanding.rules.tokens import (
+    NEGATING_PREFIXES,
+    WORD_RE,
+    PhraseIndex,
+    Token,
+    phrase_at,
+    start_stems,
+)
 from rag_agent.understanding.rules.vocabulary import TABLE_WORDS
 
 __all__ = ["read_columns", "report_other_tables"]
 
-_TOKEN_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
 _NEGATORS = frozenset({"not", "no", "non", "never", "except", "excluding", "neither", "nor"})
 _NEGATED_PAIRS = frozenset({("other", "than"), ("apart", "from"), ("rather", "than")})
 _BRIDGE = frozenset({"is", "are", "was", "were", "the", "a", "an", "of", "in", "as", "that", "be"})
-_PREFIXES = ("non", "un", "in", "dis")
+_PREFIXES = NEGATING_PREFIXES
 _PREPOSITIONS = frozenset({"on", "over", "via", "through", "from", "by", "with", "at", "for", "to",
                            "into", "under", "any"})  # fmt: skip
 _MISSING_BEFORE = frozenset({"without", "missing", "lacking", "no"})
@@ -74,30 +78,7 @@ _NOT_A_VALUE = frozenset({
 _TABLE_STEMS = frozenset(stem(word) for word in TABLE_WORDS if " " not in word)
 
 
-@dataclass(frozen=True, slots=True)
-class _Token:
-    text: str
-    stem: str
-    start: int
-    end: int
-
-
-def _tokens(text: str) -> tuple[_Token, ...]:
-    return _tokenized(text)
-
-
-@functools.lru_cache(maxsize=16)
-def _tokenized(text: str) -> tuple[_Token, ...]:
-    # The rules tokenise the same (partly claimed) text several times within one question:
-    # once per text suffices, and a few texts are all one question needs (so no long question
-    # is kept after it).
-    return tuple(
-        _Token(m.group().lower(), stem(m.group().lower().replace("\u2019", "'")), *m.span())
-        for m in _TOKEN_RE.finditer(text)
-    )
-
-
-def _negated(tokens: Sequence[_Token], index: int) -> bool:
+def _negated(tokens: Sequence[Token], index: int) -> bool:
     """Whether the phrase at ``tokens[index]`` is negated by the words just before it: past
     bridge words and prepositions, and at most one other word ("not run on linkedin")."""
     look = tokens[max(0, index - 5) : index]
@@ -129,35 +110,40 @@ def read_columns(reading: Reading, lexicon: Lexicon) -> None:
 def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
     """Report what names another table's column or value, never leaving it to be searched
     for as words: "leads from linkedin" on a table with no channel."""
-    framing = FRAMING_STEMS
     # Tables the text names come first: "linkedin campaigns" is the campaigns' channel. A value
     # is read through another table only when the text names it and a foreign key joins the two
     # ("leads of software clients"); else it is reported ("find leads from linkedin").
-    named = {TABLE_WORDS[t.text] for t in _tokens(reading.original) if t.text in TABLE_WORDS}
+    said = (word.lower() for word in WORD_RE.findall(reading.original))
+    named = {TABLE_WORDS[word] for word in said if word in TABLE_WORDS}
+    tokens: tuple[Token, ...] = ()
+    # Words no other table's phrase is read at, whichever the table (found once per state of
+    # the words, not once per table), and the stems the others may start with.
+    candidates: list[int] = []
+    starts: frozenset[str] = frozenset()
     for name in sorted(reading.vocabulary.tables, key=lambda table: table not in named):
         if name == lexicon.table:
             continue
-        other = lexicon_of(reading.vocabulary, name, reading.synonyms)
-        tokens = _tokens(reading.text)
-        for i, token in enumerate(tokens):
+        if reading.words.tokens is not tokens:
+            tokens = reading.words.tokens
+            candidates = _other_table_words(reading, lexicon, tokens)
+            starts = frozenset().union(*(start_stems(tokens[i].text) for i in candidates))
+        other = reading.lexicon_of(name)
+        if other.triggers.isdisjoint(starts):
+            continue  # no word of the text may start one of its phrases
+        for i in candidates:
+            token = tokens[i]
             if (
-                "\x00" in reading.text[token.start : token.end]  # claimed meanwhile
-                or (i and tokens[i - 1].text == "at")  # "leads at globex": the company's
-                or token.stem in framing
-                or token.stem in _TABLE_STEMS
-                or (token.stem,) in lexicon.names
-                or _in_name(reading.original, tokens, i)  # "Acme Logistics LLC"
-                or (reading.table_span is not None and _inside(token, reading.table_span))
-                or not _may_start(other, token)
+                not _may_start(other, token)
+                or "\x00" in reading.text[token.start : token.end]  # claimed meanwhile
             ):
                 continue
             for column in other.columns.values():
                 if column.is_key:
                     continue
-                phrases = other.column_phrases(column.name)
+                phrases = other.phrase_index(column.name)
                 # A column the table has too is its own ("status" of conversations); its value
                 # of another table's is not ("conversations with qualified leads").
-                length = 0 if lexicon.has(column.name) else _phrase_at(tokens, i, phrases)
+                length = 0 if lexicon.has(column.name) else phrase_at(tokens, i, phrases)
                 end = i + length
                 if length and column.is_numeric:
                     after = _AFTER_RE.match(reading.text[tokens[end - 1].end :][:60])
@@ -221,6 +207,25 @@ _WRITER_RE = re.compile(
 )
 
 
+def _other_table_words(reading: Reading, lexicon: Lexicon, tokens: Sequence[Token]) -> list[int]:
+    """The indexes of ``tokens`` where another table's phrase may be read: not after "at"
+    ("leads at globex": the company's), not framing, not a table word, not a column of the
+    table read, not inside a name ("Acme Logistics LLC") nor in the words naming the table."""
+    span = reading.table_span
+    return [
+        i
+        for i, token in enumerate(tokens)
+        if not (
+            (i and tokens[i - 1].text == "at")
+            or token.stem in FRAMING_STEMS
+            or token.stem in _TABLE_STEMS
+            or (token.stem,) in lexicon.names
+            or _in_name(reading.original, tokens, i)
+            or (span is not None and _inside(token, span))
+        )
+    ]
+
+
 def _writers(reading: Reading, lexicon: Lexicon) -> None:
     for match in reading.finditer(_WRITER_RE, ("from", "by", "we", "us", "our")):
         senses = lexicon.values.get((stem("incoming" if match["in"] else "outgoing"),))
@@ -229,19 +234,13 @@ def _writers(reading: Reading, lexicon: Lexicon) -> None:
             reading.claim(*match.span())
 
 
-def _may_start(lexicon: Lexicon, token: _Token) -> bool:
+def _may_start(lexicon: Lexicon, token: Token) -> bool:
     """Whether a phrase of ``lexicon`` may start at ``token`` (or at it without a negating
     prefix: "inactive")."""
-    if token.stem in lexicon.triggers:
-        return True
-    return any(
-        token.text.startswith(prefix)
-        and stem(token.text[len(prefix) :].lstrip("-")) in lexicon.triggers
-        for prefix in _PREFIXES
-    )
+    return not lexicon.triggers.isdisjoint(start_stems(token.text))
 
 
-def _in_name(text: str, tokens: Sequence[_Token], i: int) -> bool:
+def _in_name(text: str, tokens: Sequence[Token], i: int) -> bool:
     """Whether ``tokens[i]`` is a capitalised word among others (a name: "Acme Logistics").
     A lone capitalised word ("leads in Italy") may still be a value."""
 
@@ -251,23 +250,23 @@ def _in_name(text: str, tokens: Sequence[_Token], i: int) -> bool:
     return capital(i) and (capital(i - 1) or capital(i + 1))
 
 
-def _flag_at(
-    tokens: Sequence[_Token], i: int, phrases: Iterable[tuple[str, ...]]
-) -> tuple[bool, int] | None:
+def _flag_at(tokens: Sequence[Token], i: int, phrases: PhraseIndex) -> tuple[bool, int] | None:
     """A flag named at ``tokens[i]``: ("active", end) → True, ("inactive", end) → False."""
-    length = _phrase_at(tokens, i, phrases)
+    length = phrase_at(tokens, i, phrases)
     if length:
         return not _negated(tokens, i), tokens[i + length - 1].end
     token = tokens[i]
     for prefix in _PREFIXES:
-        rest = token.text[len(prefix) :].lstrip("-")
-        if token.text.startswith(prefix) and (stem(rest),) in set(phrases):
+        if not token.text.startswith(prefix):
+            continue
+        rest = stem(token.text[len(prefix) :].lstrip("-"))
+        if (rest,) in phrases.get(rest, ()):
             return False, token.end
     return None
 
 
 def _related_value(
-    other: Lexicon, column: str, tokens: Sequence[_Token], i: int, length: int
+    other: Lexicon, column: str, tokens: Sequence[Token], i: int, length: int
 ) -> object | None:
     """The value of ``column`` the words at ``tokens[i]`` name (a value alone, or the value after
     the column's name), when they name one and are not negated."""
@@ -305,13 +304,17 @@ def _prefix_start(text: str, start: int) -> int:
 
 
 def _values(reading: Reading, lexicon: Lexicon) -> None:
-    tokens = _tokens(reading.text)
+    tokens = reading.words.tokens
     stems_ = [t.stem for t in tokens]
+    starts = lexicon.value_starts
     found: list[tuple[int, int, list[ValueSense], bool]] = []
     i = 0
     while i < len(tokens):
         if stems_[i] in _TABLE_STEMS and tokens[i].text in TABLE_WORDS:
             i += 1
+            continue
+        if stems_[i] not in starts and not tokens[i].text.startswith(_PREFIXES):
+            i += 1  # starts no value's phrase, and holds no negating prefix
             continue
         match = _longest(lexicon, stems_, i)
         negated_by_prefix = False
@@ -377,11 +380,11 @@ _CUE_BEFORE = frozenset({"is", "are", "was", "were", "still", "currently", "as",
                          "or", "and"})  # fmt: skip
 
 
-def _noun_after(tokens: Sequence[_Token], index: int) -> bool:
+def _noun_after(tokens: Sequence[Token], index: int) -> bool:
     return index < len(tokens) and tokens[index].text in TABLE_WORDS
 
 
-def _spelled(sense: ValueSense, tokens: Sequence[_Token]) -> bool:
+def _spelled(sense: ValueSense, tokens: Sequence[Token]) -> bool:
     """A synonym is met only by its own spelling (a plural, a suffix): "run" is not "running"."""
     if sense.synonym is None:
         return True
@@ -395,7 +398,7 @@ def _spelled(sense: ValueSense, tokens: Sequence[_Token]) -> bool:
 _INFLECTIONS = frozenset({"", "s", "es", "d", "ed"})
 
 
-def _cued(lexicon: Lexicon, tokens: Sequence[_Token], i: int, senses: list[ValueSense]) -> bool:
+def _cued(lexicon: Lexicon, tokens: Sequence[Token], i: int, senses: list[ValueSense]) -> bool:
     """Whether an everyday word stands where a value does: before a table noun (past other
     values and "or"), or after its column's name or "is"/"are"/"still"."""
     for token in tokens[i + 1 : i + 5]:
@@ -410,19 +413,20 @@ def _cued(lexicon: Lexicon, tokens: Sequence[_Token], i: int, senses: list[Value
     return named or before.text in _CUE_BEFORE
 
 
-def _inside(token: _Token, span: tuple[int, int]) -> bool:
+def _inside(token: Token, span: tuple[int, int]) -> bool:
     return span[0] <= token.start < span[1]
 
 
 def _unknown_values(reading: Reading, lexicon: Lexicon) -> None:
     """``status won`` where ``won`` is no value of the column: reported with the values."""
-    tokens = _tokens(reading.text)
-    for column in lexicon.columns.values():
-        if not lexicon.is_category(column.name):
+    tokens = reading.words.tokens
+    at = reading.words.positions
+    for column, phrase in lexicon.category_stems:
+        if not phrase:
             continue
-        for i in range(len(tokens)):
-            length = _phrase_at(tokens, i, [column.stems])
-            if not length or i + length >= len(tokens):
+        for i in at.get(phrase[0], ()):  # only where the column's name may start
+            length = len(phrase)
+            if tuple(t.stem for t in tokens[i : i + length]) != phrase or i + length >= len(tokens):
                 continue
             word = tokens[i + length]
             gap = reading.text[tokens[i + length - 1].end : word.start]
@@ -442,7 +446,7 @@ def _longest(lexicon: Lexicon, stems_: list[str], i: int) -> tuple[int, list[Val
     return None
 
 
-def _prefixed(lexicon: Lexicon, token: _Token) -> tuple[int, list[ValueSense]] | None:
+def _prefixed(lexicon: Lexicon, token: Token) -> tuple[int, list[ValueSense]] | None:
     """``unresolved``, ``inactive``, ``non-qualified`` written as one word: the value negated."""
     for prefix in _PREFIXES:
         if token.text.startswith(prefix) and len(token.text) > len(prefix) + 3:
@@ -454,7 +458,7 @@ def _prefixed(lexicon: Lexicon, token: _Token) -> tuple[int, list[ValueSense]] |
 
 
 def _disambiguate(
-    lexicon: Lexicon, tokens: Sequence[_Token], start: int, end: int, senses: list[ValueSense]
+    lexicon: Lexicon, tokens: Sequence[Token], start: int, end: int, senses: list[ValueSense]
 ) -> ValueSense | None:
     exact = [s for s in senses if s.exact] or senses
     columns = {s.column for s in exact}
@@ -467,7 +471,7 @@ def _disambiguate(
     return exact[0]
 
 
-def _negation_start(tokens: Sequence[_Token], index: int) -> int:
+def _negation_start(tokens: Sequence[Token], index: int) -> int:
     start = index
     for position in range(index - 1, max(-1, index - 5), -1):
         word = tokens[position].text
@@ -478,7 +482,7 @@ def _negation_start(tokens: Sequence[_Token], index: int) -> int:
     return start
 
 
-def _column_word_before(lexicon: Lexicon, tokens: Sequence[_Token], index: int, column: str) -> int:
+def _column_word_before(lexicon: Lexicon, tokens: Sequence[Token], index: int, column: str) -> int:
     for phrase in lexicon.column_phrases(column):
         for gap in range(0, 3):
             begin = index - gap - len(phrase)
@@ -492,7 +496,7 @@ def _column_word_before(lexicon: Lexicon, tokens: Sequence[_Token], index: int, 
     return index
 
 
-def _column_word_after(lexicon: Lexicon, tokens: Sequence[_Token], index: int, column: str) -> int:
+def _column_word_after(lexicon: Lexicon, tokens: Sequence[Token], index: int, column: str) -> int:
     for phrase in lexicon.column_phrases(column):
         if tuple(t.stem for t in tokens[index : index + len(phrase)]) == phrase:
             return index + len(phrase)
@@ -500,15 +504,17 @@ def _column_word_after(lexicon: Lexicon, tokens: Sequence[_Token], index: int, c
 
 
 def _flags(reading: Reading, lexicon: Lexicon) -> None:
-    tokens = _tokens(reading.text)
+    tokens = reading.words.tokens
     for column in lexicon.booleans:
-        phrases = lexicon.column_phrases(column)
+        phrases = lexicon.phrase_index(column)
         for i, token in enumerate(tokens):
+            if phrases.keys().isdisjoint(start_stems(token.text)) and token.text not in OFF_WORDS:
+                continue  # neither the flag's words (prefixed or not) nor an "off" word
             flag = _flag_at(tokens, i, phrases)
             begin = i
             if flag is not None:
                 value, end = flag
-                if not value and _phrase_at(tokens, i, phrases):  # "not active": the "not" too
+                if not value and phrase_at(tokens, i, phrases):  # "not active": the "not" too
                     begin = _negation_start(tokens, i)
             elif token.text in OFF_WORDS and _switchable(lexicon, column):
                 after = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -522,7 +528,7 @@ def _flags(reading: Reading, lexicon: Lexicon) -> None:
                 continue
             reading.add(column, Op.EQ, value)
             reading.claim(tokens[begin].start, end)
-            tokens = _tokens(reading.text)
+            tokens = reading.words.tokens
             break
 
 
@@ -532,13 +538,6 @@ def _switchable(lexicon: Lexicon, column: str) -> bool:
         lexicon.columns[c].stems
     )]  # fmt: skip
     return switches == [column]
-
-
-def _phrase_at(tokens: Sequence[_Token], i: int, phrases: Iterable[tuple[str, ...]]) -> int:
-    for phrase in sorted(phrases, key=len, reverse=True):
-        if tuple(t.stem for t in tokens[i : i + len(phrase)]) == phrase:
-            return len(phrase)
-    return 0
 
 
 def _number(raw: str, unit: str | None) -> int | Decimal | None:
@@ -553,10 +552,10 @@ def _number(raw: str, unit: str | None) -> int | Decimal | None:
 
 def _numbers(reading: Reading, lexicon: Lexicon) -> None:
     for column in lexicon.numeric:
-        phrases = lexicon.column_phrases(column)
-        tokens = _tokens(reading.text)
-        for i in range(len(tokens)):
-            length = _phrase_at(tokens, i, phrases)
+        phrases = lexicon.phrase_index(column)
+        tokens = reading.words.tokens
+        for i in reading.words.starts_in(phrases):
+            length = phrase_at(tokens, i, phrases)
             if not length:
                 continue
             start, end = tokens[i].start, tokens[i + length - 1].end
@@ -608,7 +607,7 @@ def _compare(
 def _missing(reading: Reading, lexicon: Lexicon) -> None:
     """``without a phone`` → ``is_null``; ``with a title`` → ``is_null False``; a column only
     another table has is reported ("campaigns without a phone")."""
-    tokens = _tokens(reading.text)
+    tokens = reading.words.tokens
     for i, token in enumerate(tokens):
         pair = i + 1 < len(tokens) and tokens[i + 1].text == "no"
         present = token.text in {"with", "having"} and not pair
@@ -620,7 +619,7 @@ def _missing(reading: Reading, lexicon: Lexicon) -> None:
         for column in lexicon.columns.values():
             if column.is_key or column.is_boolean:
                 continue
-            length = _phrase_at(tokens, j, lexicon.column_phrases(column.name))
+            length = phrase_at(tokens, j, lexicon.phrase_index(column.name))
             if not length or (present and not _ends_phrase(reading.text, tokens, j + length)):
                 continue
             reading.add(column.name, Op.IS_NULL, not present)
@@ -629,18 +628,18 @@ def _missing(reading: Reading, lexicon: Lexicon) -> None:
         if present:
             continue
         for name in reading.vocabulary.tables:
-            other = lexicon_of(reading.vocabulary, name, reading.synonyms)
+            other = reading.lexicon_of(name)
             for column in other.columns.values():
                 if column.is_key or lexicon.has(column.name):
                     continue
-                length = _phrase_at(tokens, j, other.column_phrases(column.name))
+                length = phrase_at(tokens, j, other.phrase_index(column.name))
                 if length:
                     reason = f"{plural(lexicon.table)} have no {column.name} column"
                     reading.ignore(token.start, tokens[j + length - 1].end, reason)
                     return
 
 
-def _ends_phrase(text: str, tokens: Sequence[_Token], index: int) -> bool:
+def _ends_phrase(text: str, tokens: Sequence[Token], index: int) -> bool:
     """Whether the words after a "with <column>" end it (so no value or number follows)."""
     if index >= len(tokens):
         return True

@@ -92,6 +92,9 @@ _FREE_NEEDS = (
     "ago",
 )  # fmt: skip
 _FREE_NEEDS_RE = re.compile("|".join(_FREE_NEEDS))
+# Every period holds what a free one holds, or a weekday (its short name) or a "Q1"-"Q4" quarter
+# (a digit): a text with none of these holds no related date either.
+_PERIOD_NEEDS_RE = re.compile("|".join((*_FREE_NEEDS, *(d for d in _WEEKDAYS if len(d) == 3))))
 _RANGE_NEEDS = re.compile("between|from")
 _OLDER_NEEDS = re.compile("older|newer")
 _RANGE_RE = re.compile(
@@ -329,7 +332,7 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
         if free(*match.span()):
             relation = "before" if match["rel"].lower() == "older" else "since"
             add(*match.span(), _bounds(relation, window))
-    for match in _RELATED_RE.finditer(text):
+    for match in _RELATED_RE.finditer(text) if may_hold(_PERIOD_NEEDS_RE) else ():
         period = _period(match["p"], today)
         if period is None or not free(*match.span()) or _name_follows(text, match):
             continue

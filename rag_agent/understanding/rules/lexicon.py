@@ -18,8 +18,18 @@ from typing import Any
 
 from persistence.search.text import FRAMING_WORDS
 from persistence.vocabulary import ColumnWords, SchemaVocabulary, TableWords, stem, stems
+from rag_agent.understanding.rules.tokens import PhraseIndex, phrase_index
 
-__all__ = ["ROLE_WORDS", "SYNONYMS", "Lexicon", "ValueSense", "lexicon_of"]
+__all__ = [
+    "ROLE_WORDS",
+    "SYNONYMS",
+    "Lexicon",
+    "SynonymsKey",
+    "ValueSense",
+    "lexicon_of",
+    "lexicon_with",
+    "synonyms_key",
+]
 
 #: Generic CRM language: a word → values it may mean. Applied only where one of the targets
 #: is a learned value of a column; the caller's ``synonyms`` extend it.
@@ -102,13 +112,28 @@ class Lexicon:
     #: the columns matched value by value (see :func:`_is_category`)
     categories: frozenset[str] = frozenset()
     _phrases: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict, repr=False)
+    _indexes: dict[str, PhraseIndex] = field(default_factory=dict, repr=False, compare=False)
+    _folded: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
     _triggers: frozenset[str] | None = field(default=None, repr=False)
+    _value_starts: frozenset[str] | None = field(default=None, repr=False, compare=False)
+    #: the category columns in catalog order, each with the stems of its name
+    category_stems: tuple[tuple[ColumnWords, tuple[str, ...]], ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
+    _numeric: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    _booleans: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.roles = _roles(self.table, self.columns)
         self.categories = frozenset(
             c.name for c in self.columns.values() if _is_category(self.roles, c)
         )
+        # The columns are fixed for the lexicon's life: told apart once, not per question.
+        self.category_stems = tuple(
+            (c, c.stems) for c in self.columns.values() if c.name in self.categories
+        )
+        self._numeric = tuple(c.name for c in self.columns.values() if c.is_numeric)
+        self._booleans = tuple(c.name for c in self.columns.values() if c.is_boolean)
 
     def has(self, column: str) -> bool:
         return column in self.columns
@@ -128,11 +153,11 @@ class Lexicon:
 
     @property
     def numeric(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns.values() if c.is_numeric)
+        return self._numeric
 
     @property
     def booleans(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns.values() if c.is_boolean)
+        return self._booleans
 
     def date_column(self, verbs: Iterable[str]) -> tuple[str | None, str | None]:
         """The date column ``verbs`` (stems of the text's words) name, else the table's
@@ -158,6 +183,31 @@ class Lexicon:
         if known is None:
             known = self._phrases[column] = self._column_phrases(column)
         return known
+
+    def phrase_index(self, column: str) -> PhraseIndex:
+        """:meth:`column_phrases` of ``column`` by first stem (see :func:`.tokens.phrase_at`)."""
+        known = self._indexes.get(column)
+        if known is None:
+            known = self._indexes[column] = phrase_index(self.column_phrases(column))
+        return known
+
+    def folded_values(self, column: str) -> frozenset[str]:
+        """The learned text values of ``column``, case-folded (empty when none is learned)."""
+        known = self._folded.get(column)
+        if known is None:
+            values = self.columns[column].values
+            known = frozenset(
+                v.casefold() for v in values or () if isinstance(v, str)
+            ) if isinstance(values, tuple) else frozenset()  # fmt: skip
+            self._folded[column] = known
+        return known
+
+    @property
+    def value_starts(self) -> frozenset[str]:
+        """Every stem a value's phrase starts with (a word that is none starts no value)."""
+        if self._value_starts is None:
+            self._value_starts = frozenset(phrase[0] for phrase in self.values if phrase)
+        return self._value_starts
 
     @property
     def triggers(self) -> frozenset[str]:
@@ -268,10 +318,19 @@ def _roles(table: str, columns: Mapping[str, ColumnWords]) -> dict[str, tuple[st
     return {role: tuple(names) for role, names in roles.items()}
 
 
+#: Caller synonyms in a hashable, canonical form (see :func:`synonyms_key`).
+SynonymsKey = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def synonyms_key(synonyms: Mapping[str, Iterable[str]] | None) -> SynonymsKey:
+    """``synonyms`` as :func:`lexicon_with` takes them: sorted, lower-cased words."""
+    return tuple(sorted((k.lower(), tuple(v)) for k, v in (synonyms or {}).items()))
+
+
 @functools.lru_cache(maxsize=256)
-def _lexicon(
-    vocabulary: SchemaVocabulary, table: str, synonyms: tuple[tuple[str, tuple[str, ...]], ...]
-) -> Lexicon:
+def lexicon_with(vocabulary: SchemaVocabulary, table: str, synonyms: SynonymsKey) -> Lexicon:
+    """The :class:`Lexicon` of ``table`` with the :func:`synonyms_key` ``synonyms`` (cached per
+    vocabulary: a reading that asks for several tables' words keys its synonyms once)."""
     words = vocabulary.table(table)
     lexicon = Lexicon(table, words.columns if words is not None else {}, words)
     merged = dict(SYNONYMS)
@@ -285,5 +344,4 @@ def lexicon_of(
     vocabulary: SchemaVocabulary, table: str, synonyms: Mapping[str, Iterable[str]] | None = None
 ) -> Lexicon:
     """The :class:`Lexicon` of ``table`` in ``vocabulary`` (cached per vocabulary)."""
-    extra = tuple(sorted((k.lower(), tuple(v)) for k, v in (synonyms or {}).items()))
-    return _lexicon(vocabulary, table, extra)
+    return lexicon_with(vocabulary, table, synonyms_key(synonyms))

@@ -318,8 +318,7 @@ def _known_people(reading: Reading) -> None:
     first, last = lexicon.first("given"), lexicon.first("family")
     if first is None or last is None or not reading.may_capitalise:
         return
-    firsts = _folded(lexicon.columns[first].values)
-    lasts = _folded(lexicon.columns[last].values)
+    firsts, lasts = lexicon.folded_values(first), lexicon.folded_values(last)
     if not firsts or not lasts:
         return  # names not learned (too many): a bare name stays for the other rules
     for match in reading.finditer(_BARE_PERSON_RE):
@@ -345,12 +344,6 @@ def _named_people(reading: Reading) -> None:
             reading.add(str(first), Op.IEQ, match["first"])
             reading.add(str(last), Op.IEQ, match["last"])
         reading.claim(*match.span())
-
-
-def _folded(values: object) -> frozenset[str]:
-    if not isinstance(values, tuple):
-        return frozenset()
-    return frozenset(v.casefold() for v in values if isinstance(v, str))
 
 
 def no_company_column(table: str) -> str:

@@ -15,13 +15,12 @@ from typing import Any
 from persistence import Op
 from persistence.vocabulary import SchemaVocabulary
 from rag_agent.specs import Condition, Ignored, Through
-from rag_agent.understanding.rules.lexicon import Lexicon, lexicon_of
+from rag_agent.understanding.rules.lexicon import Lexicon, lexicon_with, synonyms_key
+from rag_agent.understanding.rules.tokens import Words, tokenize, unclaimed
 
 __all__ = ["Reading", "plural"]
 
 _MASK = "\x00"
-# The pre-check regexes of :meth:`Reading.may_hold`, by word list (module constants: bounded).
-_NEEDS: dict[tuple[str, ...], re.Pattern[str]] = {}
 
 
 def plural(table: str) -> str:
@@ -44,12 +43,16 @@ class Reading:
     conditions: list[Condition] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
     through: list[Through] = field(default_factory=list)
+    _words: Words | None = field(default=None, repr=False, compare=False)
+    #: Spans claimed since :attr:`words` was last read.
+    _claimed: list[tuple[int, int]] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.text = self.text or self.original
         # Lower-cased once, for the cheap pre-checks of :meth:`may_hold`; ``None`` when the text
         # is not ASCII (case-insensitive matching then has cases ``lower`` does not show).
         self._folded = self.original.lower() if self.original.isascii() else None
+        self._synonyms = synonyms_key(self.synonyms)  # keyed once, for every table's words
 
     @property
     def may_capitalise(self) -> bool:
@@ -62,18 +65,22 @@ class Reading:
         folded = self._folded
         if folded is None:
             return True
-        regex = _NEEDS.get(words)
-        if regex is None:  # one regex per word list, the literal words as alternatives
-            regex = _NEEDS[words] = re.compile("|".join(map(re.escape, words)))
-        return regex.search(folded) is not None
+        for word in words:  # noqa: SIM110 (a plain loop: no generator per call, run ~20 times)
+            if word in folded:
+                return True
+        return False
 
     @property
     def lexicon(self) -> Lexicon:
         """The words of the table being read, from the database's vocabulary."""
         kept = self._lexicon
         if kept is None or kept.table != self.table:
-            kept = self._lexicon = lexicon_of(self.vocabulary, self.table, self.synonyms)
+            kept = self._lexicon = self.lexicon_of(self.table)
         return kept
+
+    def lexicon_of(self, table: str) -> Lexicon:
+        """The words of any ``table`` of the vocabulary, with this reading's synonyms."""
+        return lexicon_with(self.vocabulary, table, self._synonyms)
 
     @property
     def known(self) -> bool:
@@ -87,7 +94,25 @@ class Reading:
 
     def claim(self, start: int, end: int) -> None:
         """Mark ``[start, end)`` as read."""
+        if self._words is not None:
+            if 0 <= start <= end <= len(self.text):
+                self._claimed.append((start, end))
+            else:  # not a span of the text: its words are read afresh when next asked for
+                self._words = None
         self.text = self.text[:start] + _MASK * (end - start) + self.text[end:]
+
+    @property
+    def words(self) -> Words:
+        """The words of the unclaimed text: tokenised once, then kept up to date claim by
+        claim (see :func:`~rag_agent.understanding.rules.tokens.unclaimed`)."""
+        words = self._words
+        if words is None:
+            words = self._words = Words(tokenize(self.text))
+            self._claimed.clear()
+        elif self._claimed:
+            words = self._words = Words(unclaimed(words.tokens, self.text, self._claimed))
+            self._claimed.clear()
+        return words
 
     def span(self, start: int, end: int) -> str:
         """The original words of ``[start, end)``, whitespace collapsed."""
