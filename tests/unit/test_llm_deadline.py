@@ -158,13 +158,16 @@ class TestWorkerThreads:
         and its worker thread has ended."""
         release = threading.Event()
         model = BlockingModel(script=[], release=release, timeouts=[])
+        # Long enough that building the agent never uses it all up on a loaded machine, so
+        # the model is always reached (0.3 s was not, with eight processes on two cores).
+        timeout = 1.0
         try:
-            outcome = AgentFallback(facade, model, timeout_seconds=0.3).run("acme")
+            outcome = AgentFallback(facade, model, timeout_seconds=timeout).run("acme")
             assert fallback_threads() == []
         finally:
             release.set()
         assert outcome.stopped in {"timeout", "error"} and outcome.records == ()
-        assert len(model.timeouts) == 1 and 0 < model.timeouts[0] <= 0.3
+        assert len(model.timeouts) == 1 and 0 < model.timeouts[0] <= timeout
 
     def test_a_model_ignoring_its_timeout_is_reported(
         self, facade: ReadOnlyPersistenceFacade, monkeypatch: pytest.MonkeyPatch
