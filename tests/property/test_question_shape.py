@@ -120,8 +120,26 @@ _WORDS = [
 _TLDS = ["com", "io", "example", "by", "owner", "status", "org", "co", "de", "count"]
 
 
+@functools.cache
+def _value_words() -> list[str]:
+    """Every word of both schemas' learned values (statuses, names, sources, ...)."""
+    words: set[str] = set()
+    for schema in ("sample", "second"):
+        vocabulary = _agents(schema)[0]._pipeline.vocabulary()
+        assert vocabulary is not None
+        for table in vocabulary.tables.values():
+            for column in table.columns.values():
+                for value in column.values or ():
+                    words.update(re.findall(r"[a-z]+", str(value).lower()))
+    return sorted(words)
+
+
 def _token() -> st.SearchStrategy[str]:
-    word = st.sampled_from(_WORDS) | st.from_regex(r"[a-z]{1,6}", fullmatch=True)
+    word = (
+        st.sampled_from(_WORDS)
+        | st.sampled_from(_value_words())
+        | st.from_regex(r"[a-z]{1,6}", fullmatch=True)
+    )
     return st.builds(lambda w, n: w + n, word, st.sampled_from(["", "", "1", "42", "_x"]))
 
 
@@ -166,7 +184,7 @@ def _check(schema: str, example: tuple[QuestionShape, tuple[str, ...], Any]) -> 
         assert plan_of(memoising, text) == plan_of(fresh, text), text
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(example=_example("sample"))
 def test_a_shaped_plan_is_a_fresh_parse_on_the_sample(example: Any) -> None:
     """On the sample schema, a question planned from its shape is planned as the rules read
@@ -174,7 +192,7 @@ def test_a_shaped_plan_is_a_fresh_parse_on_the_sample(example: Any) -> None:
     _check("sample", example)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(example=_example("second"))
 def test_a_shaped_plan_is_a_fresh_parse_on_the_second_schema(example: Any) -> None:
     """On the second schema, a question planned from its shape is planned as the rules read
