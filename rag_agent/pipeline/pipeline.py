@@ -80,9 +80,9 @@ from rag_agent.pipeline.conversation_step import (
 from rag_agent.pipeline.plan_memo import Plan, PlanMemo, plan_key, shape_key
 from rag_agent.pipeline.question_shape import (
     QuestionShape,
+    ShapedPlan,
     is_inert,
     question_shape,
-    substituted,
 )
 from rag_agent.pipeline.ranking import (
     CannotRank,
@@ -422,15 +422,16 @@ class Pipeline:
         )
         trace = current_trace()
         started = 0.0 if trace is None else trace.timer()
-        plan = None if key is None else self.plans.get(key, self.facade)
+        kept = None if key is None else self.plans.get(key, self.facade)
+        plan = kept if isinstance(kept, Plan) else None
         # A question of a shape planned before ("show lead <uuid>"): that plan, with this
         # question's literals in its slots (rag_agent.pipeline.question_shape).
         shape = None if key is None or plan is not None else question_shape(follow.text)
         shaped = None if shape is None else shape_key(shape, table, count_only, now, vocabulary)
         if shape is not None and shaped is not None and self._inert(shape.literals, vocabulary):
             template = self.plans.get(shaped, self.facade)
-            if template is not None:
-                plan = substituted(template, shape.kinds, shape.probes(), shape.literals)
+            if isinstance(template, ShapedPlan):
+                plan = template.fill(shape.literals)
         if plan is not None:
             if trace is not None:
                 ms = (trace.timer() - started) * 1000
@@ -492,8 +493,8 @@ class Pipeline:
             return  # the probe question would go to the model: its plan is not the rules' alone
         checked_table = self.facade.policy.check_read(found.table, "run")
         applied, refused = apply_conditions(self.facade, checked_table, found.conditions)
-        template = Plan(found, checked_table, applied, refused)
-        if substituted(template, shape.kinds, probes, shape.literals) == plan:
+        template = ShapedPlan(Plan(found, checked_table, applied, refused), shape.kinds, probes)
+        if template.fill(shape.literals) == plan:
             self.plans.put(shaped, template, types)
 
     def read(self, log: Any, *args: Any) -> Envelope:

@@ -3,7 +3,7 @@
 "show lead 3f2a…" and "show lead 9c8b…" are one question asked of two rows: the rules read both
 the same way, and only the condition value differs. :func:`question_shape` finds the slots of a
 text; the pipeline keeps the plan of a shape (:mod:`rag_agent.pipeline.plan_memo`) made from the
-shape's *probe* literals, and :func:`substituted` puts a new question's own literals in it.
+shape's *probe* literals, and :class:`ShapedPlan` puts a new question's own literals in it.
 
 What makes a reused plan equal to what the rules would read, checked here rather than assumed
 (the rule parser changes independently of this module):
@@ -19,7 +19,7 @@ What makes a reused plan equal to what the rules would read, checked here rather
   with a digit in it ("hopper1", a uuid's "3f2a9c1e") is no word: rules read words at word
   boundaries;
 * a shape is kept only when its plan, read from the probe literals, with the question's own
-  literals substituted (:func:`substituted`), *equals* the plan the rules read from the
+  literals substituted (:meth:`ShapedPlan.fill`), *equals* the plan the rules read from the
   question itself: each literal is then a condition value exactly as written or as the rules
   normalise it (a uuid canonical, an address lower-cased), and nothing else in the plan (the
   table, the count, an ignored part's text, the topic) depends on it. Otherwise the shape is
@@ -47,7 +47,7 @@ from rag_agent.understanding.rules.lexicon import ROLE_WORDS, SYNONYMS
 from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary
 from rag_agent.understanding.rules.vocabulary import REFERENCE_WORDS, TABLE_WORDS
 
-__all__ = ["MAX_SLOTS", "QuestionShape", "is_inert", "question_shape", "substituted"]
+__all__ = ["MAX_SLOTS", "QuestionShape", "ShapedPlan", "is_inert", "question_shape"]
 
 #: At most this many slots in one question: more is a list, not a look-up.
 MAX_SLOTS = 4
@@ -171,13 +171,23 @@ def _reserved(vocabulary: SchemaVocabulary | None, synonyms: Hashable) -> frozen
     return frozenset(words)
 
 
+#: The reserved words last asked for, with the vocabulary and synonyms they were made with.
+_LAST_RESERVED: list[tuple[object, object, frozenset[str]] | None] = [None]
+
+
 def is_inert(
     literals: Iterable[str],
     vocabulary: SchemaVocabulary | None,
     synonyms: Mapping[str, tuple[str, ...]] | None = None,
 ) -> bool:
     """Whether no word of ``literals`` is one the rules may read (see the module's docstring)."""
-    reserved = _reserved(vocabulary, tuple(sorted((synonyms or {}).items())))
+    last = _LAST_RESERVED[0]
+    if last is not None and last[0] is vocabulary and last[1] is synonyms:
+        reserved = last[2]  # the run's vocabulary and the agent's synonyms: as last time
+    else:
+        reserved = _reserved(vocabulary, tuple(sorted((synonyms or {}).items())))
+        # One tuple swapped in whole: a thread reads the old one or the new one.
+        _LAST_RESERVED[0] = (vocabulary, synonyms, reserved)
     for literal in literals:
         for token in _TOKEN.findall(literal):
             # Digits glued to letters make no word ("hopper1"): the rules read words whole.
@@ -186,49 +196,78 @@ def is_inert(
     return True
 
 
-def _forms(table: dict[Any, Any], kind: str, old: str, new: str) -> None:
-    """Map into ``table`` each value ``old`` may take in a plan to the same value of ``new``:
-    as written, as the rules normalise it, and as the facade coerces it to a column's type (a
-    uuid column's :class:`uuid.UUID`). A str and a UUID are never equal, so values alone key
-    the table without mixing types."""
-    table[old] = new
-    if kind == "uuid":
-        before, after = uuid.UUID(old), uuid.UUID(new)
-        table[str(before)] = str(after)
-        table[before] = after
-    else:
-        table[old.lower()] = new.lower()
+class ShapedPlan:
+    """A shape's plan, read from its probe literals, and where each literal's value sits in it:
+    :meth:`fill` makes the plan of a question of the shape from its literals. Immutable.
 
+    A literal sits in a condition as written (lower case is required of a slot, and a uuid
+    slot is already canonical, so the rules' normalised form is the same text) or, once the
+    facade coerced it to a uuid column's type, as a :class:`uuid.UUID`."""
 
-def substituted(plan: Plan, kinds: tuple[str, ...], old: Iterable[str], new: Iterable[str]) -> Plan:
-    """``plan`` with every condition value that is a form of an ``old`` literal replaced by the
-    same form of the ``new`` one (conditions only: a literal anywhere else makes the plans of
-    two literals differ, and such a shape is never kept)."""
-    table: dict[Any, Any] = {}
-    for kind, before, after in zip(kinds, old, new, strict=True):
-        _forms(table, kind, before, after)
+    __slots__ = ("_at", "kinds", "table", "template")
 
-    def swap(condition: Condition) -> Condition:
-        value = condition.value
-        if type(value) is not str and type(value) is not uuid.UUID:
-            return condition  # only a literal's own forms are replaced
-        replacement = table.get(value, _MISSING)
-        if replacement is _MISSING:
-            return condition
-        return Condition(condition.column, condition.op, replacement, condition.source)
+    def __init__(self, template: Plan, kinds: tuple[str, ...], probes: tuple[str, ...]) -> None:
+        self.template = template
+        self.kinds = kinds
+        #: The table the plan reads: what the memo checks the catalog of.
+        self.table = template.table
+        slots: dict[Any, tuple[int, bool]] = {}
+        for slot, (kind, probe) in enumerate(zip(kinds, probes, strict=True)):
+            slots[probe] = (slot, False)
+            if kind == "uuid":
+                slots[uuid.UUID(probe)] = (slot, True)
 
-    request = plan.request
-    # Built whole rather than by dataclasses.replace (a third of a hit's cost); a field added
-    # to Request and left out here makes the substituted plan differ, and no shape is kept.
-    request = Request(
-        table=request.table, conditions=tuple(map(swap, request.conditions)),
-        count_only=request.count_only, ignored=request.ignored, group_by=request.group_by,
-        include=request.include, metrics=request.metrics, topic=request.topic,
-        through=request.through,
-    )  # fmt: skip
-    applied = tuple(map(swap, plan.applied))
-    refused = tuple((swap(c), ignored) for c, ignored in plan.refused)
-    return Plan(request, plan.table, applied, refused)
+        def places(conditions: Iterable[Condition]) -> tuple[tuple[int, int, bool], ...]:
+            found = []
+            for index, condition in enumerate(conditions):
+                value = condition.value
+                if type(value) is str or type(value) is uuid.UUID:
+                    place = slots.get(value)
+                    if place is not None:
+                        found.append((index, *place))
+            return tuple(found)
 
+        self._at = (
+            places(template.request.conditions),
+            places(template.applied),
+            places(c for c, _ in template.refused),
+        )
 
-_MISSING = object()
+    def fill(self, literals: tuple[str, ...]) -> Plan:
+        """The plan of the question of this shape whose literals are ``literals`` (each of its
+        slot's kind, lower case): the template with each probe's value replaced by the
+        literal's, in the same form."""
+        kinds = self.kinds
+        forms = [
+            (literal, uuid.UUID(literal) if kind == "uuid" else None)
+            for kind, literal in zip(kinds, literals, strict=True)
+        ]
+
+        def put(conditions: tuple[Condition, ...], at: tuple[tuple[int, int, bool], ...]) -> Any:
+            if not at:
+                return conditions
+            changed = list(conditions)
+            for index, slot, as_uuid in at:
+                old = changed[index]
+                value = forms[slot][1] if as_uuid else forms[slot][0]
+                changed[index] = Condition(old.column, old.op, value, old.source)
+            return tuple(changed)
+
+        plan = self.template
+        in_request, in_applied, in_refused = self._at
+        request = plan.request
+        if in_request:
+            # Built whole rather than by dataclasses.replace (a third of a hit's cost); a field
+            # added to Request and left out here makes the filled plan differ from the rules',
+            # and no shape is kept.
+            request = Request(
+                table=request.table, conditions=put(request.conditions, in_request),
+                count_only=request.count_only, ignored=request.ignored,
+                group_by=request.group_by, include=request.include, metrics=request.metrics,
+                topic=request.topic, through=request.through,
+            )  # fmt: skip
+        refused = plan.refused
+        if in_refused:
+            conditions = put(tuple(c for c, _ in refused), in_refused)
+            refused = tuple((c, why) for c, (_, why) in zip(conditions, refused, strict=True))
+        return Plan(request, plan.table, put(plan.applied, in_applied), refused)
