@@ -37,18 +37,24 @@ import datetime as dt
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from rag_agent.specs import Condition, Ignored
 from rag_agent.understanding.request import Request
 
-if TYPE_CHECKING:  # the shape's plan is memoised here, and built from a Plan there
-    from rag_agent.pipeline.question_shape import ShapedPlan
-
-__all__ = ["DEFAULT_PLAN_MEMO_SIZE", "Plan", "PlanMemo"]
+__all__ = ["DEFAULT_PLAN_MEMO_SIZE", "Plan", "PlanMemo", "Planned", "plan_key", "shape_key"]
 
 #: How many plans an agent keeps by default.
 DEFAULT_PLAN_MEMO_SIZE = 256
+
+
+class Planned(Protocol):
+    """What the memo keeps: a :class:`Plan`, or a shape's plan
+    (:class:`~rag_agent.pipeline.question_shape.ShapedPlan`); either names the table whose
+    column types it was checked against."""
+
+    @property
+    def table(self) -> str: ...
 
 
 class Plan(NamedTuple):
@@ -83,14 +89,12 @@ class PlanMemo:
         if type(maxsize) is not int or maxsize < 0:
             raise ValueError(f"maxsize must be a non-negative int, not {maxsize!r}")
         self.maxsize = maxsize
-        self._entries: OrderedDict[Hashable, tuple[Plan | ShapedPlan, Mapping[str, Any]]] = (
-            OrderedDict()
-        )
+        self._entries: OrderedDict[Hashable, tuple[Planned, Mapping[str, Any]]] = OrderedDict()
         self._lock = threading.Lock()
         #: Plans returned so far (what the tests and the benchmarks read to see it was used).
         self.hits = 0
 
-    def get(self, key: Hashable, facade: Any) -> Plan | ShapedPlan | None:
+    def get(self, key: Hashable, facade: Any) -> Planned | None:
         """The plan kept under ``key``, if its table's column types are still those ``facade``
         reports (else it is dropped)."""
         with self._lock:
@@ -108,7 +112,7 @@ class PlanMemo:
             self.hits += 1
         return plan
 
-    def put(self, key: Hashable, plan: Plan | ShapedPlan, types: Mapping[str, Any]) -> None:
+    def put(self, key: Hashable, plan: Planned, types: Mapping[str, Any]) -> None:
         """Keep ``plan`` under ``key`` with ``types``, its table's column types as the facade
         reported them *before* the plan's conditions were checked; nothing is kept when the
         backend cannot tell them."""
