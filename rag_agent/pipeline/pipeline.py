@@ -484,15 +484,18 @@ class Pipeline:
             asked.append(text)
             return Understanding()
 
-        found = understand_request(
-            shape.text(probes), table=table, explicit=None, count_only=count_only, now=now,
-            extract=None if self.extractor is None else note, vocabulary=vocabulary,
-            synonyms=self.settings.synonyms,
-        )  # fmt: skip
-        if asked:
-            return  # the probe question would go to the model: its plan is not the rules' alone
-        checked_table = self.facade.policy.check_read(found.table, "run")
-        applied, refused = apply_conditions(self.facade, checked_table, found.conditions)
+        try:
+            found = understand_request(
+                shape.text(probes), table=table, explicit=None, count_only=count_only, now=now,
+                extract=None if self.extractor is None else note, vocabulary=vocabulary,
+                synonyms=self.settings.synonyms,
+            )  # fmt: skip
+            if asked:
+                return  # the probe would go to the model: its plan is not the rules' alone
+            checked_table = self.facade.policy.check_read(found.table, "run")
+            applied, refused = apply_conditions(self.facade, checked_table, found.conditions)
+        except Exception:  # the question's own plan stands: a memo never fails a run
+            return
         template = ShapedPlan(Plan(found, checked_table, applied, refused), shape.kinds, probes)
         if template.fill(shape.literals) == plan:
             self.plans.put(shaped, template, types)

@@ -290,6 +290,27 @@ class TestQuestionShapes:
         assert agent.run(text, return_json=True) == expected
         assert counted == ["leads"]  # checked anew, and no probe: the literal is not inert
 
+    def test_a_failing_probe_keeps_no_shape_and_fails_no_run(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """When checking the shape's probe fails, the question is still answered (by its own
+        plan) and no shape is kept."""
+        original = pipeline_module.apply_conditions
+        calls: list[str] = []
+
+        def second_fails(facade: Any, table: str, conditions: Any) -> Any:
+            calls.append(table)
+            if len(calls) == 2:  # the probe's check
+                raise RuntimeError("the backend went away")
+            return original(facade, table, conditions)
+
+        monkeypatch.setattr(pipeline_module, "apply_conditions", second_fails)
+        agent = _agent(PlanMemo())
+        text = "find the lead with email lucia.jensen@zorg-ag.example"
+        answer = agent.run(text, return_json=True)
+        assert answer == _PLAIN.run(text, return_json=True)
+        assert len(calls) == 3 and len(agent._pipeline.plans) == 1  # the exact text's alone
+
     def test_a_shape_whose_literal_is_refused_is_not_kept(self) -> None:
         """A uuid asked of a bigint id is refused with its value in the reason: the plan
         depends on the literal beyond a condition value, so the shape is not kept."""
