@@ -62,8 +62,9 @@ class Contender:
 
 
 #: How many leads the lookups ask for in turn: more than the agent's plan memo keeps
-#: (``DEFAULT_PLAN_MEMO_SIZE``), so no question is answered by the plan of its exact text.
-ROTATION = 1000
+#: (``DEFAULT_PLAN_MEMO_SIZE``) and than the rules' own cache of texts read, so no question is
+#: answered by the plan or the reading of its exact text asked before.
+ROTATION = 4096
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ Supabase project starts with) and one on ``created_at``. The scenarios, each tim
 against raw psycopg running the SQL a careful engineer would write (the *baseline*) and the
 LangChain peer tool given the SQL a model would write:
 
-Each lookup call (raw, facade and agent alike) asks for the next of 1,000 leads spread over the
-table, as an agent answering its users does: more than the agent's plan memo keeps, so a question
-is planned from its *shape* ("show lead <uuid>"), never from its exact text asked before.
+Each lookup call (raw, facade and agent alike) asks for the next of 4,096 leads spread over the
+table, as an agent answering its users does: more than the agent's plan memo and the rules' cache
+keep, so a question is planned from its *shape* ("show lead <uuid>"), never from its exact text
+asked before.
 
 * email lookup, ``RAGAgent.run("find the lead with email <addr>")``, with only the btree on
   ``email``, then with ``lower(email)`` indexed too. Raw: ``email = $1`` (the floor: exact case,
@@ -186,7 +187,7 @@ def _reason(outcome: Outcome, against: str, most: float) -> str:
     through = f"; `facade.read` alone is {read.median / base:.2f}×" if read else ""
     return (
         f"Every call asks for another lead (a rotation of {ROTATION:,}, more than the plan memo "
-        "keeps), "
+        "and the rules' cache keep), "
         "so no answer comes from the plan of its exact text: the question's plan comes from its "
         "shape's (the rules do not run), and "
         f"`RAGAgent.run` adds {fmt_time(run - base)} of Python per call (finding the question's "
