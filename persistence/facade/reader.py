@@ -61,8 +61,8 @@ class _Reader(Closing):
     the reads. Thread-safe when the backend is (all bundled ones are)."""
 
     __slots__ = (
-        "__backend", "__embedder", "__policy", "__redaction", "_plans", "_vocabulary",
-        "_vocabulary_lock",
+        "__backend", "__embedder", "__policy", "__redaction", "__tables", "_plans",
+        "_vocabulary", "_vocabulary_lock",
     )  # fmt: skip
 
     def __init__(
@@ -75,6 +75,8 @@ class _Reader(Closing):
     ) -> None:
         self.__backend = backend
         self.__policy = policy
+        # The policy is immutable: its tables are sorted once (every run asks for them).
+        self.__tables = tuple(sorted(policy.read_tables))
         #: The checked shapes of reads (see persistence.facade.read_plans).
         self._plans = ReadPlans()
         #: The learned vocabulary and what it was learned at (see :meth:`vocabulary`).
@@ -140,7 +142,7 @@ class _Reader(Closing):
 
     def tables(self) -> tuple[str, ...]:
         """The readable tables, sorted."""
-        return tuple(sorted(self.__policy.read_tables))
+        return self.__tables
 
     def columns(self, table: str) -> tuple[str, ...]:
         """The readable columns of ``table``, sorted (empty when the backend cannot tell)."""
@@ -162,7 +164,9 @@ class _Reader(Closing):
         table = self.__policy.check_read(table, "column_types")
         types = self.__backend.column_types(table) or {}
         allowed = self.__policy.allowed_columns(table)
-        return MappingProxyType({c: t for c, t in types.items() if allowed is None or c in allowed})
+        if allowed is None:  # a copy (a snapshot, never a live view) made in C
+            return MappingProxyType(dict(types))
+        return MappingProxyType({c: t for c, t in types.items() if c in allowed})
 
     def redacted_columns(self, table: str) -> Mapping[str, str]:
         """The redacted columns of ``table`` the policy lets a read return: column -> how

@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +77,13 @@ from rag_agent.pipeline.conversation_step import (
     remember,
     selection_condition,
 )
-from rag_agent.pipeline.plan_memo import Plan, PlanMemo, plan_key
+from rag_agent.pipeline.plan_memo import Plan, PlanMemo, plan_key, shape_key
+from rag_agent.pipeline.question_shape import (
+    QuestionShape,
+    ShapedPlan,
+    is_inert,
+    question_shape,
+)
 from rag_agent.pipeline.ranking import (
     CannotRank,
     cached_ranked_page,
@@ -416,7 +422,16 @@ class Pipeline:
         )
         trace = current_trace()
         started = 0.0 if trace is None else trace.timer()
-        plan = None if key is None else self.plans.get(key, self.facade)
+        kept = None if key is None else self.plans.get(key, self.facade)
+        plan = kept if isinstance(kept, Plan) else None
+        # A question of a shape planned before ("show lead <uuid>"): that plan, with this
+        # question's literals in its slots (rag_agent.pipeline.question_shape).
+        shape = None if key is None or plan is not None else question_shape(follow.text)
+        shaped = None if shape is None else shape_key(shape, table, count_only, now, vocabulary)
+        if shape is not None and shaped is not None and self._inert(shape.literals, vocabulary):
+            template = self.plans.get(shaped, self.facade)
+            if isinstance(template, ShapedPlan):
+                plan = template.fill(shape.literals)
         if plan is not None:
             if trace is not None:
                 ms = (trace.timer() - started) * 1000
@@ -439,7 +454,51 @@ class Pipeline:
         plan = Plan(request, checked_table, applied, refused)
         if key is not None and types is not None:
             self.plans.put(key, plan, types)
+            if shape is not None and shaped is not None:
+                self._keep_shape(shape, shaped, plan, table, count_only, now, vocabulary, types)
         return plan
+
+    def _inert(self, literals: tuple[str, ...], vocabulary: SchemaVocabulary | None) -> bool:
+        return is_inert(literals, vocabulary, self.settings.synonyms)
+
+    def _keep_shape(
+        self,
+        shape: QuestionShape,
+        shaped: Hashable,
+        plan: Plan,
+        table: str | None,
+        count_only: bool | None,
+        now: dt.datetime,
+        vocabulary: SchemaVocabulary | None,
+        types: Mapping[str, Any],
+    ) -> None:
+        """Keep the plan of ``shape`` when it is provably this question's with other literals:
+        its literals inert, and the plan the rules read from the shape's probe literals, with
+        this question's substituted, equal to ``plan`` (else nothing is kept)."""
+        probes = shape.probes()
+        if not self._inert(shape.literals, vocabulary) or set(probes) & set(shape.literals):
+            return
+        asked: list[str] = []
+
+        def note(text: str, _table: str) -> Understanding:
+            asked.append(text)
+            return Understanding()
+
+        try:
+            found = understand_request(
+                shape.text(probes), table=table, explicit=None, count_only=count_only, now=now,
+                extract=None if self.extractor is None else note, vocabulary=vocabulary,
+                synonyms=self.settings.synonyms,
+            )  # fmt: skip
+            if asked:
+                return  # the probe would go to the model: its plan is not the rules' alone
+            checked_table = self.facade.policy.check_read(found.table, "run")
+            applied, refused = apply_conditions(self.facade, checked_table, found.conditions)
+        except Exception:  # the question's own plan stands: a memo never fails a run
+            return
+        template = ShapedPlan(Plan(found, checked_table, applied, refused), shape.kinds, probes)
+        if template.fill(shape.literals) == plan:
+            self.plans.put(shaped, template, types)
 
     def read(self, log: Any, *args: Any) -> Envelope:
         """Step 3 alone for ``RAGAgent.read`` (the arguments of :meth:`read_steps`), blocking."""

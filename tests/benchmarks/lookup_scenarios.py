@@ -8,6 +8,7 @@ peer (LangChain's SQL tool) runs the SQL a model would write, values as quoted t
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,29 +61,55 @@ class Contender:
     check: Callable[[Any], None]
 
 
+#: How many leads the lookups ask for in turn: more than the agent's plan memo keeps
+#: (``DEFAULT_PLAN_MEMO_SIZE``) and than the rules' own cache of texts read, so no question is
+#: answered by the plan or the reading of its exact text asked before.
+ROTATION = 4096
+
+
 @dataclass(frozen=True)
 class Sample:
-    """The lead looked up and the month's expected answer, read as the database owner."""
+    """The lead looked up, the leads the lookups ask for in turn, and the month's expected
+    answer, read as the database owner."""
 
     lead_id: uuid.UUID
     email: str
     month_count: int
     month_first_email: str
+    leads: tuple[tuple[uuid.UUID, str], ...] = ()
+
+
+class Rotation:
+    """The leads a lookup asks for, one after the other: every call asks for another lead, as
+    an agent answering its users does; :attr:`current` is the lead the last call asked for."""
+
+    def __init__(self, leads: Sequence[tuple[uuid.UUID, str]]) -> None:
+        self._leads = itertools.cycle(leads)
+        self.current = leads[0]
+
+    def next(self) -> tuple[uuid.UUID, str]:
+        self.current = next(self._leads)
+        return self.current
 
 
 def read_sample(db: ScratchDatabase) -> Sample:
-    """A lead from the middle of the table, and the month's count and first lead."""
+    """A lead from the middle of the table, :data:`ROTATION` leads spread over it, and the
+    month's count and first lead."""
     with psycopg.connect(db.admin_dsn) as conn:
         lead = conn.execute(
             b"SELECT id, email FROM leads ORDER BY created_at OFFSET %s LIMIT 1", (db.rows // 2,)
         ).fetchone()
+        spread = conn.execute(
+            b"SELECT id, email FROM leads ORDER BY md5(id::text) LIMIT %s", (ROTATION,)
+        ).fetchall()
         month = conn.execute(
             b"SELECT count(*), (SELECT email FROM leads WHERE created_at >= %s AND created_at < %s"
             b" ORDER BY created_at LIMIT 1) FROM leads WHERE created_at >= %s AND created_at < %s",
             (*MONTH, *MONTH),
         ).fetchone()
     assert lead is not None and month is not None
-    return Sample(lead[0], str(lead[1]), int(month[0]), str(month[1]))
+    leads = tuple((row[0], str(row[1])) for row in spread)
+    return Sample(lead[0], str(lead[1]), int(month[0]), str(month[1]), leads)
 
 
 # --- checks --------------------------------------------------------------------------------------
@@ -97,32 +124,39 @@ def _require(condition: bool, message: str) -> None:
         raise WrongAnswer(message)
 
 
-def _envelope_check(total: int, field_name: str, value: str) -> Callable[[Any], None]:
-    """An envelope (JSON dict) with no error, ``total`` matches, ``value`` in the first record."""
+def _envelope_check(
+    total: int, field_name: str, value: str | Callable[[], str]
+) -> Callable[[Any], None]:
+    """An envelope (JSON dict) with no error, ``total`` matches, ``value`` (or the value it
+    returns, for a rotating lookup) in the first record."""
 
     def check(envelope: Any) -> None:
+        wanted = value() if callable(value) else value
         error = envelope["metadata"].get("error")
         _require(error is None, f"{error and error['type']}: {error and error['message']}")
         _require(envelope["metadata"]["total_count"] == total, f"{envelope['metadata']}")
         first = envelope["records"][0][field_name] if envelope["records"] else None
-        _require(first == value, f"first record's {field_name} is {first!r}, not {value!r}")
+        _require(first == wanted, f"first record's {field_name} is {first!r}, not {wanted!r}")
 
     return check
 
 
 def _page_check(total: int, column: str, value: object) -> Callable[[Any], None]:
-    """A facade ``Page``: ``total`` matches and ``value`` is in its first row."""
+    """A facade ``Page``: ``total`` matches and ``value`` (or the value it returns, for a
+    rotating lookup) is in its first row."""
 
     def check(page: Any) -> None:
+        wanted = value() if callable(value) else value
         first = page.rows[0][column] if page.rows else None
-        _require(page.total_count == total and first == value, f"{page!r:.200}")
+        _require(page.total_count == total and first == wanted, f"{page!r:.200}")
 
     return check
 
 
-def _rows_check(value: str, column: int) -> Callable[[Any], None]:
+def _rows_check(value: str | Callable[[], str], column: int) -> Callable[[Any], None]:
     def check(rows: Any) -> None:
-        _require(len(rows) == 1 and str(rows[0][column]) == value, f"got {rows!r:.200}")
+        wanted = value() if callable(value) else value
+        _require(len(rows) == 1 and str(rows[0][column]) == wanted, f"got {rows!r:.200}")
 
     return check
 
@@ -166,22 +200,45 @@ def _peer(clients: Clients, *statements: tuple[bytes, Sequence[Any]]) -> Callabl
     return call
 
 
+def _rotating_raw(
+    clients: Clients, statement: bytes, value: Callable[[], Any]
+) -> Callable[[], Any]:
+    """Run ``statement`` on the raw connection's reused cursor with the next lead's value."""
+    cursor = clients.raw.cursor()
+
+    def call() -> Any:
+        return cursor.execute(statement, (value(),)).fetchall()
+
+    return call
+
+
 def email_lookup(clients: Clients, sample: Sample) -> dict[str, Contender]:
     """``RAGAgent.run`` of an email question and ``facade.read`` with ``Op.IEQ``, against the
-    two raw statements and the peer."""
+    two raw statements and the peer; every call (but the peer's) asks for the next lead of the
+    rotation."""
     facade, agent, email = clients.facade, clients.agent, sample.email
-    exact = (b"SELECT * FROM leads WHERE email = %s LIMIT 50", (email,))
+    turn = Rotation(sample.leads or ((sample.lead_id, email),))
+
+    def address() -> str:
+        return turn.next()[1]
+
+    def asked() -> str:
+        return turn.current[1]
+
     lower = (b"SELECT * FROM leads WHERE lower(email) = lower(%s) LIMIT 50", (email,))
-    by_email = (Filter("email", Op.IEQ, email),)
     contenders = {
-        FLOOR: Contender(_raw(clients, exact), _rows_check(email, _EMAIL)),
-        RAW_LOWER: Contender(_raw(clients, lower), _rows_check(email, _EMAIL)),
+        FLOOR: Contender(
+            _rotating_raw(clients, b"SELECT * FROM leads WHERE email = %s LIMIT 50", address),
+            _rows_check(asked, _EMAIL),
+        ),
+        RAW_LOWER: Contender(_rotating_raw(clients, lower[0], address), _rows_check(asked, _EMAIL)),
         "facade.read": Contender(
-            lambda: facade.read("leads", by_email, limit=PAGE), _page_check(1, "email", email)
+            lambda: facade.read("leads", (Filter("email", Op.IEQ, address()),), limit=PAGE),
+            _page_check(1, "email", asked),
         ),
         "RAGAgent.run": Contender(
-            lambda: agent.run(f"find the lead with email {email}", return_json=True),
-            _envelope_check(1, "email", email),
+            lambda: agent.run(f"find the lead with email {address()}", return_json=True),
+            _envelope_check(1, "email", asked),
         ),
     }
     return _with_peer(contenders, clients, (lower,), _text_check(email))
@@ -189,19 +246,30 @@ def email_lookup(clients: Clients, sample: Sample) -> dict[str, Contender]:
 
 def uuid_lookup(clients: Clients, sample: Sample) -> dict[str, Contender]:
     """``RAGAgent.run("show lead <uuid>")`` and ``facade.read`` with the id as text, against
-    raw ``id = $1`` and the peer."""
+    raw ``id = $1`` and the peer; every call (but the peer's) asks for the next lead of the
+    rotation."""
     facade, agent, lead_id = clients.facade, clients.agent, sample.lead_id
+    turn = Rotation(sample.leads or ((lead_id, sample.email),))
+
+    def key() -> uuid.UUID:
+        return turn.next()[0]
+
+    def asked() -> str:
+        return str(turn.current[0])
+
     by_id = (b"SELECT * FROM leads WHERE id = %s LIMIT 50", (lead_id,))
-    # The id as text, as a tool or the rules hand it over: the column's type must accept it.
-    as_text = (Filter("id", Op.EQ, str(lead_id)),)
     contenders = {
-        "raw psycopg, id = $1": Contender(_raw(clients, by_id), _rows_check(str(lead_id), 0)),
+        "raw psycopg, id = $1": Contender(
+            _rotating_raw(clients, by_id[0], key), _rows_check(asked, 0)
+        ),
+        # The id as text, as a tool or the rules hand it over: the column's type must accept it.
         "facade.read": Contender(
-            lambda: facade.read("leads", as_text, limit=PAGE), _page_check(1, "id", lead_id)
+            lambda: facade.read("leads", (Filter("id", Op.EQ, str(key())),), limit=PAGE),
+            _page_check(1, "id", lambda: turn.current[0]),
         ),
         "RAGAgent.run": Contender(
-            lambda: agent.run(f"show lead {lead_id}", return_json=True),
-            _envelope_check(1, "id", str(lead_id)),
+            lambda: agent.run(f"show lead {key()}", return_json=True),
+            _envelope_check(1, "id", asked),
         ),
     }
     return _with_peer(contenders, clients, (by_id,), _text_check(sample.email))

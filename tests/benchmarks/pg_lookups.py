@@ -10,6 +10,11 @@ Supabase project starts with) and one on ``created_at``. The scenarios, each tim
 against raw psycopg running the SQL a careful engineer would write (the *baseline*) and the
 LangChain peer tool given the SQL a model would write:
 
+Each lookup call (raw, facade and agent alike) asks for the next of 4,096 leads spread over the
+table, as an agent answering its users does: more than the agent's plan memo and the rules' cache
+keep, so a question is planned from its *shape* ("show lead <uuid>"), never from its exact text
+asked before.
+
 * email lookup, ``RAGAgent.run("find the lead with email <addr>")``, with only the btree on
   ``email``, then with ``lower(email)`` indexed too. Raw: ``email = $1`` (the floor: exact case,
   served by the btree) and ``lower(email) = lower($1)`` (what a case-insensitive lookup needs);
@@ -50,6 +55,7 @@ from tests.benchmarks.lookup_scenarios import (
     LOWER_EMAIL_INDEX,
     PEER,
     RAW_LOWER,
+    ROTATION,
     UUID_LEADS,
     Contender,
     Sample,
@@ -180,11 +186,16 @@ def _reason(outcome: Outcome, against: str, most: float) -> str:
         return f"{alone}`RAGAgent.run` adds the question's parsing, plan and envelope to it."
     through = f"; `facade.read` alone is {read.median / base:.2f}×" if read else ""
     return (
-        f"`RAGAgent.run` adds {fmt_time(run - base)} of Python per call (reading the question, "
-        "planning, the envelope with each record's provenance hash, the JSON) to a "
-        f"{fmt_time(base)} round trip, where {most:g}× leaves {fmt_time((most - 1) * base)}"
-        f"{through}. It is a fixed cost per question, not per row: where the server works "
-        "longer than a primary-key lookup the ratio falls (the month's page: the table above)."
+        f"Every call asks for another lead (a rotation of {ROTATION:,}, more than the plan memo "
+        "and the rules' cache keep), "
+        "so no answer comes from the plan of its exact text: the question's plan comes from its "
+        "shape's (the rules do not run), and "
+        f"`RAGAgent.run` adds {fmt_time(run - base)} of Python per call (finding the question's "
+        "slots, the facade's checks of the read, the envelope with the record's provenance "
+        f"hash, the JSON) to a {fmt_time(base)} round trip, where {most:g}× leaves "
+        f"{fmt_time((most - 1) * base)}{through}. It is a fixed cost per question, not per "
+        "row: where the server works longer than a primary-key lookup the ratio falls (the "
+        "month's page: the table above)."
     )
 
 
@@ -269,6 +280,9 @@ def measure(rows: int, *, quick: bool, with_peer: bool) -> LookupReport:
 
 def _notes(sample: Sample) -> list[str]:
     return [
+        "Uuid and email lookups: every call but the peer's asks for the next of "
+        f"{len(sample.leads):,} leads (its uuid or address), so each question is new to the "
+        "agent's plan memo but for its shape. "
         f'Email: `run("find the lead with email {sample.email}")`; the peer runs '
         "`lower(email) = lower('…')`. With the btree only, no index serves a case-insensitive "
         "match, so the baseline is the exact-case floor `email = $1`; with the `lower(email)` "

@@ -16,6 +16,7 @@ from rag_agent import RAGAgent, RAGSettings
 from rag_agent.ops.sample import load_sample
 from rag_agent.pipeline import pipeline as pipeline_module
 from rag_agent.pipeline.plan_memo import Plan, PlanMemo, plan_key
+from rag_agent.pipeline.question_shape import is_inert, question_shape
 from rag_agent.specs import Understanding
 from rag_agent.understanding.request import Request
 
@@ -261,3 +262,97 @@ class TestPlanMemo:
         assert plan_key("x", None, None, NOW) == plan_key("x", None, None, NOW.replace(hour=23))
         assert plan_key("x", "leads", None, NOW) != plan_key("x", None, None, NOW)
         assert plan_key("x", None, True, NOW) != plan_key("x", None, None, NOW)
+
+
+class TestQuestionShapes:
+    """A question of a shape planned before reuses that plan with its own literals."""
+
+    def test_another_address_is_not_read_again(self, counted: list[str]) -> None:
+        """The second e-mail question of one shape is planned from the first's shape: its
+        conditions are not checked again, and it answers what planning anew answers."""
+        agent = _agent(PlanMemo())
+        first = agent.run("find the lead with email lucia.jensen@zorg-ag.example", return_json=True)
+        assert first["metadata"]["total_count"] == 1
+        assert counted == ["leads", "leads"]  # the question, then the shape's probe
+        text = "find the lead with email ada.lopez@halcyon-plc.example"
+        second = agent.run(text, return_json=True)
+        assert counted == ["leads", "leads"]
+        assert second == _PLAIN.run(text, return_json=True)
+        assert [r["email"] for r in second["records"]] == ["ada.lopez@halcyon-plc.example"]
+
+    def test_a_literal_the_rules_read_is_read_in_full(self, counted: list[str]) -> None:
+        """An address holding a word the rules read ("count") is not planned from the shape."""
+        agent = _agent(PlanMemo())
+        agent.run("find the lead with email lucia.jensen@zorg-ag.example")
+        text = "find the lead with email count@zorg-ag.example"
+        expected = _PLAIN.run(text, return_json=True)
+        counted.clear()
+        assert agent.run(text, return_json=True) == expected
+        assert counted == ["leads"]  # checked anew, and no probe: the literal is not inert
+
+    def test_a_failing_probe_keeps_no_shape_and_fails_no_run(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """When checking the shape's probe fails, the question is still answered (by its own
+        plan) and no shape is kept."""
+        original = pipeline_module.apply_conditions
+        calls: list[str] = []
+
+        def second_fails(facade: Any, table: str, conditions: Any) -> Any:
+            calls.append(table)
+            if len(calls) == 2:  # the probe's check
+                raise RuntimeError("the backend went away")
+            return original(facade, table, conditions)
+
+        monkeypatch.setattr(pipeline_module, "apply_conditions", second_fails)
+        agent = _agent(PlanMemo())
+        text = "find the lead with email lucia.jensen@zorg-ag.example"
+        answer = agent.run(text, return_json=True)
+        assert answer == _PLAIN.run(text, return_json=True)
+        assert len(calls) == 3 and len(agent._pipeline.plans) == 1  # the exact text's alone
+
+    def test_a_shape_whose_literal_is_refused_is_not_kept(self) -> None:
+        """A uuid asked of a bigint id is refused with its value in the reason: the plan
+        depends on the literal beyond a condition value, so the shape is not kept."""
+        agent = _agent(PlanMemo())
+        agent.run("show lead 3f2a9c1e-1111-4abc-8def-0123456789ab")
+        assert len(agent._pipeline.plans) == 1  # the exact text's plan alone
+
+
+class TestQuestionShape:
+    """Finding a question's slots."""
+
+    def test_slots(self) -> None:
+        shape = question_shape("show lead 3f2a9c1e-1111-4abc-8def-0123456789ab, or a@b.io?")
+        assert shape is not None
+        assert shape.kinds == ("uuid", "email")
+        assert shape.literals == ("3f2a9c1e-1111-4abc-8def-0123456789ab", "a@b.io")
+        assert shape.text(shape.literals) == (
+            "show lead 3f2a9c1e-1111-4abc-8def-0123456789ab, or a@b.io?"
+        )
+        other = question_shape("show lead 00000000-2222-4abc-8def-0123456789ab, or q@z.io?")
+        assert other is not None and other.key == shape.key
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "leads at Acme",  # no slot
+            "show lead 3F2A9C1E-1111-4ABC-8DEF-0123456789AB",  # upper case may steer a rule
+            "lead 3f2a9c1e-1111-4abc-8def-0123456789ab's conversations",  # not standing alone
+            "(a@b.io)",  # not standing alone
+            "a@b.io b@b.io c@b.io d@b.io e@b.io",  # a list, not a look-up
+            "lead 42",  # numbers are no slots
+        ],
+    )
+    def test_no_shape(self, text: str) -> None:
+        assert question_shape(text) is None
+
+    def test_reserved_words(self) -> None:
+        vocabulary = _MEMOISED._pipeline.vocabulary()
+        assert is_inert(
+            ["ken.hopper1@example.com", "3f2a9c1e-1111-4abc-8def-0123456789ab"], vocabulary
+        )
+        assert not is_inert(["count@x.io"], vocabulary)  # a rule word
+        assert not is_inert(["status@x.io"], vocabulary)  # a column's word
+        assert not is_inert(["a@x.by"], vocabulary)  # "by" may start a grouping after it
+        assert is_inert(["count1@x.io"], vocabulary)  # digits glued to letters: no word
