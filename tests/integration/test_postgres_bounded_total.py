@@ -8,20 +8,18 @@ filter); and the statement no longer counts every match.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from persistence import Filter, Op, Order, Query, create_read_only_facade
-from persistence.backends.postgres import sql as _pg_sql
 from persistence.facade import ReadOnlyPersistenceFacade
 from rag_agent import RAGAgent, RAGSettings, create_rag_agent
 from tests.conftest import PostgresDatabase
+from tests.support.explain import executed_nodes
 
 pytestmark = pytest.mark.postgres
 
@@ -85,23 +83,11 @@ def test_bounded_total_against_the_exact_read(
 
 
 def counting_scans(dsn: str, query: Query, probe: bool) -> list[int]:
-    """Rows each executed aggregate over ``leads`` counted in the read statement of ``query``."""
-    statement = _pg_sql.build_read(query, "public", ("id",), True, probe=probe).as_bytes(None)
-    params = _pg_sql.read_params(query, probe=probe)
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute(b"EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params).fetchone()
-    assert row is not None
-    document = row[0] if not isinstance(row[0], str) else json.loads(row[0])
-
-    def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        yield plan
-        for child in plan.get("Plans", ()):
-            yield from nodes(child)
-
+    """Rows each executed aggregate in the read statement of ``query`` counted."""
     return [
         int(child["Actual Rows"])
-        for node in nodes(document[0]["Plan"])
-        if node.get("Node Type") == "Aggregate" and node.get("Actual Loops", 0) > 0
+        for node in executed_nodes(dsn, query, ("id",), probe=probe)
+        if node.get("Node Type") == "Aggregate"
         for child in node.get("Plans", ())
     ]
 

@@ -7,7 +7,6 @@ to find a page costs most, and where a plain btree on ``email`` cannot serve ``i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +20,7 @@ from persistence.backends.postgres import create_backend
 from persistence.backends.postgres import sql as _pg_sql
 from persistence.facade import ReadOnlyPersistenceFacade
 from tests.conftest import PostgresDatabase
+from tests.support.explain import executed_nodes
 
 pytestmark = pytest.mark.postgres
 
@@ -136,24 +136,9 @@ class TestPagesAroundTheBound:
 
 
 def executed_scans(dsn: str, query: Query, columns: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The plan nodes of the read statement that read ``leads`` and ran (as the reader)."""
-    statement = _pg_sql.build_read(query, "public", columns, True, probe=True).as_bytes(None)
-    params = _pg_sql.read_params(query, probe=True)
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute(b"EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params).fetchone()
-    assert row is not None
-    document = row[0] if not isinstance(row[0], str) else json.loads(row[0])
-
-    def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        yield plan
-        for child in plan.get("Plans", ()):
-            yield from nodes(child)
-
-    return [
-        node
-        for node in nodes(document[0]["Plan"])
-        if node.get("Relation Name") == "leads" and node.get("Actual Loops", 0) > 0
-    ]
+    """The plan nodes of the probing read statement that read ``leads`` and ran (as the reader)."""
+    nodes = executed_nodes(dsn, query, columns, probe=True)
+    return [node for node in nodes if node.get("Relation Name") == "leads"]
 
 
 class TestWhenToProbe:
