@@ -344,7 +344,7 @@ class _Reader(Closing):
         """One page of ``table`` matching all ``filters``, with the total number of matches.
 
         ``exact_total=False`` counts the matches only up to ``offset + limit + 1``: on a large
-        match set a read then stops scanning there instead of counting every match. The page's
+        match set the count then stops there instead of reading every match. The page's
         ``total_count`` is exact below that bound; at it, ``total_exact`` is false and the total
         is a lower bound that still exceeds the page's end (another page follows). A backend may
         count exactly anyway (the memory backend does), and says so in ``total_exact``.

@@ -80,7 +80,6 @@ def source_of(table: object) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-@functools.lru_cache(maxsize=64)
 def backend_info(kind: str, database: str | None) -> BackendInfo:
     """``metadata.backend``: the backend's kind and the database it read (no secret in either;
     see ``ReadOnlyPersistenceFacade.backend_database``). The model is frozen, so one per

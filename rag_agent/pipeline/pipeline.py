@@ -164,11 +164,14 @@ def _typed(value: Any) -> Any:
     return (type(value), value)
 
 
-def _cache_key(query: Query | ReadRequest, include_raw: bool, version: int) -> tuple[Any, ...]:
+def _cache_key(
+    query: Query | ReadRequest, include_raw: bool, version: int, exact_total: bool
+) -> tuple[Any, ...]:
     # ``version`` is the table's data_version, read before the data: a write in this process
     # (or to a shared memory store) moves it, so no later run reads a page cached before it.
+    # ``exact_total``: agents sharing one cache may count differently (RAG_EXACT_TOTALS).
     filters = tuple((f.column, f.op, _typed(f.value)) for f in query.filters)
-    window = (query.limit, query.offset)
+    window = (query.limit, query.offset, exact_total)
     return (query.table, version, filters, query.columns, query.order, window, include_raw)
 
 
@@ -960,7 +963,8 @@ class Pipeline:
         # No key when the cache is off: its version and values would be read for nothing.
         key: tuple[Any, ...] | None = None
         if cache.enabled:
-            key = _cache_key(query, include_raw, self.facade.data_version(query.table))
+            version = self.facade.data_version(query.table)
+            key = _cache_key(query, include_raw, version, self.settings.exact_totals)
             if related:  # the children's tables' versions too: a new message is a new page
                 key += (related, related_versions(self.facade, query.table, related))
         cached: PageResult | None = None if key is None else cache.get(key)

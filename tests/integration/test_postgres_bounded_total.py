@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from persistence import Filter, Op, Order, Query, create_read_only_facade
 from persistence.facade import ReadOnlyPersistenceFacade
 from rag_agent import RAGAgent, RAGSettings, create_rag_agent
+from rag_agent.runtime.cache import QueryCache
 from tests.conftest import PostgresDatabase
 from tests.support.explain import executed_nodes
 
@@ -153,3 +154,16 @@ def test_aread_bounds_the_total_as_read_does(db: PostgresDatabase) -> None:
         awaited = asyncio.run(main())
     assert awaited == blocking
     assert (blocking.total_count, blocking.total_exact) == (16, False)
+
+
+def test_a_shared_cache_keeps_each_way_of_counting(db: PostgresDatabase) -> None:
+    """Two agents sharing one result cache, one counting exactly and one bounded, never answer
+    with the other's total."""
+    shared = QueryCache(64, 300)
+    with create_read_only_facade(kind="postgres", dsn=db.reader_dsn) as reader:
+        bounded = RAGAgent(reader, settings=RAGSettings(exact_totals=False), cache=shared)
+        exact = RAGAgent(reader, settings=RAGSettings(), cache=shared)
+        first = bounded.run("leads at Bound", limit=20, return_json=True)["metadata"]
+        second = exact.run("leads at Bound", limit=20, return_json=True)["metadata"]
+    assert (first["total_count"], first["cache"]) == (21, "miss")
+    assert (second["total_count"], second["cache"]) == (MATCHES, "miss")

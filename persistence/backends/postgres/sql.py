@@ -210,19 +210,19 @@ def read_params(
     query: Query, filters: Sequence[Filter] | None = None, *, probe: bool = False
 ) -> list[Any]:
     """The values of :func:`build_read`'s statement for ``query`` (its filters, or ``filters``
-    where the caller coerced them). Plain: the count's and the page's filters, then limit and
-    offset. Probing: the probe's, the count's and the ordered page's filters, the probe's bound
-    (NULL, no bound, without a limit), then each page's limit and offset."""
+    where the caller coerced them). Plain: the count's filters (and, bounded, its bound), the
+    page's filters, then limit and offset. Probing: the probe's filters, its bound twice (NULL,
+    no bound, without a limit), the count's filters unless bounded (the probe's row count is
+    the total then), then each page's limit and offset with the ordered page's filters between.
+    """
     values = filter_params(query.filters if filters is None else filters)
     limit, offset, counted = query.limit, query.offset, query.count_bound
     if not probe:
-        if counted is not None:
-            return [*values, counted, *values, limit, offset]
-        return [*values, *values, limit, offset]
+        count = [*values] if counted is None else [*values, counted]
+        return [*count, *values, limit, offset]
     bound = None if limit is None else offset + limit + 1
-    if counted is not None:
-        return [*values, bound, bound, limit, offset, *values, limit, offset]
-    return [*values, bound, bound, *values, limit, offset, *values, limit, offset]
+    count = [*values] if counted is None else []
+    return [*values, bound, bound, *count, limit, offset, *values, limit, offset]
 
 
 _RANK = sql.Identifier("related rank")

@@ -369,7 +369,7 @@ class SupabaseBackend(Closing):
         """The page ``params`` ask for and the number of rows matching ``base`` (bounded: see
         :meth:`_bounded_page_steps`)."""
         if not query.counts_every_match:
-            return (yield from self._bounded_page_steps(query, params))
+            return (yield from self._bounded_page_steps(query, params, base))
         rows, total, ended = yield from self._fetch(
             query, params, query.offset, query.limit, "read"
         )
@@ -384,15 +384,21 @@ class SupabaseBackend(Closing):
             )
         return Page(rows=rows, total_count=total)
 
-    def _bounded_page_steps(self, query: Query, params: Params) -> Steps[Exchange, Page]:
+    def _bounded_page_steps(
+        self, query: Query, params: Params, base: Params
+    ) -> Steps[Exchange, Page]:
         """The page and one row past it, without a count: the total is the rows known to match
         (see :attr:`Page.total_exact`), which tells whether another page follows."""
         limit, offset = query.limit, query.offset
         assert limit is not None  # a read without a limit counts every match
-        rows, _, _ = yield from self._fetch(query, params, offset, limit + 1, "read", count=False)
+        # The row past the page is asked for on top of what one read may fetch.
+        rows, _, _ = yield from self._fetch(
+            query, params, offset, limit + 1, "read", count=False, extra_rows=1
+        )
         if not rows and offset:
-            # Past the end: nothing is known of the rows before the offset.
-            return Page(rows=[], total_count=0, total_exact=False)
+            # Past the end nothing tells how many rows came before the offset: counted, as
+            # the other backends answer (fewer matches than the bound, so an exact total).
+            return Page(rows=[], total_count=(yield from self._total(query.table, base, "read")))
         return Page(
             rows=rows[:limit], total_count=offset + len(rows), total_exact=len(rows) <= limit
         )
@@ -406,6 +412,7 @@ class SupabaseBackend(Closing):
         operation: str,
         *,
         count: bool = True,
+        extra_rows: int = 0,
     ) -> Steps[Exchange, Window]:
         return window_steps(
             self._client,
@@ -415,7 +422,7 @@ class SupabaseBackend(Closing):
             offset=offset,
             limit=limit,
             page_size=self._page_size,
-            max_rows=self._max_read_rows,
+            max_rows=self._max_read_rows + extra_rows,
             count_mode=self._count_mode if count else None,
             columns=query.referenced_columns(),
         )
