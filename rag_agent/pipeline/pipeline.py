@@ -429,7 +429,8 @@ class Pipeline:
         plan = kept if isinstance(kept, Plan) else None
         # A question of a shape planned before ("show lead <uuid>"): that plan, with this
         # question's literals in its slots (rag_agent.pipeline.question_shape).
-        shape = None if key is None or plan is not None else question_shape(follow.text)
+        memo_off = self.plans.maxsize == 0
+        shape = None if key is None or plan is not None or memo_off else question_shape(follow.text)
         shaped = None if shape is None else shape_key(shape, table, count_only, now, vocabulary)
         if shape is not None and shaped is not None and self._inert(shape.literals, vocabulary):
             template = self.plans.get(shaped, self.facade)
