@@ -311,12 +311,15 @@ class TestQuestionShapes:
         assert answer == _PLAIN.run(text, return_json=True)
         assert len(calls) == 3 and len(agent._pipeline.plans) == 1  # the exact text's alone
 
-    def test_a_shape_whose_literal_is_refused_is_not_kept(self) -> None:
+    def test_a_shape_whose_literal_is_refused_is_not_kept(self, counted: list[str]) -> None:
         """A uuid asked of a bigint id is refused with its value in the reason: the plan
         depends on the literal beyond a condition value, so the shape is not kept."""
         agent = _agent(PlanMemo())
         agent.run("show lead 3f2a9c1e-1111-4abc-8def-0123456789ab")
+        assert counted == ["leads", "leads"]  # the question's check, then the probe's
         assert len(agent._pipeline.plans) == 1  # the exact text's plan alone
+        agent.run("show lead 00000000-2222-4abc-8def-0123456789ab")
+        assert len(counted) == 4  # no shape to reuse: checked (and probed) again
 
 
 class TestQuestionShape:
