@@ -8,6 +8,7 @@ none (the one-pass path): both read the documents table.
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ import psycopg
 import pytest
 from structlog.testing import capture_logs
 
-from persistence import create_read_only_facade
+from persistence import ConfigurationError, create_read_only_facade
 from persistence.admin.index_build import index_table
 from persistence.backends.postgres import SearchSettings
 from persistence.backends.postgres.documents import describe, usable
@@ -147,12 +148,70 @@ class TestIndexWritesDocuments:
     def test_other_columns_rewrite_the_table(self, db: PgvectorDatabase) -> None:
         index_table(db.writer_dsn, "inquiries", ["subject"], HashEmbeddings())
         meta = db.execute("SELECT obj_description('inquiries_documents'::regclass, 'pg_class')")
-        assert meta == [(describe(["subject"], "english"),)]
+        described = json.loads(meta[0][0])
+        assert (described["columns"], described["config"]) == (["subject"], "english")
         differing = db.execute(
             "SELECT count(*) FROM inquiries t JOIN inquiries_documents d ON d.row_id = t.id "
             "WHERE d.document <> to_tsvector('english', coalesce(t.subject, ''))"
         )
         assert differing == [(0,)]
+
+    def test_another_parse_of_the_configuration_rewrites_the_table(
+        self, db: PgvectorDatabase
+    ) -> None:
+        """A fingerprint that no longer matches (dictionaries or stemmers changed, another
+        server version) rewrites every document, though no row's text changed."""
+        (described,) = db.execute(
+            "SELECT obj_description('inquiries_documents'::regclass, 'pg_class')"
+        )[0]
+        stale = {**json.loads(described), "fingerprint": "0:0"}
+        db.execute(f"COMMENT ON TABLE inquiries_documents IS '{json.dumps(stale)}'")
+        db.execute("UPDATE inquiries_documents SET document = to_tsvector('simple', 'stale')")
+        index_table(db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings())
+        assert db.execute(
+            "SELECT count(*) FROM inquiries_documents WHERE document = to_tsvector('simple', "
+            "'stale')"
+        ) == [(0,)]
+
+    @pytest.mark.parametrize("comment", [None, "Uploaded files of each inquiry"])
+    def test_a_table_it_did_not_write_is_left_alone(
+        self, db: PgvectorDatabase, comment: str | None
+    ) -> None:
+        """A user's own table of that name is neither dropped nor written: the run stops."""
+        db.execute("DROP TABLE inquiries_documents")
+        db.execute("CREATE TABLE inquiries_documents (row_id uuid, name text)")
+        db.execute("INSERT INTO inquiries_documents VALUES (gen_random_uuid(), 'contract.pdf')")
+        if comment is not None:
+            db.execute(f"COMMENT ON TABLE inquiries_documents IS '{comment}'")
+        with pytest.raises(ConfigurationError, match="not a documents table"):
+            index_table(db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings())
+        assert db.execute("SELECT name FROM inquiries_documents") == [("contract.pdf",)]
+
+    @pytest.mark.parametrize("hidden", ["column", "rows"])
+    def test_not_granted_to_a_role_that_may_not_read_every_text(
+        self, db: PgvectorDatabase, hidden: str
+    ) -> None:
+        """Documents are close to the text: a role denied a column, or a table under row-level
+        security, gets no grant, and searches by what it may see."""
+        db.execute(f"REVOKE SELECT ON inquiries_documents FROM {db.reader_role}")
+        if hidden == "column":
+            db.execute(f"REVOKE SELECT ON inquiries FROM {db.reader_role}")
+            db.execute(f"GRANT SELECT (id, subject) ON inquiries TO {db.reader_role}")
+        else:
+            db.execute("ALTER TABLE inquiries ENABLE ROW LEVEL SECURITY")
+        with capture_logs() as logs:
+            index_table(
+                db.writer_dsn,
+                "inquiries",
+                ["subject", "body"],
+                HashEmbeddings(),
+                grant_to=[db.reader_role],
+            )
+        granted = db.execute(
+            "SELECT has_table_privilege(%s, 'inquiries_documents', 'SELECT')", (db.reader_role,)
+        )
+        assert granted == [(False,)]
+        assert any(e["event"] == "persistence.documents.not_granted" for e in logs)
 
 
 class TestSearchReadsDocuments:
@@ -218,7 +277,7 @@ class TestSearchReadsDocuments:
 
 class TestUsable:
     def test_only_the_same_columns_in_order_and_configuration(self) -> None:
-        meta = describe(["subject", "body"], "english")
+        meta = describe(["subject", "body"], "english", "3f0c:180000")
         assert usable(meta, ["subject", "body"], "english")
         assert not usable(meta, ["body", "subject"], "english")
         assert not usable(meta, ["subject"], "english")
