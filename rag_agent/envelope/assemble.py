@@ -32,13 +32,13 @@ from rag_agent.envelope import (
     ErrorInfo,
     FallbackReadInfo,
     IgnoredPart,
+    Metadata,
     RankingInfo,
     Record,
     ReformulationAttempt,
     build_records,
     canonical_value,
 )
-from rag_agent.envelope.construct import envelope_of, metadata_of
 from rag_agent.envelope.summary import summarize_if_truncated
 from rag_agent.hooks import FallbackCall, FallbackRead, FallbackResult
 from rag_agent.specs import Condition, Ignored
@@ -407,18 +407,17 @@ def assemble(
         "backend": backend,
         **paging,
     }
-    values: dict[str, Any] = {
-        "source": outcome.source,
-        "query_filters": outcome.filters or None,
-        "retrieved_at": outcome.retrieved_at or now(),
-        "total_count": outcome.total_count,
-        "limit": limit,
-        "offset": offset,
-    }
-    # Unset stays unset: only what the run found counts as set on the model.
-    values.update({key: value for key, value in optional.items() if value is not None})
-    # The run's own values, of the fields' types already: not validated a second time.
-    return envelope_of(metadata_of(values), outcome.records)
+    metadata = Metadata(
+        source=outcome.source,
+        query_filters=outcome.filters or None,
+        retrieved_at=outcome.retrieved_at or now(),
+        total_count=outcome.total_count,
+        limit=limit,
+        offset=offset,
+        # Unset stays unset: only what the run found counts as set on the model.
+        **{key: value for key, value in optional.items() if value is not None},
+    )
+    return Envelope(metadata=metadata, records=outcome.records)
 
 
 def error_envelope(
