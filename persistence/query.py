@@ -383,6 +383,26 @@ def _new_query(
     return query
 
 
+#: The operators whose value ``Filter`` checks only as a scalar (no text, list or flag rule).
+_SCALAR_OPS = frozenset({Op.EQ, Op.NEQ, Op.GT, Op.GTE, Op.LT, Op.LTE})
+#: Types no scalar check can refuse: not None, not a number with digits to count or a float to
+#: test, not text with a length, NUL or surrogate to look for.
+_ALWAYS_VALID = frozenset({uuid.UUID, dt.date, dt.datetime, dt.time, bool})
+
+
+def _replaced_value(flt: Filter, value: Any) -> Filter:
+    """``Filter(flt.column, flt.op, value)``; without running its checks again when they cannot
+    refuse it (``flt`` passed them, and ``value`` is of a type no scalar check refuses under an
+    operator that checks nothing else), the coerced value of every read by uuid or date."""
+    if flt.op in _SCALAR_OPS and type(value) in _ALWAYS_VALID:
+        new = object.__new__(Filter)
+        object.__setattr__(new, "column", flt.column)
+        object.__setattr__(new, "op", flt.op)
+        object.__setattr__(new, "value", value)
+        return new
+    return Filter(flt.column, flt.op, value)
+
+
 @dataclass(frozen=True, slots=True)
 class Page:
     """One page of rows and the number of rows matching the filters (not the page length).

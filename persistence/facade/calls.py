@@ -98,6 +98,8 @@ def checked_replace(query: Query, **changes: Any) -> Query:
 
 def filters_of(filters: Iterable[Filter]) -> tuple[Filter, ...]:
     """A caller's ``filters`` as a tuple; a lone filter, a string or a mapping is refused."""
+    if type(filters) is tuple:  # the common call: no ABC checks (a Mapping is never a tuple)
+        return filters
     if isinstance(filters, Filter | str | Mapping) or not isinstance(filters, Iterable):
         raise InvalidQueryError(
             "filters must be a sequence of Filter objects, e.g. [Filter('email', Op.EQ, 'a@x.io')]",

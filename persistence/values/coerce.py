@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
 from persistence.errors import InvalidQueryError, brief_repr
-from persistence.query import Filter, Op
+from persistence.query import Filter, Op, _replaced_value
 from persistence.values.column_kinds import (
     MAX_NUMERIC_DIGITS,
     MAX_VALUE_LENGTH,
@@ -385,7 +385,7 @@ def coerce_filter(flt: Filter, column_type: ColumnType, *, table: str) -> Filter
     value = coerce_value(flt.value, column_type, table=table, column=column)
     if value is flt.value:
         return flt
-    return Filter(column, op, value)
+    return _replaced_value(flt, value)
 
 
 def coerce_filters(

@@ -185,14 +185,23 @@ def _reason(outcome: Outcome, against: str, most: float) -> str:
         alone = f"`facade.read` alone is {read.median / base:.2f}× the peer; " if read else ""
         return f"{alone}`RAGAgent.run` adds the question's parsing, plan and envelope to it."
     through = f"; `facade.read` alone is {read.median / base:.2f}×" if read else ""
+    # What the server does for the facade's statement against the baseline's.
+    statement = (
+        "the facade's statement is the row alone, as the baseline's (an equality on a unique "
+        "key: no count beside it), so what `run` adds is Python"
+        if outcome.name.startswith("uuid")
+        else "the facade's statement counts the matches beside the page (two index scans "
+        "where the baseline makes one, about 1.25× its server time), and `run` adds Python"
+    )
     return (
         f"Every call asks for another lead (a rotation of {ROTATION:,}, more than the plan memo "
         "and the rules' cache keep), "
         "so no answer comes from the plan of its exact text: the question's plan comes from its "
-        "shape's (the rules do not run), and "
-        f"`RAGAgent.run` adds {fmt_time(run - base)} of Python per call (finding the question's "
-        "slots, the facade's checks of the read, the envelope with the record's provenance "
-        f"hash, the JSON) to a {fmt_time(base)} round trip, where {most:g}× leaves "
+        f"shape's (the rules do not run); {statement}. "
+        f"`RAGAgent.run` adds {fmt_time(run - base)} per call (finding the question's "
+        "slots, the facade's checks of the read by its plan, the pool's check-out and "
+        "check-in, the envelope with the record's provenance hash, the JSON) to a "
+        f"{fmt_time(base)} round trip, where {most:g}× leaves "
         f"{fmt_time((most - 1) * base)}{through}. It is a fixed cost per question, not per "
         "row: where the server works longer than a primary-key lookup the ratio falls (the "
         "month's page: the table above)."

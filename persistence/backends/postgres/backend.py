@@ -30,7 +30,7 @@ from persistence.aggregate import AggregateResult, Group, Metric
 from persistence.backends.postgres import sql as _pg_sql
 from persistence.backends.postgres.async_reads import AsyncConnections
 from persistence.backends.postgres.catalog import Catalog, Table, check_role_steps, fetch_all
-from persistence.backends.postgres.indexes import unserved
+from persistence.backends.postgres.indexes import unique_lookup, unserved
 from persistence.backends.postgres.inspect import data_target
 from persistence.backends.postgres.plans import Plan, ShapeReader
 from persistence.backends.postgres.pool import DEFAULT_STATEMENT_TIMEOUT_MS, Connections
@@ -257,13 +257,20 @@ class PostgresBackend(Closing):
             # Without an index to serve any filter, the planner's guess of the matches is what
             # the probe stands in for (see _pg_sql); an unfiltered read has nothing to guess.
             probe = unserved(query.filters, entry.served)
-            composed = _pg_sql.build_read(
-                query, self._schema, columns, "id" in entry.column_set, probe=probe
+            # An equality on a unique key matches one row at most: the row alone, no count.
+            unique = unique_lookup(query.filters, entry.unique)
+            has_id = "id" in entry.column_set
+            composed = (
+                _pg_sql.build_lookup(query, self._schema, columns, has_id)
+                if unique
+                else _pg_sql.build_read(query, self._schema, columns, has_id, probe=probe)
             )
             if len(self._statements) >= _STATEMENT_CACHE_SIZE:
                 self._statements = {}
             connections = (self._connections, self._async)
-            reader = ShapeReader(connections, composed.as_bytes(None), columns, entry, probe)
+            reader = ShapeReader(
+                connections, composed.as_bytes(None), columns, entry, probe, unique
+            )
             self._statements[shape] = reader
         return reader
 

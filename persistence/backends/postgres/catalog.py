@@ -22,7 +22,13 @@ from typing import Any, NamedTuple
 
 import psycopg
 
-from persistence.backends.postgres.indexes import IndexFacts, IndexKey, IndexKind, served_lookups
+from persistence.backends.postgres.indexes import (
+    IndexFacts,
+    IndexKey,
+    IndexKind,
+    served_lookups,
+    unique_columns,
+)
 from persistence.errors import ColumnNotAllowedError, ConfigurationError
 from persistence.logs import get_logger
 from persistence.relations import Relation, foreign_key_relations
@@ -109,7 +115,8 @@ POWERFUL_ROLES = (
 # a plain column's name, or the expression's text as pg_get_indexdef prints it, and its opclass.
 _INDEXES_SQL = b"""
 SELECT t.relname, i.relname, am.amname, x.indisvalid AND x.indisready, x.indpred IS NOT NULL,
-       a.attname, pg_catalog.pg_get_indexdef(x.indexrelid, k.ord::int, true), oc.opcname
+       a.attname, pg_catalog.pg_get_indexdef(x.indexrelid, k.ord::int, true), oc.opcname,
+       x.indisunique
 FROM pg_catalog.pg_index x
 JOIN pg_catalog.pg_class i ON i.oid = x.indexrelid
 JOIN pg_catalog.pg_class t ON t.oid = x.indrelid
@@ -136,6 +143,8 @@ class Table(NamedTuple):
     names: tuple[str, ...]
     column_set: frozenset[str]
     served: frozenset[tuple[str, IndexKind]] = frozenset()
+    #: The columns a unique index keys alone (see ``indexes.unique_columns``).
+    unique: frozenset[str] = frozenset()
 
     def require(self, table: str, names: Collection[str], operation: str) -> Table:
         """This entry, once every one of ``names`` is a column; ``ColumnNotAllowedError`` names
@@ -195,6 +204,7 @@ class Catalog:
                     tuple(columns),
                     frozenset(columns),
                     served_lookups(table, columns, indexes),
+                    unique_columns(table, indexes),
                 )
                 for table, columns in tables.items()
             },
@@ -265,11 +275,13 @@ def read_indexes(conn: psycopg.Connection[Any], schema: str) -> tuple[IndexFacts
 def index_facts(rows: Iterable[Any]) -> tuple[IndexFacts, ...]:
     """The indexes described by the rows of ``_INDEXES_SQL`` (one row per key)."""
     found: dict[tuple[str, str], IndexFacts] = {}
-    for table, name, method, valid, partial, column, expression, opclass in rows:
+    for table, name, method, valid, partial, column, expression, opclass, unique in rows:
         key = IndexKey(column, str(expression), str(opclass or ""))
         entry = found.get((table, name))
         keys = (*entry.keys, key) if entry is not None else (key,)
-        found[(table, name)] = IndexFacts(table, name, method, keys, bool(valid), bool(partial))
+        found[(table, name)] = IndexFacts(
+            table, name, method, keys, bool(valid), bool(partial), bool(unique)
+        )
     return tuple(found.values())
 
 

@@ -22,6 +22,8 @@ __all__ = [
     "index_kind",
     "served_lookups",
     "serving_index",
+    "unique_columns",
+    "unique_lookup",
     "unserved",
 ]
 
@@ -45,6 +47,8 @@ class IndexFacts(NamedTuple):
     keys: tuple[IndexKey, ...]
     valid: bool
     partial: bool
+    #: A ``UNIQUE`` index (a primary key's among them): no two rows share its key.
+    unique: bool = False
 
 
 class IndexKind(enum.StrEnum):
@@ -118,6 +122,27 @@ def serving_index(
         if index.table == table and _serves(index, column, kind):
             return index.name
     return None
+
+
+def unique_columns(table: str, indexes: Iterable[IndexFacts]) -> frozenset[str]:
+    """The columns of ``table`` no two rows share a value of: the single plain-column key of a
+    valid, whole-table ``UNIQUE`` btree (a primary key's). NULLs may repeat, but no comparison
+    matches NULL, so an equality on such a column matches at most one row."""
+    return frozenset(
+        index.keys[0].column
+        for index in _usable(indexes)
+        if index.table == table
+        and index.unique
+        and index.method == "btree"
+        and len(index.keys) == 1
+        and index.keys[0].column is not None
+    )
+
+
+def unique_lookup(filters: Iterable[Filter], unique: Collection[str]) -> bool:
+    """Whether ``filters`` hold an equality on one of the ``unique`` columns (see
+    :func:`unique_columns`), so that at most one row matches them all."""
+    return any(f.op is Op.EQ and f.column in unique for f in filters)
 
 
 def served_lookups(

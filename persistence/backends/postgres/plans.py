@@ -20,7 +20,7 @@ class ShapeReader:
     of that shape whose values the caller coerced against :attr:`entry` (the facade's read
     plans do; :meth:`PostgresBackend.read` coerces first). Immutable; thread-safe."""
 
-    __slots__ = ("_async", "_connections", "columns", "entry", "probe", "statement")
+    __slots__ = ("_async", "_connections", "columns", "entry", "probe", "statement", "unique")
 
     def __init__(
         self,
@@ -29,21 +29,34 @@ class ShapeReader:
         columns: tuple[str, ...],
         entry: Table,
         probe: bool,
+        unique: bool = False,
     ) -> None:
         self._connections, self._async = connections
         self.statement = statement
         self.columns = columns
         self.entry = entry
         self.probe = probe
+        #: The statement is :func:`_pg_sql.build_lookup`'s: at most one row, no total column.
+        self.unique = unique
 
     def params(self, filters: Sequence[Filter], query: Query) -> list[Any]:
         """The statement's values for ``query``, with its ``filters`` as coerced."""
+        if self.unique:
+            return _pg_sql.filter_params(filters)
         return _pg_sql.read_params(query, filters, probe=self.probe)
 
     def parse(self, rows: list[Any], query: Query) -> Page:
         """Rows ``(total, hit, *columns)`` of ``query`` as a page: no row but the total when none
-        matched. A bounded total is exact below its bound (see :func:`_pg_sql.build_read`)."""
+        matched. A bounded total is exact below its bound (see :func:`_pg_sql.build_read`).
+        A unique lookup's rows are the columns alone: every match (at most one), counted."""
         columns = self.columns
+        if self.unique:
+            offset, limit = query.offset, query.limit
+            end = None if limit is None else offset + limit
+            return Page(
+                rows=[dict(zip(columns, row, strict=True)) for row in rows[offset:end]],
+                total_count=len(rows),
+            )
         total = int(rows[0][0]) if rows else 0
         bound = query.count_bound
         return Page(

@@ -33,6 +33,14 @@ key in its order to find the page: on a uuid key, every row fetched at random (3
 sequential scan). Where an index serves a filter the plain statement is kept: there the probe
 would be a third index scan, for nothing.
 
+When a filter is an equality on a column a unique index keys alone (the primary key), at most
+one row matches, and the statement is that row alone (``unique=True``)::
+
+    SELECT cols FROM t WHERE w ORDER BY ..., id
+
+Its total is the number of rows it returns and the page is sliced from them: one index scan,
+where the plain statement makes two (the count's and the page's), a fifth of a lookup by id.
+
 A read with ``exact_total=False`` counts only up to the page's end plus one row: the count's
 subquery becomes ``(SELECT 1 FROM t WHERE w LIMIT offset + limit + 1)``, and the probing form
 answers the probe's own row count. The total is then exact below that bound and a lower bound at
@@ -61,6 +69,7 @@ __all__ = [
     "build_count",
     "build_delete",
     "build_insert",
+    "build_lookup",
     "build_read",
     "build_upsert",
     "escape_like",
@@ -203,6 +212,19 @@ def build_read(
             if query.counts_every_match
             else "s.n"
         ).format(table=table, where=where),
+    )
+
+
+def build_lookup(query: Query, schema: str, columns: Sequence[str], has_id: bool) -> sql.Composed:
+    """The statement of a read matching at most one row (see the module docstring): ``columns``
+    of every row matching ``query``'s filters, unbounded. Its values are :func:`filter_params`;
+    the caller counts the rows and slices the page. Ordered as the plain statement is, so that
+    a catalog read before a unique index was replaced still pages deterministically."""
+    return sql.SQL("SELECT {columns} FROM {table}{where}{order}").format(
+        columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+        table=sql.Identifier(schema, query.table),
+        where=_where(query.filters),
+        order=_order(query, has_id),
     )
 
 
