@@ -92,4 +92,3 @@ def test_feedback_only_where_the_semantic_leg_leads_the_fusion() -> None:
     assert not takes_feedback(weights_for("problem with INV-2025-1522"))
     assert takes_feedback({"semantic": 1.0})
     assert not takes_feedback({"keyword": 1.0})
-
