@@ -15,7 +15,11 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from persistence.backends.postgres.vectors import EF_SEARCH_FLOOR, embeddings_table
+from persistence.backends.postgres.vectors import (
+    EF_SEARCH_FLOOR,
+    LEG_EF_SEARCH_FLOOR,
+    embeddings_table,
+)
 from persistence.errors import ConfigurationError
 from persistence.search.feedback import FEEDBACK_ROWS, FEEDBACK_WEIGHT
 from persistence.search.fusion import RRF_K
@@ -126,6 +130,7 @@ def search_function_sql(
         tier_depth=TIER_DEPTH,
         tier_rows=TIER_ROWS,
         ef_floor=EF_SEARCH_FLOOR,
+        leg_ef_floor=LEG_EF_SEARCH_FLOOR,
         max_k=MAX_K,
         max_offset=MAX_OFFSET,
         feedback_rows=FEEDBACK_ROWS,
@@ -243,35 +248,43 @@ begin
   end;
   if match_mode <> 'keyword' and query_embedding is not null then
     probe := query_embedding::{vs}.vector;
-    -- One round of pseudo-relevance feedback, as persistence.search.feedback.refine, computed
-    -- once for both tiers: the query moved toward the mean of the {feedback_rows} nearest
-    -- filtered rows (their vectors read as the library reads them, from their text),
-    -- normalised, summed in the library's order.
-    -- As deep as the first tier's legs, then cut: a tie at the last place breaks by id, as in
-    -- the library.
-    with nearest as materialized (
-      select e.row_id as id, e.embedding <=> probe as distance, e.embedding as v
-      from {side} e join {relation} t on t.id = e.row_id
-      where e.model_id = query_model{where}
-      order by distance limit depth
-    ),
-    top as (
-      select x.v::text as v, row_number() over (order by x.distance, x.id) as n
-      from nearest x order by x.distance, x.id limit {feedback_rows}
-    ),
-    mean as (
-      select c.i, sum(c.x::float8 order by top.n) / count(*) as m
-      from top, unnest(string_to_array(btrim(top.v, '[]'), ',')) with ordinality c(x, i)
-      group by c.i
-    ),
-    moved as (
-      select q.i, q.x::float8 + {feedback_weight}::float8 * mean.m as y
-      from unnest(string_to_array(btrim(query_embedding, '[]'), ',')) with ordinality q(x, i)
-      join mean on mean.i = q.i
-    )
-    select array_agg(y / norm order by i)::{vs}.vector into refined
-    from moved, (select sqrt(sum(y * y order by i)) as norm from moved) l;
-    refined := coalesce(refined, probe);
+    refined := probe;
+    -- As persistence.search.feedback.takes_feedback: no feedback where the keyword leg
+    -- outweighs the semantic one (a text naming an identifier).
+    if coalesce((weights->>'semantic')::float8, 0)
+        >= coalesce((weights->>'keyword')::float8, 0) then
+      -- One round of pseudo-relevance feedback, as persistence.search.feedback.refine, computed
+      -- once for both tiers: the query moved toward the mean of the {feedback_rows} nearest
+      -- filtered rows (their vectors read as the library reads them, from their text),
+      -- normalised, summed in the library's order.
+      -- As deep as the first tier's legs, then cut: a tie at the last place breaks by id, as in
+      -- the library.
+      with nearest as materialized (
+        select e.row_id as id, e.embedding <=> probe as distance, e.embedding as v
+        from {side} e join {relation} t on t.id = e.row_id
+        where e.model_id = query_model{where}
+        order by distance limit depth
+      ),
+      top as (
+        select x.v::text as v, row_number() over (order by x.distance, x.id) as n
+        from nearest x order by x.distance, x.id limit {feedback_rows}
+      ),
+      mean as (
+        select c.i, sum(c.x::float8 order by top.n) / count(*) as m
+        from top, unnest(string_to_array(btrim(top.v, '[]'), ',')) with ordinality c(x, i)
+        group by c.i
+      ),
+      moved as (
+        select q.i, q.x::float8 + {feedback_weight}::float8 * mean.m as y
+        from unnest(string_to_array(btrim(query_embedding, '[]'), ',')) with ordinality q(x, i)
+        join mean on mean.i = q.i
+      )
+      select array_agg(y / norm order by i)::{vs}.vector into refined
+      from moved, (select sqrt(sum(y * y order by i)) as norm from moved) l;
+      refined := coalesce(refined, probe);
+    end if;
+    -- The leg's own scan needs only its depth (the feedback step's 5 rows needed more).
+    perform set_config('hnsw.ef_search', least(greatest(depth, {leg_ef_floor}), 1000)::text, true);
   end if;
   -- The first tier: its first {tier_rows} fused rows.
   select array_agg(o.id order by o.position), array_agg(o.score order by o.position),

@@ -566,12 +566,19 @@ class TestWithoutPgvector:
 
 class TestAgreesWithMemory:
     @pytest.mark.parametrize(
-        "text", ["customers who want to stop paying", "cannot sign in, password locked", "parcel"]
+        "text",
+        [
+            "customers who want to stop paying",
+            "cannot sign in, password locked",
+            "parcel",
+            "problem with INV-2025-1522",
+        ],
     )
     def test_semantic_leg_ranks_as_memory_does(self, pgvector_server: str, text: str) -> None:
         """The same rows, embeddings and text: the semantic ranking on PostgreSQL (stored
         float4 vectors, exact path) is the memory backend's exact one (ids mapped 1:1 to uuids
-        in the same order)."""
+        in the same order), with the feedback step or, for a text naming an identifier,
+        without it on both."""
         from tests.support.search import HashEmbeddings as SmallEmbeddings
         from tests.support.search import inquiries_store
 
@@ -598,7 +605,11 @@ class TestAgreesWithMemory:
             )
             with _facade(db.reader_dsn, SmallEmbeddings()) as facade:
                 found = facade.search("inquiries", text, k=50, mode="semantic")
-        assert [h.row["id"] for h in found.hits] == expected
+        # The text's own hash vector (no feedback for an identifier) ties many rows exactly
+        # (each a sum of ±1 per word), and float4 and float8 cosines order such ties apart
+        # further down: its head is compared; a refined vector ties none.
+        head = 10 if "INV-" in text else 50
+        assert [h.row["id"] for h in found.hits][:head] == expected[:head]
 
 
 class TestOtherCallPaths:

@@ -261,13 +261,17 @@ def test_the_semantic_leg_has_the_feedback_step_of_the_postgres_backend(world: W
     PostgreSQL backend's, filtered or not; without it they would differ for some text."""
     moved = 0
     for client in (None, world.clients[0], world.clients[1]):
-        for text in TEXTS:
+        for text in (*TEXTS, IDENTIFIER_TEXT):
             want = _backend_hits(world, text, mode="semantic", client=client, k=50)
             filters = None if client is None else {"client_id": str(client)}
             got = call(world, text, filters=filters, mode="semantic", k=50)
             assert [r[0] for r in got] == [h.row["id"] for h in want]
             assert [r[4] for r in got] == [h.ranks["semantic"] for h in want]
-            moved += [r[0] for r in got] != _without_feedback(world, text, client)[:50]
+            unmoved = _without_feedback(world, text, client)[:50]
+            if text == IDENTIFIER_TEXT:  # feedback.takes_feedback: none for it, on both
+                assert [r[0] for r in got] == unmoved
+            else:
+                moved += [r[0] for r in got] != unmoved
     assert moved  # the step changes some order: the equality above is not vacuous
 
 

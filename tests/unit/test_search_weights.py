@@ -81,3 +81,14 @@ def test_memory_hybrid_ranks_the_identifier_row_first_with_the_identifier_weight
             if rank is not None
         )
         assert math.isclose(hit.score, expected, rel_tol=1e-12)
+
+
+def test_feedback_only_where_the_semantic_leg_leads_the_fusion() -> None:
+    """A text naming an identifier (the keyword leg leads) takes no feedback step; every other
+    text does, and so do weights naming no keyword leg."""
+    from persistence.search.feedback import takes_feedback
+
+    assert takes_feedback(weights_for("customers who want to stop paying"))
+    assert not takes_feedback(weights_for("problem with INV-2025-1522"))
+    assert takes_feedback({"semantic": 1.0})
+    assert not takes_feedback({"keyword": 1.0})

@@ -34,7 +34,7 @@ from persistence.backends.memory.vectors import VectorCache, counted_vocabulary,
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult
 from persistence.search.bm25 import bm25_scores, tokens
 from persistence.search.embedder import Embedder
-from persistence.search.feedback import FEEDBACK_ROWS, refine
+from persistence.search.feedback import FEEDBACK_ROWS, refine, takes_feedback
 from persistence.search.fusion import fuse_tiers, weights_for
 from persistence.search.model import TIER_DEPTH
 from persistence.search.spelling import Correction, correct
@@ -82,6 +82,7 @@ def _semantic_leg(
     query: str,
     embedder: Embedder,
     cache: VectorCache,
+    feedback: bool = True,
 ) -> list[int]:
     if not rows:
         return []
@@ -90,6 +91,8 @@ def _semantic_leg(
     first = _by_score(cosines(query_vector))
     if not first:
         return []
+    if not feedback:
+        return first
     refined = refine(query_vector, [cosines.vector(p) for p in first[:FEEDBACK_ROWS]])
     return _by_score(cosines(refined))
 
@@ -138,11 +141,14 @@ def search_rows(
         short = [c for c in text_columns if is_short_text_column(c)]
         if short:
             legs["trigram"] = _trigram_leg(rows, short, query)
+    weights = weights_for(text, table)
     if mode is not SearchMode.KEYWORD and embedder is not None:
-        legs["semantic"] = _semantic_leg(table, rows, texts, query, embedder, cache)
+        legs["semantic"] = _semantic_leg(
+            table, rows, texts, query, embedder, cache, feedback=takes_feedback(weights)
+        )
     # The fused order in tiers, as every backend's: the first tier fuses the legs' first rows.
     first = {name: leg[:TIER_DEPTH] for name, leg in legs.items()}
-    fused = fuse_tiers(first, lambda: legs, weights_for(text, table), request.depth)
+    fused = fuse_tiers(first, lambda: legs, weights, request.depth)
     hits = [
         SearchHit(project(rows[position]), score, ranks)
         for position, score, ranks in fused[request.offset : request.depth]

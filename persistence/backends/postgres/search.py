@@ -52,6 +52,7 @@ from persistence.backends.postgres.vectors import (
     by_cosine,
     ef_search,
     embeddings_table,
+    leg_ef_search,
     parse_vector,
     row_text,
     vector_literal,
@@ -62,7 +63,7 @@ from persistence.logs import get_logger
 from persistence.query import Filter, Query
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult
 from persistence.search.embedder import Embedder, Vector
-from persistence.search.feedback import FEEDBACK_ROWS, refine
+from persistence.search.feedback import FEEDBACK_ROWS, refine, takes_feedback
 from persistence.search.fusion import Fused, fuse_tiers, weights_for
 from persistence.search.model import LEG_DEPTH, TIER_DEPTH
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
@@ -104,6 +105,10 @@ class _Run:
     path: dict[str, Any] = field(default_factory=dict)
     #: The semantic leg's query after feedback: the same for both tiers, computed once.
     refined: Vector | None = None
+    #: Whether the semantic leg takes a round of feedback (:func:`feedback.takes_feedback`).
+    feedback: bool = True
+    #: The ``hnsw.ef_search`` the tier's settings set (``None``: not set).
+    ef: int | None = None
 
 
 class PostgresSearch:
@@ -154,6 +159,8 @@ class PostgresSearch:
             # Legs are cut at the tiers' fixed depths, never at offset + k: the fused order, and
             # so each page, must not depend on which page is asked.
             run = _Run(cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes)
+            weights = weights_for(text, table)
+            run.feedback = takes_feedback(weights)
             count = build_count(table, self._schema, filters).as_bytes(None)
             # One snapshot for the count, every leg and the page; the statements that need no
             # answer of another go out together (one round trip).
@@ -179,7 +186,6 @@ class PostgresSearch:
 
             legs = legs_at(TIER_DEPTH)
             run.path["tiers"] = 1
-            weights = weights_for(text, table)
             fused = fuse_tiers(_ordered(legs), lambda: _ordered(deeper()), weights, request.depth)
             hits = self._page(run, fused, tuple(_ordered(legs)), columns, request)
             log.debug("postgres.search", table=table, legs=list(legs), **run.path)
@@ -233,16 +239,19 @@ class PostgresSearch:
             source = self._vector_source(facts, table, text_columns, embedder, run.notes)
         stored = semantic and source is not None and facts.vector_schema is not None
         hnsw = stored and facts.has_hnsw and run.total > self.settings.exact_rows
+        if stored and run.refined is None and not run.feedback:
+            run.refined = vector  # no feedback step for this text: the query is its own
         cursors: dict[str, psycopg.Cursor[Any]] = {}
         started = time.perf_counter()
         if run.total:
             with conn.pipeline():
-                self._settings(run, facts, hnsw=hnsw, trigram=trgm is not None)
+                feedback = stored and run.refined is None
+                self._settings(run, facts, hnsw=hnsw, trigram=trgm is not None, feedback=feedback)
                 if trgm is not None:
                     cursors["trigram"] = self._trigram(run, short, topical_text(text, table), trgm)
                 if keyword:
                     cursors["keyword"] = self._keyword(run, facts, table, text_columns, keyword)
-                if stored and run.refined is None:
+                if feedback:
                     assert source is not None and vector is not None and embedder is not None
                     cursors["feedback"] = self._nearest(
                         run, source, facts, vector, embedder, FEEDBACK_ROWS, True, hnsw=hnsw
@@ -274,21 +283,25 @@ class PostgresSearch:
             )
         return legs
 
-    def _settings(self, run: _Run, facts: _Facts, *, hnsw: bool, trigram: bool) -> None:
+    def _settings(
+        self, run: _Run, facts: _Facts, *, hnsw: bool, trigram: bool, feedback: bool
+    ) -> None:
         """The transaction's settings for this tier's legs, in one statement: the HNSW scan's
-        ``ef_search`` and iterative scan, the trigram threshold, sequential scans off for the
-        trigram leg (restored after it), and plans made with each call's values under a
-        filter (a generic plan's guess of a filter's share can pick the wrong join)."""
+        ``ef_search`` (the feedback step's when it runs in this tier, else the leg's own) and
+        iterative scan, the trigram threshold, sequential scans off for the trigram leg
+        (restored after it), and plans made with each call's values under a filter (a generic
+        plan's guess of a filter's share can pick the wrong join)."""
         columns: list[sql.Composable] = []
         params: list[Any] = []
         if hnsw:
             scan = "relaxed_order" if facts.iterative else None
+            run.ef = ef_search(run.depth) if feedback else leg_ef_search(run.depth)
             columns.append(sql.SQL("pg_catalog.set_config('hnsw.ef_search', %s, true)"))
-            params.append(str(ef_search(run.depth)))
+            params.append(str(run.ef))
             if scan is not None:
                 columns.append(sql.SQL("pg_catalog.set_config('hnsw.iterative_scan', %s, true)"))
                 params.append(scan)
-            run.path.update(path="hnsw", ef_search=str(ef_search(run.depth)),
+            run.path.update(path="hnsw", ef_search=str(run.ef),
                             iterative_scan=scan or "unavailable")  # fmt: skip
         if trigram:
             columns.append(
@@ -410,9 +423,20 @@ class PostgresSearch:
                     run, source, facts, vector, embedder, FEEDBACK_ROWS, True, hnsw=False
                 ).fetchall()
             run.refined = refine(vector, [parse_vector(row[2]) for row in feedback])
-        nearest = self._nearest(
-            run, source, facts, run.refined, embedder, run.depth, False, hnsw=hnsw
-        ).fetchall()
+        conn = run.cursor.connection
+        with conn.pipeline():
+            if hnsw and leg_ef_search(run.depth) != run.ef:
+                # The tier's setting served the feedback step's 5 rows, which need the deeper
+                # search; the leg's own scan needs only its depth (same round trip).
+                run.ef = leg_ef_search(run.depth)
+                run.cursor.execute(
+                    b"SELECT pg_catalog.set_config('hnsw.ef_search', %s, true)", [str(run.ef)]
+                )
+                run.path["leg_ef_search"] = str(run.ef)
+            found = self._nearest(
+                run, source, facts, run.refined, embedder, run.depth, False, hnsw=hnsw
+            )
+            nearest = found.fetchall()
         if hnsw and len(nearest) < min(run.depth, run.total):
             run.path["fallback"] = True
             nearest = self._nearest(
@@ -522,7 +546,9 @@ class PostgresSearch:
                 rows.setdefault(row[0], row_text(row[1:]))
         vectors = self._vectors.vectors(rows, columns, embedder)
         ranked = by_cosine(vector, vectors)
-        refined = refine(vector, [vectors[k] for k in ranked[:FEEDBACK_ROWS]])
+        refined = (
+            refine(vector, [vectors[k] for k in ranked[:FEEDBACK_ROWS]]) if run.feedback else vector
+        )
         run.path["path"] = "in-process"
         return by_cosine(refined, vectors)[: run.depth]
 

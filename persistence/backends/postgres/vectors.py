@@ -32,6 +32,7 @@ __all__ = [
     "by_cosine",
     "ef_search",
     "embeddings_table",
+    "leg_ef_search",
     "parse_vector",
     "row_text",
     "text_hash",
@@ -179,3 +180,16 @@ EF_SEARCH_FLOOR = 400
 def ef_search(limit: int) -> int:
     """``hnsw.ef_search`` for a scan of ``limit`` rows (pgvector accepts 1 to 1,000)."""
     return min(1000, max(EF_SEARCH_FLOOR, limit))
+
+
+#: The smallest ``hnsw.ef_search`` of the semantic leg's own scan (after the feedback step).
+#: Its order is fused by rank, so what matters is the depth it returns, not the exactness of
+#: its top 5; an iterative scan returns that depth whatever ``ef_search`` is. At 100,000 rows
+#: ``ef_search`` 200 found 0.967 of the exact 200 nearest against 0.979 at 400, in 1.7 ms
+#: against 2.9 ms.
+LEG_EF_SEARCH_FLOOR = 200
+
+
+def leg_ef_search(depth: int) -> int:
+    """``hnsw.ef_search`` for the semantic leg's own scan of ``depth`` rows."""
+    return min(1000, max(LEG_EF_SEARCH_FLOOR, depth))

@@ -51,6 +51,7 @@ from persistence.errors import BackendError
 from persistence.query import Filter, Op, Query
 from persistence.search import SearchHit, SearchMode, SearchRequest, SearchResult
 from persistence.search.embedder import Embedder, Vector
+from persistence.search.feedback import takes_feedback
 from persistence.search.fusion import fuse, weights_for
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 from persistence.steps import Steps
@@ -380,11 +381,12 @@ def _fallback_steps(
         short = [c for c in text_columns if is_short_text_column(c)]
         if short:
             legs["trigram"] = trigram_leg(universe, short, text)
+    weights = weights_for(request.text, query.table)
     if mode is not SearchMode.KEYWORD and embedder is not None:
         query_vector = yield EmbedQuery(text)
         row_vectors = yield from vectors.steps(texts, embedder, len(query_vector))
-        legs["semantic"] = semantic_leg(query_vector, row_vectors)
-    fused = fuse(legs, weights_for(request.text, query.table))
+        legs["semantic"] = semantic_leg(query_vector, row_vectors, feedback=takes_feedback(weights))
+    fused = fuse(legs, weights)
     project = (lambda r: dict(r)) if query.columns is None else _projector(query.columns)
     hits = [
         SearchHit(project(universe[position]), score, ranks)

@@ -51,10 +51,14 @@ def _dot(a: Sequence[float], b: Sequence[float]) -> float:
     return float(sum(map(operator.mul, a, b)))
 
 
-def semantic_leg(query: Vector, vectors: Sequence[Vector | None]) -> list[int]:
+def semantic_leg(
+    query: Vector, vectors: Sequence[Vector | None], *, feedback: bool = True
+) -> list[int]:
     present = {i: v for i, v in enumerate(vectors) if v is not None}
     if not present:
         return []
     first = _by_score([(_dot(query, v), i) for i, v in present.items()])
+    if not feedback:  # persistence.search.feedback.takes_feedback
+        return first
     refined = refine(query, [present[i] for i in first[:FEEDBACK_ROWS]])
     return _by_score([(_dot(refined, v), i) for i, v in present.items()])
