@@ -167,3 +167,43 @@ def _index(keys: list[str | None], *, unique: bool, **facts: Any) -> IndexFacts:
 def test_unique_columns(index: IndexFacts, columns: set[str]) -> None:
     assert unique_columns("leads", [index]) == columns
     assert unique_columns("clients", [index]) == frozenset()
+
+
+class TestAKeyNoLongerUnique:
+    """The catalog said unique, the index went since: the lookup reaches its bound (the page's
+    end plus one) and the page and total are read again by the page-and-total statement, never
+    by reading every match."""
+
+    @pytest.fixture
+    def keyed(self, db: PostgresDatabase) -> Iterator[str]:
+        db.execute("CREATE TABLE keyed (id bigint PRIMARY KEY, code text)")
+        db.execute("CREATE UNIQUE INDEX keyed_code ON keyed (code)")
+        db.execute("INSERT INTO keyed SELECT g, 'c' || g FROM generate_series(1, 20) AS g")
+        db.execute(f"GRANT SELECT ON keyed TO {db.reader_role}")
+        try:
+            yield "keyed"
+        finally:
+            db.execute("DROP TABLE keyed")
+
+    def test_pages_and_totals_stay_exact(self, db: PostgresDatabase, keyed: str) -> None:
+        dup = [Filter("code", Op.EQ, "dup")]
+        with (
+            create_backend(dsn=db.reader_dsn) as backend,
+            create_read_only_facade(kind="postgres", dsn=db.reader_dsn, tables=[keyed]) as reader,
+        ):
+            query = Query(keyed, tuple(dup), limit=2, offset=1)
+            assert backend.read_statement(query).unique  # the catalog's unique index
+            assert reader.read(keyed, dup, limit=2, offset=1).total_count == 0  # plans the shape
+            db.execute("DROP INDEX keyed_code")
+            db.execute("INSERT INTO keyed SELECT g, 'dup' FROM generate_series(21, 25) AS g")
+            page = backend.read(query)
+            planned = reader.read(keyed, dup, limit=2, offset=1)  # by the facade's read plan
+            assert (planned.rows, planned.total_count) == (page.rows, 5)
+            for exact in (True, False):
+                again = backend.read(Query(keyed, query.filters, limit=2, exact_total=exact))
+                assert [row["id"] for row in again.rows] == [21, 22]
+        assert [row["id"] for row in page.rows] == [22, 23]
+        assert (page.total_count, page.total_exact) == (5, True)
+        one = Query(keyed, (Filter("code", Op.EQ, "c3"),), limit=2)
+        with create_backend(dsn=db.reader_dsn) as backend:
+            assert backend.read(one).total_count == 1

@@ -215,26 +215,39 @@ class PostgresBackend(Closing):
     # --- reads -----------------------------------------------------------------------------------
 
     def read(self, query: Query) -> Page:
-        page: Page = self._select(self._read_plan(query))
+        reader = self._shape_reader(query)
+        filters = self._coerced(query, reader)
+        page: Page | None = self._select(self._read_plan(reader, query, filters))
+        if page is None and reader.fallback is not None:  # a key no longer unique
+            page = self._select(self._read_plan(reader.fallback, query, filters))
+        assert page is not None
         return page
 
     async def aread(self, query: Query) -> Page:
-        """:meth:`read` over the awaitable pool: the same statement and parsing."""
-        page: Page = await self._aselect(self._read_plan(query))
+        """:meth:`read` over the awaitable pool: the same statements and parsing."""
+        reader = self._shape_reader(query)
+        filters = self._coerced(query, reader)
+        page: Page | None = await self._aselect(self._read_plan(reader, query, filters))
+        if page is None and reader.fallback is not None:
+            page = await self._aselect(self._read_plan(reader.fallback, query, filters))
+        assert page is not None
         return page
+
+    @staticmethod
+    def _coerced(query: Query, reader: ShapeReader) -> tuple[Filter, ...]:
+        # Values are coerced on every call (the facade's come back as they were).
+        return coerce_filters(query.table, query.filters, reader.entry.types)
+
+    @staticmethod
+    def _read_plan(reader: ShapeReader, query: Query, filters: Sequence[Filter]) -> Plan:
+        params = reader.params(filters, query)
+        return Plan(reader.statement, params, "read", lambda rows: reader.parse(rows, query))
 
     def _select(self, plan: Plan) -> Any:
         return plan.parse(self._connections.select(plan.statement, plan.params, plan.operation))
 
     async def _aselect(self, plan: Plan) -> Any:
         return plan.parse(await self._async.select(plan.statement, plan.params, plan.operation))
-
-    def _read_plan(self, query: Query) -> Plan:
-        reader = self._shape_reader(query)
-        # Values are coerced on every call (the facade's come back as they were).
-        filters = coerce_filters(query.table, query.filters, reader.entry.types)
-        params = reader.params(filters, query)
-        return Plan(reader.statement, params, "read", lambda rows: reader.parse(rows, query))
 
     def _shape_reader(self, query: Query) -> ShapeReader:
         """The statement of ``query``'s shape, its columns checked against the catalog."""
@@ -268,8 +281,12 @@ class PostgresBackend(Closing):
             if len(self._statements) >= _STATEMENT_CACHE_SIZE:
                 self._statements = {}
             connections = (self._connections, self._async)
+            fallback = None
+            if unique:
+                plain = _pg_sql.build_read(query, self._schema, columns, has_id, probe=probe)
+                fallback = ShapeReader(connections, plain.as_bytes(None), columns, entry, probe)
             reader = ShapeReader(
-                connections, composed.as_bytes(None), columns, entry, probe, unique
+                connections, composed.as_bytes(None), columns, entry, probe, unique, fallback
             )
             self._statements[shape] = reader
         return reader

@@ -20,7 +20,9 @@ class ShapeReader:
     of that shape whose values the caller coerced against :attr:`entry` (the facade's read
     plans do; :meth:`PostgresBackend.read` coerces first). Immutable; thread-safe."""
 
-    __slots__ = ("_async", "_connections", "columns", "entry", "probe", "statement", "unique")
+    __slots__ = (
+        "_async", "_connections", "columns", "entry", "fallback", "probe", "statement", "unique"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -30,6 +32,7 @@ class ShapeReader:
         entry: Table,
         probe: bool,
         unique: bool = False,
+        fallback: ShapeReader | None = None,
     ) -> None:
         self._connections, self._async = connections
         self.statement = statement
@@ -38,21 +41,30 @@ class ShapeReader:
         self.probe = probe
         #: The statement is :func:`_pg_sql.build_lookup`'s: at most one row, no total column.
         self.unique = unique
+        #: A unique lookup's page-and-total reader, for when its key no longer is unique (the
+        #: index was dropped since the catalog was read): then more rows than the page's end
+        #: come back, and the lookup, bounded there, cannot tell how many match.
+        self.fallback = fallback
 
     def params(self, filters: Sequence[Filter], query: Query) -> list[Any]:
         """The statement's values for ``query``, with its ``filters`` as coerced."""
         if self.unique:
-            return _pg_sql.filter_params(filters)
+            bound = None if query.limit is None else query.offset + query.limit + 1
+            return [*_pg_sql.filter_params(filters), bound]
         return _pg_sql.read_params(query, filters, probe=self.probe)
 
-    def parse(self, rows: list[Any], query: Query) -> Page:
+    def parse(self, rows: list[Any], query: Query) -> Page | None:
         """Rows ``(total, hit, *columns)`` of ``query`` as a page: no row but the total when none
         matched. A bounded total is exact below its bound (see :func:`_pg_sql.build_read`).
-        A unique lookup's rows are the columns alone: every match (at most one), counted."""
+        A unique lookup's rows are the columns alone: every match (at most one), counted; or,
+        past the page's end (the key is no longer unique), ``None``: read it by
+        :attr:`fallback`."""
         columns = self.columns
         if self.unique:
             offset, limit = query.offset, query.limit
             end = None if limit is None else offset + limit
+            if end is not None and len(rows) > end:
+                return None
             return Page(
                 rows=[dict(zip(columns, row, strict=True)) for row in rows[offset:end]],
                 total_count=len(rows),
@@ -66,14 +78,23 @@ class ShapeReader:
         )
 
     def read(self, query: Query) -> Page:
-        """``query``, of this shape, its values coerced already: one round trip."""
+        """``query``, of this shape, its values coerced already: one round trip (two when a
+        unique key turned out not to be)."""
         params = self.params(query.filters, query)
-        return self.parse(self._connections.select(self.statement, params, "read"), query)
+        page = self.parse(self._connections.select(self.statement, params, "read"), query)
+        if page is None and self.fallback is not None:
+            return self.fallback.read(query)
+        assert page is not None
+        return page
 
     async def aread(self, query: Query) -> Page:
         """:meth:`read` over the awaitable pool."""
         params = self.params(query.filters, query)
-        return self.parse(await self._async.select(self.statement, params, "read"), query)
+        page = self.parse(await self._async.select(self.statement, params, "read"), query)
+        if page is None and self.fallback is not None:
+            return await self.fallback.aread(query)
+        assert page is not None
+        return page
 
 
 class Plan(NamedTuple):

@@ -217,10 +217,13 @@ def build_read(
 
 def build_lookup(query: Query, schema: str, columns: Sequence[str], has_id: bool) -> sql.Composed:
     """The statement of a read matching at most one row (see the module docstring): ``columns``
-    of every row matching ``query``'s filters, unbounded. Its values are :func:`filter_params`;
-    the caller counts the rows and slices the page. Ordered as the plain statement is, so that
-    a catalog read before a unique index was replaced still pages deterministically."""
-    return sql.SQL("SELECT {columns} FROM {table}{where}{order}").format(
+    of the rows matching ``query``'s filters, up to the page's end plus one. Its values are
+    :func:`filter_params`, then that bound (NULL without a limit); the caller counts the rows
+    and slices the page. Ordered as the plain statement is, and bounded, so that a key no longer
+    unique (its index dropped since the catalog was read) still pages deterministically and
+    never reads every match: reaching the bound says so, and the caller reads again by
+    :func:`build_read`."""
+    return sql.SQL("SELECT {columns} FROM {table}{where}{order} LIMIT %s").format(
         columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
         table=sql.Identifier(schema, query.table),
         where=_where(query.filters),
