@@ -33,20 +33,15 @@ OTHERS = 2_000
 def db(postgres_supabase_db: PostgresDatabase) -> Iterator[PostgresDatabase]:
     """Leads with random uuid keys: ``MATCHES`` at company "Probe", ``OTHERS`` elsewhere, and
     one lead whose e-mail only matches ignoring case."""
-    postgres_supabase_db.truncate()
-    postgres_supabase_db.execute(
+    with postgres_supabase_db.leads(
         "INSERT INTO leads (email, company_name, score) "
         "SELECT 'user' || g || '@example.com', "
         "CASE WHEN g <= %s THEN 'Probe' ELSE 'Other ' || g END, g %% 7 "
-        "FROM generate_series(1, %s) AS g",
+        "FROM generate_series(1, %s) AS g "
+        "UNION ALL SELECT 'Needle@Example.COM', 'Other', NULL",
         (MATCHES, MATCHES + OTHERS),
-    )
-    postgres_supabase_db.execute(
-        "INSERT INTO leads (email, company_name) VALUES ('Needle@Example.COM', 'Other')"
-    )
-    postgres_supabase_db.execute("ANALYZE leads")
-    yield postgres_supabase_db
-    postgres_supabase_db.truncate()
+    ) as db:
+        yield db
 
 
 @pytest.fixture(scope="module")

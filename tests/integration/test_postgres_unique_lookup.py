@@ -28,15 +28,12 @@ LEADS = 50
 
 @pytest.fixture(scope="module")
 def db(postgres_supabase_db: PostgresDatabase) -> Iterator[PostgresDatabase]:
-    postgres_supabase_db.truncate()
-    postgres_supabase_db.execute(
+    with postgres_supabase_db.leads(
         "INSERT INTO leads (email, company_name) "
         "SELECT 'user' || g || '@example.com', 'Co ' || (g %% 5) FROM generate_series(1, %s) AS g",
         (LEADS,),
-    )
-    postgres_supabase_db.execute("ANALYZE leads")
-    yield postgres_supabase_db
-    postgres_supabase_db.truncate()
+    ) as db:
+        yield db
 
 
 @pytest.fixture(scope="module")
