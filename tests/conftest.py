@@ -16,6 +16,7 @@ from persistence.schema import REFERENCE, SUPABASE_STYLE, SchemaVariant
 from tests.data.hostile_payloads import external_payloads, own_payloads
 from tests.support.leftovers import (
     LEFTOVERS,
+    RECEIVED_SIGNALS,
     install_signal_handlers,
     scratch_name,
     sweep_server,
@@ -475,6 +476,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     install_signal_handlers()
     sweep_server(POSTGRES_ADMIN_DSN)
     sweep_server_dirs()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """Stop after this test when a signal asked to stop and its ``KeyboardInterrupt`` was
+    swallowed (raised inside a finaliser): the run ends as interrupted, fixtures finalised."""
+    result = yield
+    if RECEIVED_SIGNALS:
+        item.session.shouldstop = f"interrupted by signal {RECEIVED_SIGNALS[0]}"
+    return result
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

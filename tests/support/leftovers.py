@@ -253,7 +253,14 @@ LEFTOVERS = Leftovers()
 atexit.register(LEFTOVERS.clean)
 
 
+#: The signals that asked the session to stop, in order. Kept apart from the exception the
+#: handler raises: Python swallows an exception raised inside a finaliser (``__del__``, a weakref
+#: callback), and with the signal then ignored nothing else would stop the run.
+RECEIVED_SIGNALS: list[int] = []
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    RECEIVED_SIGNALS.append(signum)
     # Only once: a second signal during clean-up must not cut the clean-up itself short.
     signal.signal(signum, signal.SIG_IGN)
     raise KeyboardInterrupt(f"signal {signum}")

@@ -101,3 +101,18 @@ def test_interrupted_and_killed_sessions_leave_nothing() -> None:
     sweep_server(POSTGRES_ADMIN_DSN)  # ... so the next session's start does
     sweep_server_dirs()
     assert _present(killed) == []
+
+
+def test_a_swallowed_interrupt_still_stops_the_session() -> None:
+    """A SIGTERM whose ``KeyboardInterrupt`` lands in a finaliser (where Python only prints it)
+    stops the session after the running test, as interrupted, instead of being lost."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "tests/support/swallowed_interrupt_probe.py"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert "FIRST TEST ENDED" in output, output[-3000:]
+    assert "SECOND TEST RAN" not in output, output[-3000:]
+    assert result.returncode == 2, output[-3000:]
