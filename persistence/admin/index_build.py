@@ -20,7 +20,9 @@ embedded again only when its text hash or the model changed; rows deleted from `
 without text are removed; a new dimension rebuilds the side table. The reader role needs
 ``GRANT SELECT ON T_embeddings TO reader`` (``grant_to=`` does it). Each run also brings
 ``T_documents``, the keyword leg's stored documents, up to date
-(:mod:`persistence.backends.postgres.documents`; the reader needs SELECT on it too).
+(:mod:`persistence.backends.postgres.documents`; the reader needs SELECT on it too), for
+``keyword_columns``: the embedded columns unless named apart, since the keyword leg ranks by
+every text column the reader may read, which need not be the embedded ones.
 pgvector must be installed by the database owner (``CREATE EXTENSION vector``): this step
 never creates an extension.
 
@@ -188,17 +190,22 @@ def index_table(
     progress: Progress | None = None,
     connect_timeout: float = 10.0,
     text_search_config: str = "english",
+    keyword_columns: Sequence[str] | None = None,
 ) -> IndexReport:
     """Store the vectors of ``table``'s rows (the text of ``columns``) in its side table and
     build the HNSW index; see the module docstring. ``progress(done, total, embedded)`` is
     called after each batch. Without pgvector, or with ``embeddings=None``, only the words
     table is built (it needs pg_trgm). The documents table (the keyword leg's stored documents,
     :mod:`persistence.backends.postgres.documents`) is written in either case, parsed with
-    ``text_search_config`` (the search's own, ``english`` by default). Errors:
+    ``text_search_config`` (the search's own, ``english`` by default), for ``keyword_columns``
+    (default: ``columns``); the search reads it only when these are its own text columns, in
+    table order. Errors:
     ``ConfigurationError`` for a missing table or column, or when neither extension is
     installed; the ``BackendError`` family for what the server refuses."""
     if not columns:
         raise ConfigurationError("index: name at least one text column to embed")
+    if keyword_columns is not None and not keyword_columns:
+        raise ConfigurationError("index: keyword_columns, when given, names at least one column")
     if type(batch_size) is not int or batch_size <= 0:
         raise ConfigurationError(f"batch_size must be a positive int, not {batch_size!r}")
     parts = text_search_config.split(".")
@@ -224,6 +231,7 @@ def index_table(
             conn.autocommit = True
             indexer = _Indexer(conn, schema, table, side, tuple(columns), embedder)
             indexer.config = text_search_config
+            indexer.keyword_columns = tuple(columns if keyword_columns is None else keyword_columns)
             return indexer.run(batch_size, grant_to, progress, started)
     except psycopg.Error as exc:
         raise translate(exc, "index") from exc
@@ -254,6 +262,8 @@ class _Indexer:
         self.binary_types: tuple[int, int, int, int] | None = None
         #: The text search configuration the stored documents are parsed with.
         self.config = "english"
+        #: The columns whose text the stored documents hold (the keyword leg's columns).
+        self.keyword_columns = columns
         #: The id column's type (``format_type``), known once the table is checked.
         self.id_type = ""
 
@@ -461,7 +471,7 @@ class _Indexer:
                 self.schema,
                 self.table_name,
                 self.id_type,
-                self.columns,
+                self.keyword_columns,
                 self.config,
                 grant_to,
             )
@@ -488,7 +498,7 @@ class _Indexer:
             raise ConfigurationError(f"index: table {self.schema}.{self.table_name} does not exist")
         if "id" not in found:
             raise ConfigurationError(f"index: table {self.table_name!r} has no id column")
-        for column in self.columns:
+        for column in dict.fromkeys((*self.columns, *self.keyword_columns)):
             if column not in found:
                 raise ConfigurationError(
                     f"index: table {self.table_name!r} has no column {column!r}"

@@ -50,9 +50,9 @@ def cli_words(text: str) -> str:
     return text.replace("allow_privileged=True", "--allow-privileged")
 
 
-def column_list(value: str) -> list[str]:
+def column_list(value: str, option: str = "--columns") -> list[str]:
     """A ``--columns`` value (``subject,body``) as its column names; none is a usage error."""
     columns = [c.strip() for c in value.split(",") if c.strip()]
     if not columns:
-        raise UsageError("--columns names no column")
+        raise UsageError(f"{option} names no column")
     return columns

@@ -37,6 +37,11 @@ def add_index_parser(commands: Any) -> None:
     )
     index.add_argument("table", help="the table to index")
     index.add_argument("--columns", required=True, help="text columns to embed, e.g. subject,body")
+    index.add_argument(
+        "--keyword-columns",
+        help="text columns the stored keyword documents hold (default: --columns); name the "
+        "search's own text columns, in table order, when they differ from the embedded ones",
+    )
     index.add_argument("--dsn", required=True, help="the writer role's PostgreSQL DSN")
     index.add_argument("--schema", default="public", help="the table's schema (default: public)")
     index.add_argument(
@@ -95,6 +100,11 @@ def cmd_index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # any connection, as every other command does.
     args.backend = "postgres"
     columns = column_list(args.columns)
+    keyword_columns = (
+        None
+        if args.keyword_columns is None
+        else column_list(args.keyword_columns, "--keyword-columns")
+    )
     if args.batch_size <= 0:
         raise UsageError("--batch-size must be at least 1")
     check_dsn(args.dsn)
@@ -122,6 +132,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         batch_size=args.batch_size,
         grant_to=args.grant_to,
         progress=progress,
+        keyword_columns=keyword_columns,
     )
     if live:
         err.write("\n")

@@ -514,6 +514,12 @@ class TestIndexStep:
             with _facade(db.reader_dsn) as facade:
                 result = facade.search("inquiries", "refund", k=5, mode="semantic")
             assert result.degraded is None and len(result.hits) == 5
+            code, _, err = run(*argv, "--keyword-columns", "body")
+            assert code == 0, err
+            (described,) = db.execute(
+                "SELECT obj_description('inquiries_documents'::regclass, 'pg_class')"
+            )[0]
+            assert json.loads(described)["columns"] == ["body"]
 
 
 # --- the system PostgreSQL: no pgvector -----------------------------------------------------------

@@ -213,6 +213,46 @@ class TestIndexWritesDocuments:
         assert granted == [(False,)]
         assert any(e["event"] == "persistence.documents.not_granted" for e in logs)
 
+    def test_keyword_columns_apart_from_the_embedded_ones(self, db: PgvectorDatabase) -> None:
+        """Only ``body`` embedded: the documents hold the keyword leg's columns when named,
+        and the search reads them; without the option they hold ``body`` and are not read."""
+        index_table(
+            db.writer_dsn, "inquiries", ["body"], HashEmbeddings(), grant_to=[db.reader_role]
+        )
+        assert not _search(db, "inquiries", _QUERY, 100)[1]
+        index_table(
+            db.writer_dsn,
+            "inquiries",
+            ["body"],
+            HashEmbeddings(),
+            keyword_columns=["subject", "body"],
+            grant_to=[db.reader_role],
+        )
+        side = db.execute("SELECT obj_description('inquiries_embeddings'::regclass, 'pg_class')")
+        assert json.loads(side[0][0])["columns"] == ["body"]
+        found, stored = _search(db, "inquiries", _QUERY, 100)
+        assert stored and len(found) >= 40
+        assert found == _expected(db, "inquiries", _QUERY, len(found))
+
+    @pytest.mark.parametrize(
+        ("keyword_columns", "message"),
+        [([], "names at least one"), (["subject", "nope"], "no column 'nope'"),
+         (["subject", "received_at"], "not text")],
+    )  # fmt: skip
+    def test_bad_keyword_columns_are_refused_before_anything_is_written(
+        self, db: PgvectorDatabase, keyword_columns: list[str], message: str
+    ) -> None:
+        before = db.execute("SELECT count(*), max(xmin::text) FROM inquiries_documents")
+        with pytest.raises(ConfigurationError, match=message):
+            index_table(
+                db.writer_dsn,
+                "inquiries",
+                ["body"],
+                HashEmbeddings(),
+                keyword_columns=keyword_columns,
+            )
+        assert db.execute("SELECT count(*), max(xmin::text) FROM inquiries_documents") == before
+
 
 class TestSearchReadsDocuments:
     @pytest.mark.parametrize("table", ["inquiries", "messages"])

@@ -91,6 +91,8 @@ CASES: list[tuple[tuple[str, ...], str, dict[str, str], int, str]] = [
      MALFORMED_LINE),
     (("index", "leads", "--columns", " , ", "--dsn", UNREACHABLE), "", {}, EXIT_USAGE,
      r"rag-agent: error: --columns names no column$"),
+    (("index", "leads", "--columns", "email", "--keyword-columns", ",", "--dsn", UNREACHABLE),
+     "", {}, EXIT_USAGE, r"rag-agent: error: --keyword-columns names no column$"),
     # search-function
     (("search-function", "leads", "--columns", "Body Text"), "", {}, EXIT_USAGE,
      r"rag-agent: error: column 'Body Text' is not a lower-case SQL name"),
