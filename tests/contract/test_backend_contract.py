@@ -23,6 +23,7 @@ from persistence import (
 )
 from persistence.schema import SchemaVariant
 from persistence.values.types import ColumnKind, column_type
+from tests.support.ids import stable_id
 
 LEADS = [
     {"email": "ann@acme.io", "company_name": "Acme Inc.", "score": 10, "status": "new"},
@@ -399,7 +400,7 @@ class TestEveryColumnType:
                 {"a@x.io", "b@x.io", "c@x.io"},
             ),
         ],
-        ids=str,
+        ids=stable_id,
     )
     def test_each_kind_compares_as_its_type(
         self,

@@ -21,6 +21,7 @@ from persistence import (
 )
 from persistence.backends.supabase import create_backend, key_role
 from tests.support.http import ScriptedServer, rows_response
+from tests.support.ids import stable_id
 from tests.support.postgrest import BASE_URL, fake_key
 
 
@@ -116,7 +117,7 @@ class TestSettings:
             {"allow_privileged": "yes"},
             {"dsn": "postgresql://x"},
         ],
-        ids=str,
+        ids=stable_id,
     )
     def test_bad_options_are_configuration_errors(self, options: dict[str, object]) -> None:
         """Every malformed or unknown option is refused before anything is sent."""

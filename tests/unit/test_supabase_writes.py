@@ -20,6 +20,7 @@ from persistence import (
     create_persistence_agent,
 )
 from tests.support.http import ScriptedServer, backend_over
+from tests.support.ids import stable_id
 from tests.support.postgrest import BASE_URL, PostgrestEmulator, decode_query, fake_key
 
 
@@ -139,7 +140,7 @@ class TestRefusals:
         assert info.value.operation == "delete"
         assert server.requests == []
 
-    @pytest.mark.parametrize("value", [float("nan"), float("inf"), object()], ids=str)
+    @pytest.mark.parametrize("value", [float("nan"), float("inf"), object()], ids=stable_id)
     def test_unserialisable_values_are_refused_before_sending(self, value: object) -> None:
         """NaN, infinities and arbitrary objects never reach the wire."""
         server = ScriptedServer([created([])])
