@@ -19,6 +19,11 @@ hard constraints inside every leg):
   too few rows. Without pgvector or stored vectors, at most ``rerank_rows`` filtered rows are
   embedded in process (cached by text) and ranked there, and ``degraded`` says so.
 
+The filters' rows are counted, by default, only up to a bound past every decision the count
+takes (:meth:`PostgresSearch._count_bound`): the semantic leg's path, the in-process leg's rows
+and the page's fill decide alike, and ``SearchResult.total_exact`` says when the total is a lower
+bound; ``SearchRequest.exact_total`` counts every match.
+
 The fusion is :func:`persistence.search.fusion.fuse` itself, over the legs' id lists, so the
 order and scores are those of every other backend's fusion.
 
@@ -161,14 +166,20 @@ class PostgresSearch:
             run = _Run(cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes)
             weights = weights_for(text, table)
             run.feedback = takes_feedback(weights)
-            count = build_count(table, self._schema, filters).as_bytes(None)
+            # The count decides the semantic leg's path (exact under ``exact_rows``), the
+            # in-process leg's rows (under ``rerank_rows``), and whether the legs ranked enough
+            # for a page; a bound above all three changes none of them, and spares reading every
+            # match (the search's costliest statement on a large table) unless asked.
+            bound = None if request.exact_total else self._count_bound()
+            count = build_count(table, self._schema, filters, bounded=bound is not None)
+            count_params = filter_params(filters) + ([] if bound is None else [bound])
             # One snapshot for the count, every leg and the page; the statements that need no
             # answer of another go out together (one round trip).
             with conn.pipeline():
                 cursor.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 cursor.execute(self._connections.set_timeout)
                 counted = conn.cursor()
-                counted.execute(count, filter_params(filters))
+                counted.execute(count.as_bytes(None), count_params)
                 facts = self._probe(cursor, table)
                 run.total = int(counted.fetchall()[0][0])
 
@@ -197,10 +208,17 @@ class PostgresSearch:
                 total_count=run.total,
                 degraded="; ".join(notes) if notes else None,
                 corrections=corrected.changes,
+                total_exact=bound is None or run.total < bound,
             )
 
         result: SearchResult = self._connections.run(work, "search", read=True)
         return result
+
+    def _count_bound(self) -> int:
+        """How far a search counts the matches when no exact total is asked: one row past the
+        deepest depth any decision on the total compares with (see :meth:`search`)."""
+        settings = self.settings
+        return max(settings.exact_rows, settings.rerank_rows, LEG_DEPTH) + 1
 
     def _legs(
         self,
