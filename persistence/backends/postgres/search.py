@@ -29,7 +29,7 @@ order and scores are those of every other backend's fusion.
 
 Thread-safety: a :class:`PostgresSearch` is safe to share; its state (the in-process vector cache,
 :class:`~persistence.backends.postgres.vectors.RowVectors`, and whether a GIN index serves a table's
-keyword document) is guarded by locks.
+keyword document, the words the words tables were seen to hold) is guarded by locks.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from psycopg import sql
 from persistence.backends.postgres import search_sql as q
 from persistence.backends.postgres.catalog import Table
 from persistence.backends.postgres.documents import documents_table, usable
+from persistence.backends.postgres.known_words import KnownWords
 from persistence.backends.postgres.pool import Connections
 from persistence.backends.postgres.sql import build_count, filter_params
 from persistence.backends.postgres.vectors import (
@@ -126,6 +127,8 @@ class PostgresSearch:
         self._vectors = RowVectors()
         self._lock = threading.Lock()
         self._keyword_indexes: dict[tuple[str, tuple[str, ...]], tuple[bool, float]] = {}
+        #: Words the words tables held: a text of such words needs no spelling pass.
+        self._known_words = KnownWords()
 
     def search(
         self,
@@ -151,6 +154,7 @@ class PostgresSearch:
             text_columns,
             notes,
             filtered=bool(filters),
+            known=self._known_words,
         )
         text = corrected.text
         topical = topical_text(text, table)

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import psycopg
 from psycopg import sql
 
+from persistence.backends.postgres.known_words import KnownWords
 from persistence.backends.postgres.pool import Connections
 from persistence.search.spelling import (
     CANDIDATE_SIMILARITY,
@@ -33,6 +34,7 @@ from persistence.search.spelling import (
     Correction,
     correct,
     has_correctable,
+    looked_up,
 )
 
 __all__ = [
@@ -161,11 +163,14 @@ def correct_text(
     notes: list[str],
     *,
     filtered: bool = False,
+    known: KnownWords | None = None,
 ) -> Correction:
     """``text`` with its misspelled words corrected against ``table``'s words table, in a
     short read-only transaction of its own (the search embeds the corrected text before its
     own transaction opens); unchanged, with a note, when there is no words table to read. No
-    round trip for a text without a word that could be corrected.
+    round trip for a text without a word that could be corrected, nor for one whose every
+    looked-up word the words table was seen to hold (``known``, which remembers them: a word
+    some row holds is never corrected).
 
     A correction may only be a word of rows the reader could read with the same filters. The
     words table counts every row (the index step reads them all), so it is not consulted for a
@@ -176,6 +181,9 @@ def correct_text(
     if filtered:
         notes.append(FILTERED_SEARCH)
         return Correction(text)
+    key = (schema, table, tuple(text_columns))
+    if known is not None and known.hold(key, looked_up(text)):
+        return Correction(text)
 
     def work(conn: psycopg.Connection[Any]) -> tuple[Correction, str | None]:
         cursor = conn.cursor()
@@ -185,6 +193,8 @@ def correct_text(
             vocabulary, why = probe_words(cursor, schema, table, text_columns)
         found = Correction(text) if vocabulary is None else correct(text, vocabulary)
         cursor.execute(b"COMMIT")
+        if vocabulary is not None and known is not None:
+            known.add(key, vocabulary.held)
         return found, why
 
     found: tuple[Correction, str | None] = connections.run(work, "search", read=True)
@@ -239,10 +249,14 @@ class PgVocabulary:
         self._cursor = cursor
         self._relation = relation
         self._trgm = trgm
+        #: Every word :meth:`known` found in the table.
+        self.held: set[str] = set()
 
     def known(self, words: Sequence[str]) -> set[str]:
         statement = sql.SQL("SELECT word FROM {} WHERE word = ANY(%s)").format(self._relation)
-        return {str(r[0]) for r in self._cursor.execute(statement, [list(words)])}
+        found = {str(r[0]) for r in self._cursor.execute(statement, [list(words)])}
+        self.held |= found
+        return found
 
     def similar(self, words: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
         statement = sql.SQL(
