@@ -172,3 +172,35 @@ def test_a_text_of_known_words_skips_the_spelling_pass(pgvector_server: str) -> 
     assert again.degraded is None and again.corrections == ()
     assert [h.row["id"] for h in again.hits] == [h.row["id"] for h in first.hits]
     assert fresh.degraded is not None and "no words table" in fresh.degraded
+
+
+def test_prefetched_words_answer_as_the_lookups_would(pgvector_server: str) -> None:
+    """After ``prefetch`` (one statement), ``known`` and ``similar`` of those words send
+    nothing and answer what the two lookups of a vocabulary without it answer."""
+    from persistence.backends.postgres.words import read_vocabulary, send_words_probe
+
+    words = ["cancel", "canncel", "subscrpition", "zzzzqqq", "password"]
+    with pgvector_database(pgvector_server) as db:
+        _load(db.admin_dsn, inquiries_store(rows=400).rows("inquiries"))
+        index_table(
+            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+            grant_to=[db.reader_role],
+        )  # fmt: skip
+        with psycopg.connect(db.reader_dsn) as conn:
+            answers = []
+            for prefetched in (False, True):
+                cursor = conn.cursor()
+                probe = send_words_probe(cursor, "public", "inquiries")
+                vocabulary, why = read_vocabulary(
+                    probe, cursor, "public", "inquiries", ["subject", "body"]
+                )
+                assert vocabulary is not None and why is None
+                if prefetched:
+                    vocabulary.prefetch(words)
+                    conn.close()  # nothing more may be sent
+                known = vocabulary.known(words)
+                unknown = [w for w in words if w not in known]
+                answers.append((known, vocabulary.similar(unknown)))
+    assert answers[0] == answers[1]
+    assert answers[1][0] == {"cancel", "password"}
+    assert any(word == "cancel" for word, _ in answers[1][1]["canncel"])

@@ -63,7 +63,12 @@ from persistence.backends.postgres.vectors import (
     row_text,
     vector_literal,
 )
-from persistence.backends.postgres.words import correct_text
+from persistence.backends.postgres.words import (
+    correct_in,
+    read_vocabulary,
+    send_words_probe,
+    words_to_look_up,
+)
 from persistence.errors import ConfigurationError, InvalidQueryError
 from persistence.logs import get_logger
 from persistence.query import Filter, Query
@@ -72,6 +77,7 @@ from persistence.search.embedder import Embedder, Vector
 from persistence.search.feedback import FEEDBACK_ROWS, refine, takes_feedback
 from persistence.search.fusion import Fused, fuse_tiers, weights_for
 from persistence.search.model import LEG_DEPTH, TIER_DEPTH
+from persistence.search.spelling import Correction
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 
 __all__ = ["PostgresSearch", "SearchSettings"]
@@ -146,24 +152,17 @@ class PostgresSearch:
         columns = entry.names if query.columns is None else query.columns
         mode, why = request.runnable_mode(embedder is not None)
         notes = [] if why is None else [why]
-        corrected = correct_text(
-            self._connections,
-            self._schema,
-            table,
-            request.text,
-            text_columns,
-            notes,
-            filtered=bool(filters),
-            known=self._known_words,
+        spelling_key = (self._schema, table, text_columns)
+        # The words table is asked inside the search's own transaction (its first round trip
+        # and one more), not in a transaction of its own.
+        spelling = words_to_look_up(
+            request.text, notes, filtered=bool(filters), known=self._known_words, key=spelling_key
         )
-        text = corrected.text
-        topical = topical_text(text, table)
-        # Embedded before the transaction opens: a model call holds no connection.
-        vector = (
-            embedder.embed_query(topical) if embedder and mode is not SearchMode.KEYWORD else None
-        )
+        corrected = Correction(request.text)
 
-        def work(conn: psycopg.Connection[Any]) -> SearchResult:
+        def work(conn: psycopg.Connection[Any]) -> SearchResult | Correction:
+            text = corrected.text
+            topical = topical_text(text, table)
             cursor = conn.cursor()
             # Legs are cut at the tiers' fixed depths, never at offset + k: the fused order, and
             # so each page, must not depend on which page is asked.
@@ -184,8 +183,22 @@ class PostgresSearch:
                 cursor.execute(self._connections.set_timeout)
                 counted = conn.cursor()
                 counted.execute(count.as_bytes(None), count_params)
+                words = send_words_probe(cursor, self._schema, table) if spelling else None
                 facts = self._probe(cursor, table)
                 run.total = int(counted.fetchall()[0][0])
+            if words is not None:
+                vocabulary, unread = read_vocabulary(
+                    words, cursor, self._schema, table, text_columns
+                )
+                if unread is not None:
+                    notes.append(unread)
+                if vocabulary is not None:
+                    found = correct_in(vocabulary, text, spelling, self._known_words, spelling_key)
+                    if found.changes:
+                        # The corrected text is embedded with no transaction open (a model
+                        # call holds no connection), and searched in a transaction of its own.
+                        cursor.execute(b"COMMIT")
+                        return found
 
             def legs_at(depth: int) -> dict[str, list[Any]]:
                 run.depth = depth
@@ -215,7 +228,21 @@ class PostgresSearch:
                 total_exact=bound is None or run.total < bound,
             )
 
-        result: SearchResult = self._connections.run(work, "search", read=True)
+        # Embedded before the transaction opens: a model call holds no connection.
+        embed = mode is not SearchMode.KEYWORD
+
+        def embedded() -> Vector | None:
+            if embedder is None or not embed:
+                return None
+            return embedder.embed_query(topical_text(corrected.text, table))
+
+        vector = embedded()
+        result = self._connections.run(work, "search", read=True)
+        if isinstance(result, Correction):
+            corrected, spelling = result, []
+            vector = embedded()
+            result = self._connections.run(work, "search", read=True)
+        assert isinstance(result, SearchResult)
         return result
 
     def _count_bound(self) -> int:
