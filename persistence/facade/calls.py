@@ -60,6 +60,7 @@ class SearchOptions(TypedDict, total=False):
     k: int
     offset: int
     mode: SearchMode | str
+    exact_total: bool
 
 
 class AggregateOptions(TypedDict, total=False):

@@ -606,6 +606,7 @@ class _Reader(Closing):
         k: int = 10,
         offset: int = 0,
         mode: SearchMode | str = SearchMode.HYBRID,
+        exact_total: bool = False,
     ) -> SearchResult:
         """The ``k`` rows of ``table`` matching all ``filters`` that best match ``text``, best
         first, from rank ``offset`` on (see :mod:`persistence.search`).
@@ -615,9 +616,17 @@ class _Reader(Closing):
         rows carry only allowed columns. Without embeddings, ``hybrid`` runs the keyword leg and
         says so in ``degraded``; ``semantic`` without embeddings is an ``InvalidQueryError``.
 
+        ``total_count`` is the number of rows matching the filters, counted by default only up
+        to a bound of the backend's (at least ``offset + k + 1``): at it, ``total_exact`` is
+        false and the total is a lower bound that still exceeds the page's end.
+        ``exact_total=True`` counts every match (on a large table, the search's costliest
+        statement).
+
         >>> facade.search("inquiries", "customers who want to stop paying", k=5).rows
         """
-        options: SearchOptions = {"filters": filters, "k": k, "offset": offset, "mode": mode}
+        options: SearchOptions = {
+            "filters": filters, "k": k, "offset": offset, "mode": mode, "exact_total": exact_total,
+        }  # fmt: skip
         result: SearchResult = self._perform(self._search_call(table, text, options))
         return result
 
@@ -635,7 +644,13 @@ class _Reader(Closing):
         table = self.__policy.check_read(table, "search")
         # SearchRequest validates the mode, turning a string into a SearchMode or refusing it.
         mode = cast(SearchMode, options.get("mode", SearchMode.HYBRID))
-        request = SearchRequest(text, mode, options.get("k", 10), options.get("offset", 0))
+        request = SearchRequest(
+            text,
+            mode,
+            options.get("k", 10),
+            options.get("offset", 0),
+            options.get("exact_total", False),
+        )
         query = Query(table, filters=filters_of(options.get("filters", ())))
         query, known = self._checked(query, "search")
         readable = self._policy_columns(table, known)

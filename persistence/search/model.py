@@ -77,12 +77,19 @@ class SearchMode(enum.StrEnum):
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
     """A validated search: ``text`` (non-empty after stripping, bounded), ``mode``, ``k`` and
-    ``offset`` within bounds. Filters and the table travel in the accompanying ``Query``."""
+    ``offset`` within bounds. Filters and the table travel in the accompanying ``Query``.
+
+    ``exact_total``: whether :attr:`SearchResult.total_count` must count every row matching the
+    filters. By default a backend may stop counting past a bound of its own (at least the
+    page's end plus one row; see :attr:`SearchResult.total_exact`): a ranked search's total
+    is the filters' row count, which answers no question the ranking asks, and counting every
+    match of a large table costs more than ranking it."""
 
     text: str
     mode: SearchMode = SearchMode.HYBRID
     k: int = DEFAULT_K
     offset: int = 0
+    exact_total: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -105,6 +112,10 @@ class SearchRequest:
         object.__setattr__(self, "mode", mode)
         _check_count(self.k, "k", 1, MAX_K)
         _check_count(self.offset, "offset", 0, MAX_OFFSET)
+        if type(self.exact_total) is not bool:
+            raise InvalidQueryError(
+                f"search exact_total must be a bool, not {brief_repr(self.exact_total)}"
+            )
 
     @property
     def depth(self) -> int:
@@ -153,7 +164,10 @@ class SearchResult:
     ``mode`` is the mode that ran (a ``hybrid`` request without embeddings runs ``keyword``,
     and says so in ``degraded``); ``legs`` the legs that ranked, in fusion order; ``query`` the
     text the legs ranked by (the request's text with request framing removed); ``total_count``
-    the number of rows matching the filters (the ranking's universe); ``degraded`` a sentence
+    the number of rows matching the filters (the ranking's universe), exact when
+    ``total_exact``, else a lower bound (a search not asked for ``exact_total`` may stop
+    counting past the page's end plus one row at least, so it still exceeds
+    ``offset + len(hits)`` exactly when more rows follow); ``degraded`` a sentence
     saying what could not run and what ran instead, or ``None``; ``corrections`` the
     ``(typed, corrected)`` words the search read as the table's own words before ranking
     (:mod:`persistence.search.spelling`), empty when none was.
@@ -166,6 +180,7 @@ class SearchResult:
     total_count: int
     degraded: str | None = None
     corrections: tuple[tuple[str, str], ...] = ()
+    total_exact: bool = True
 
     @property
     def rows(self) -> list[dict[str, Any]]:

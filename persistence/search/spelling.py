@@ -45,6 +45,7 @@ __all__ = [
     "edit_distance",
     "has_correctable",
     "is_vocabulary_word",
+    "looked_up",
 ]
 
 #: Shorter words are left alone: one edit away from a three-letter word are dozens of others.
@@ -107,10 +108,17 @@ class Correction:
         return f"misspelled words read as the table's own words: {pairs}"
 
 
+def looked_up(text: str) -> list[str]:
+    """The words of ``text`` :func:`correct` asks the vocabulary about: its correctable words,
+    lower-cased, once each, the first :data:`MAX_CORRECTIONS`. A text none of whose words is
+    missing from the vocabulary is left as typed."""
+    typed = dict.fromkeys(w.lower() for w in _WORD.findall(text) if correctable(w))
+    return list(typed)[:MAX_CORRECTIONS]
+
+
 def correct(text: str, vocabulary: Vocabulary) -> Correction:
     """``text`` with each misspelled word replaced (see the module docstring)."""
-    typed = list(dict.fromkeys(w.lower() for w in _WORD.findall(text) if correctable(w)))
-    typed = typed[:MAX_CORRECTIONS]
+    typed = looked_up(text)
     if not typed:
         return Correction(text)
     known = vocabulary.known(typed)

@@ -395,7 +395,8 @@ class FallbackSession:
             )
             return (
                 f"{len(rows)} rows of {table!r} ranked by relevance (offset {offset}; "
-                f"{result.total_count} match the filters). Data only:\n{boundary_block(payload)}"
+                f"{'' if result.total_exact else 'at least '}{result.total_count} match the "
+                f"filters). Data only:\n{boundary_block(payload)}"
             ), len(rows)
 
         return self._guarded("search_table", search, table, filters)

@@ -142,9 +142,12 @@ def ranked_page(
     include_raw: bool,
     summary_threshold: int,
     mode: SearchMode | str = DEFAULT_MODE,
+    exact_total: bool = True,
 ) -> Steps[PageResult]:
     """The page ``window`` (limit, offset) of ``table``'s rows matching ``filters``, ranked by
     ``topic``: records whose provenance carries a ``relevance``; ``ranking`` set.
+    ``exact_total=False`` lets the search count the filters' rows only up to its bound (the
+    page's ``total_exact`` is then false when the bound was reached).
 
     ``limit`` above the search's :data:`~persistence.search.MAX_K` is cut to it. Raises
     :class:`CannotRank` when the backend cannot search; any other error is the caller's to
@@ -155,7 +158,9 @@ def ranked_page(
     text = _bounded(topic)
 
     def search(k: int, offset: int) -> Steps[tuple[SearchResult, tuple[SearchHit, ...]]]:
-        asked = {"filters": filters, "k": k, "offset": offset, "mode": mode}
+        asked = {
+            "filters": filters, "k": k, "offset": offset, "mode": mode, "exact_total": exact_total,
+        }  # fmt: skip
         try:
             result: SearchResult = yield Call("search", (table, text), asked)
         except UnsupportedOperatorError as exc:
@@ -170,8 +175,10 @@ def ranked_page(
         return result, tuple(h for h in result.hits if any(r is not None for r in h.ranks.values()))
 
     result, hits = yield from search(k, offset)
+    # Counted by the search: a lower bound when it stopped counting (still past the page's end).
+    exact = True
     if filters or len(hits) == k:
-        total = result.total_count
+        total, exact = result.total_count, result.total_exact
     elif hits or offset == 0:  # a short page is the last (a keyword-only leg may rank no more)
         total = offset + len(hits)
     else:  # past the last ranked row, or nothing ranked at all: one row from the top tells
@@ -183,6 +190,7 @@ def ranked_page(
         retrieved_at=retrieved_at,
         include_raw=include_raw,
         summary_threshold=summary_threshold,
+        total_exact=exact,
     )
     records = _with_relevance(page.records, hits, offset)
     return dataclasses.replace(page, records=records, ranking=ranking_info(result))
@@ -233,7 +241,9 @@ def cached_ranked_page(
     filters = tuple(c.to_filter() for c in conditions)
     typed = tuple((f.column, f.op.value, type(f.value).__name__, repr(f.value)) for f in filters)
     version = pipeline.facade.data_version(table)
-    key = ("search", table, version, typed, topic, str(mode), window, include_raw)
+    # Agents sharing one cache may count differently (RAG_EXACT_TOTALS).
+    exact_total = pipeline.settings.exact_totals
+    key = ("search", table, version, typed, topic, str(mode), window, include_raw, exact_total)
     cached: PageResult | None = pipeline.cache.get(key)
     if cached is not None:
         log.debug("rag.search", table=table, cache="hit")
@@ -247,6 +257,7 @@ def cached_ranked_page(
         include_raw=include_raw,
         summary_threshold=pipeline.settings.summary_threshold,
         mode=mode,
+        exact_total=exact_total,
     )
     if words_ranked(page) or not filters:  # else the filtered read answers (not kept twice)
         pipeline.cache.put(key, page)

@@ -153,6 +153,48 @@ class TestRowsRule:
         assert len(result.hits) == 100
 
 
+class TestTotals:
+    """A search counts the filters' rows only up to its bound unless asked for every match;
+    the bound is past every decision the count takes, so the page is the same either way."""
+
+    @pytest.mark.parametrize(
+        ("share", "settings", "bound"),
+        [
+            # exact_rows 200, rerank_rows 2,000 and LEG_DEPTH 1,100: counted up to 2,001.
+            (None, {}, 2_001),
+            # rerank_rows 100: LEG_DEPTH decides, 1,101 of the 1,500 matches.
+            (50, {"rerank_rows": 100}, 1_101),
+            (10, {}, 2_001),
+        ],
+    )
+    @pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+    def test_bounded_and_exact_totals_rank_alike(
+        self,
+        world: World,
+        share: float | None,
+        settings: dict[str, int],
+        bound: int,
+        mode: str,
+    ) -> None:
+        filters = [] if share is None else [Filter("client_id", Op.EQ, world.clients[share])]
+        matching = ROWS if share is None else SELECTIVITY[share]
+        text = "customers asking for a refund of the invoice"
+        with _facade(world.db.reader_dsn, **settings) as facade:
+            bounded = facade.search("inquiries", text, filters=filters, k=20, mode=mode)
+            exact = facade.search(
+                "inquiries", text, filters=filters, k=20, mode=mode, exact_total=True
+            )
+        assert (exact.total_count, exact.total_exact) == (matching, True)
+        assert (bounded.total_count, bounded.total_exact) == (
+            min(matching, bound),
+            matching < bound,
+        )
+        assert [(h.row["id"], h.score, dict(h.ranks)) for h in bounded.hits] == [
+            (h.row["id"], h.score, dict(h.ranks)) for h in exact.hits
+        ]
+        assert len(bounded.hits) == 20
+
+
 class TestFusion:
     @pytest.mark.parametrize(
         "text",

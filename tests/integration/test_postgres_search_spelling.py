@@ -148,3 +148,59 @@ def test_a_filtered_search_is_not_corrected_from_other_rows(pgvector_server: str
     assert filtered.corrections == ()
     assert filtered.degraded is not None and "inside its filters" in filtered.degraded
     assert unfiltered.corrections == (("zanzibr", "zanzibar"),)
+
+
+def test_a_text_of_known_words_skips_the_spelling_pass(pgvector_server: str) -> None:
+    """Words the words table held are remembered: a text made only of them is not looked up
+    again (with the table's SELECT revoked since, no note says it cannot be read), a text
+    with a word not seen yet still is, and a typo among known words is still corrected."""
+    store = inquiries_store(rows=400)
+    with pgvector_database(pgvector_server) as db:
+        _load(db.admin_dsn, store.rows("inquiries"))
+        index_table(
+            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+            grant_to=[db.reader_role],
+        )  # fmt: skip
+        with _facade(db.reader_dsn) as facade:
+            first = facade.search("inquiries", "cancel subscription", k=5)
+            typo = facade.search("inquiries", "canncel subscription", k=5)
+            db.execute(f"REVOKE SELECT ON inquiries_words FROM {db.reader_role}")
+            again = facade.search("inquiries", "cancel subscription", k=5)
+            fresh = facade.search("inquiries", "password reset", k=5)
+    assert first.degraded is None and first.corrections == ()
+    assert typo.corrections == (("canncel", "cancel"),)
+    assert again.degraded is None and again.corrections == ()
+    assert [h.row["id"] for h in again.hits] == [h.row["id"] for h in first.hits]
+    assert fresh.degraded is not None and "no words table" in fresh.degraded
+
+
+def test_prefetched_words_answer_as_the_lookups_would(pgvector_server: str) -> None:
+    """After ``prefetch`` (one statement), ``known`` and ``similar`` of those words send
+    nothing and answer what the two lookups of a vocabulary without it answer."""
+    from persistence.backends.postgres.words import read_vocabulary, send_words_probe
+
+    words = ["cancel", "canncel", "subscrpition", "zzzzqqq", "password"]
+    with pgvector_database(pgvector_server) as db:
+        _load(db.admin_dsn, inquiries_store(rows=400).rows("inquiries"))
+        index_table(
+            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+            grant_to=[db.reader_role],
+        )  # fmt: skip
+        with psycopg.connect(db.reader_dsn) as conn:
+            answers = []
+            for prefetched in (False, True):
+                cursor = conn.cursor()
+                probe = send_words_probe(cursor, "public", "inquiries")
+                vocabulary, why = read_vocabulary(
+                    probe, cursor, "public", "inquiries", ["subject", "body"]
+                )
+                assert vocabulary is not None and why is None
+                if prefetched:
+                    vocabulary.prefetch(words)
+                    conn.close()  # nothing more may be sent
+                known = vocabulary.known(words)
+                unknown = [w for w in words if w not in known]
+                answers.append((known, vocabulary.similar(unknown)))
+    assert answers[0] == answers[1]
+    assert answers[1][0] == {"cancel", "password"}
+    assert any(word == "cancel" for word, _ in answers[1][1]["canncel"])

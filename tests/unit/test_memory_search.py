@@ -127,6 +127,32 @@ class TestExactlyKRows:
         assert len(set(ids)) == 50
 
 
+class TestTotals:
+    @pytest.mark.parametrize("exact_total", [True, False])
+    def test_the_memory_backend_counts_every_match_either_way(
+        self, hybrid: ReadOnlyPersistenceFacade, exact_total: bool
+    ) -> None:
+        """A bounded total is the backend's choice: the memory backend counts exactly and says
+        so, asked or not, and the page is the same."""
+        flt = SELECTIVITIES["50%"]
+        result = hybrid.search(
+            "inquiries", "refund for a declined card", filters=[flt], exact_total=exact_total
+        )
+        exact = hybrid.search(
+            "inquiries", "refund for a declined card", filters=[flt], exact_total=True
+        )
+        assert result.total_count == hybrid.count("inquiries", [flt])
+        assert result.total_exact is True
+        assert result.hits == exact.hits
+
+    @pytest.mark.parametrize("bad", [None, 1, "yes"])
+    def test_exact_total_must_be_a_bool(
+        self, hybrid: ReadOnlyPersistenceFacade, bad: object
+    ) -> None:
+        with pytest.raises(InvalidQueryError, match="exact_total"):
+            hybrid.search("inquiries", "refund", exact_total=bad)  # type: ignore[arg-type]
+
+
 class TestRanksAndScores:
     def test_score_is_the_weighted_reciprocal_rank_sum(
         self, hybrid: ReadOnlyPersistenceFacade

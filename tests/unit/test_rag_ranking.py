@@ -3,6 +3,7 @@ company matched by trigram similarity (memory backend, with and without embeddin
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
@@ -25,6 +26,7 @@ from persistence import (
     create_read_only_facade,
 )
 from persistence.policy import AccessPolicy
+from persistence.search import SearchResult
 from persistence.steps import drive
 from rag_agent import RAGAgent, build_tools
 from rag_agent.envelope import row_hash
@@ -284,6 +286,51 @@ class TestRankedRun:
             agent.run("inquiries from customers who want to stop paying", return_json=True)
         )
         assert bare["records"] == [] and bare["metadata"]["fallback"] == "disabled"
+
+
+class TestSearchTotals:
+    """RAG_EXACT_TOTALS drives the search's count as it drives reads', and the envelope says
+    when a search's total is a lower bound."""
+
+    @staticmethod
+    def _agent(store: MemoryStore, asked: list[bool], **settings: Any) -> RAGAgent:
+        class Bounded(MemoryBackend):
+            """Counts as a large table's search would: up to the page's end plus one row,
+            unless asked for every match."""
+
+            def search(self, *args: Any) -> SearchResult:
+                request = args[1]
+                asked.append(request.exact_total)
+                result = super().search(*args)
+                if request.exact_total or result.total_count <= request.depth + 1:
+                    return result
+                return dataclasses.replace(result, total_count=request.depth + 1, total_exact=False)
+
+        facade = ReadOnlyPersistenceFacade(Bounded(store), AccessPolicy.read_only(BUSINESS_TABLES))
+        return RAGAgent(facade, settings=RAGSettings(**settings), now=lambda: NOW)
+
+    @pytest.mark.parametrize("exact", [True, False])
+    def test_the_setting_drives_the_search(self, store: MemoryStore, exact: bool) -> None:
+        asked: list[bool] = []
+        agent = self._agent(store, asked, exact_totals=exact)
+        data = valid(
+            agent.search(
+                "inquiries", "stop paying", [Filter("client_id", Op.EQ, 7)], k=2, return_json=True
+            )
+        )
+        assert asked == [exact]
+        meta = data["metadata"]
+        assert len(data["records"]) == 2 and meta["has_more"] is True
+        if exact:
+            assert meta["total_count"] == 5 and "total_exact" not in meta
+        else:
+            assert meta["total_count"] == 3 and meta["total_exact"] is False
+
+    def test_a_run_asks_as_the_setting_says(self, store: MemoryStore) -> None:
+        asked: list[bool] = []
+        agent = self._agent(store, asked, exact_totals=False)
+        valid(agent.run("inquiries from customers who want to stop paying", return_json=True))
+        assert asked and set(asked) == {False}
 
 
 class TestAboutRanks:

@@ -19,12 +19,17 @@ hard constraints inside every leg):
   too few rows. Without pgvector or stored vectors, at most ``rerank_rows`` filtered rows are
   embedded in process (cached by text) and ranked there, and ``degraded`` says so.
 
+The filters' rows are counted, by default, only up to a bound past every decision the count
+takes (:meth:`PostgresSearch._count_bound`): the semantic leg's path, the in-process leg's rows
+and the page's fill decide alike, and ``SearchResult.total_exact`` says when the total is a lower
+bound; ``SearchRequest.exact_total`` counts every match.
+
 The fusion is :func:`persistence.search.fusion.fuse` itself, over the legs' id lists, so the
 order and scores are those of every other backend's fusion.
 
 Thread-safety: a :class:`PostgresSearch` is safe to share; its state (the in-process vector cache,
 :class:`~persistence.backends.postgres.vectors.RowVectors`, and whether a GIN index serves a table's
-keyword document) is guarded by locks.
+keyword document, the words the words tables were seen to hold) is guarded by locks.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from psycopg import sql
 from persistence.backends.postgres import search_sql as q
 from persistence.backends.postgres.catalog import Table
 from persistence.backends.postgres.documents import documents_table, usable
+from persistence.backends.postgres.known_words import KnownWords
 from persistence.backends.postgres.pool import Connections
 from persistence.backends.postgres.sql import build_count, filter_params
 from persistence.backends.postgres.vectors import (
@@ -57,7 +63,12 @@ from persistence.backends.postgres.vectors import (
     row_text,
     vector_literal,
 )
-from persistence.backends.postgres.words import correct_text
+from persistence.backends.postgres.words import (
+    correct_in,
+    read_vocabulary,
+    send_words_probe,
+    words_to_look_up,
+)
 from persistence.errors import ConfigurationError, InvalidQueryError
 from persistence.logs import get_logger
 from persistence.query import Filter, Query
@@ -66,6 +77,7 @@ from persistence.search.embedder import Embedder, Vector
 from persistence.search.feedback import FEEDBACK_ROWS, refine, takes_feedback
 from persistence.search.fusion import Fused, fuse_tiers, weights_for
 from persistence.search.model import LEG_DEPTH, TIER_DEPTH
+from persistence.search.spelling import Correction
 from persistence.search.text import is_short_text_column, keyword_terms, topical_text
 
 __all__ = ["PostgresSearch", "SearchSettings"]
@@ -121,6 +133,8 @@ class PostgresSearch:
         self._vectors = RowVectors()
         self._lock = threading.Lock()
         self._keyword_indexes: dict[tuple[str, tuple[str, ...]], tuple[bool, float]] = {}
+        #: Words the words tables held: a text of such words needs no spelling pass.
+        self._known_words = KnownWords()
 
     def search(
         self,
@@ -138,39 +152,53 @@ class PostgresSearch:
         columns = entry.names if query.columns is None else query.columns
         mode, why = request.runnable_mode(embedder is not None)
         notes = [] if why is None else [why]
-        corrected = correct_text(
-            self._connections,
-            self._schema,
-            table,
-            request.text,
-            text_columns,
-            notes,
-            filtered=bool(filters),
+        spelling_key = (self._schema, table, text_columns)
+        # The words table is asked inside the search's own transaction (its first round trip
+        # and one more), not in a transaction of its own.
+        spelling = words_to_look_up(
+            request.text, notes, filtered=bool(filters), known=self._known_words, key=spelling_key
         )
-        text = corrected.text
-        topical = topical_text(text, table)
-        # Embedded before the transaction opens: a model call holds no connection.
-        vector = (
-            embedder.embed_query(topical) if embedder and mode is not SearchMode.KEYWORD else None
-        )
+        corrected = Correction(request.text)
 
-        def work(conn: psycopg.Connection[Any]) -> SearchResult:
+        def work(conn: psycopg.Connection[Any]) -> SearchResult | Correction:
+            text = corrected.text
+            topical = topical_text(text, table)
             cursor = conn.cursor()
             # Legs are cut at the tiers' fixed depths, never at offset + k: the fused order, and
             # so each page, must not depend on which page is asked.
             run = _Run(cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes)
             weights = weights_for(text, table)
             run.feedback = takes_feedback(weights)
-            count = build_count(table, self._schema, filters).as_bytes(None)
+            # The count decides the semantic leg's path (exact under ``exact_rows``), the
+            # in-process leg's rows (under ``rerank_rows``), and whether the legs ranked enough
+            # for a page; a bound above all three changes none of them, and spares reading every
+            # match (the search's costliest statement on a large table) unless asked.
+            bound = None if request.exact_total else self._count_bound()
+            count = build_count(table, self._schema, filters, bounded=bound is not None)
+            count_params = filter_params(filters) + ([] if bound is None else [bound])
             # One snapshot for the count, every leg and the page; the statements that need no
             # answer of another go out together (one round trip).
             with conn.pipeline():
                 cursor.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 cursor.execute(self._connections.set_timeout)
                 counted = conn.cursor()
-                counted.execute(count, filter_params(filters))
+                counted.execute(count.as_bytes(None), count_params)
+                words = send_words_probe(cursor, self._schema, table) if spelling else None
                 facts = self._probe(cursor, table)
                 run.total = int(counted.fetchall()[0][0])
+            if words is not None:
+                vocabulary, unread = read_vocabulary(
+                    words, cursor, self._schema, table, text_columns
+                )
+                if unread is not None:
+                    notes.append(unread)
+                if vocabulary is not None:
+                    found = correct_in(vocabulary, text, spelling, self._known_words, spelling_key)
+                    if found.changes:
+                        # The corrected text is embedded with no transaction open (a model
+                        # call holds no connection), and searched in a transaction of its own.
+                        cursor.execute(b"COMMIT")
+                        return found
 
             def legs_at(depth: int) -> dict[str, list[Any]]:
                 run.depth = depth
@@ -197,10 +225,31 @@ class PostgresSearch:
                 total_count=run.total,
                 degraded="; ".join(notes) if notes else None,
                 corrections=corrected.changes,
+                total_exact=bound is None or run.total < bound,
             )
 
-        result: SearchResult = self._connections.run(work, "search", read=True)
+        # Embedded before the transaction opens: a model call holds no connection.
+        embed = mode is not SearchMode.KEYWORD
+
+        def embedded() -> Vector | None:
+            if embedder is None or not embed:
+                return None
+            return embedder.embed_query(topical_text(corrected.text, table))
+
+        vector = embedded()
+        result = self._connections.run(work, "search", read=True)
+        if isinstance(result, Correction):
+            corrected, spelling = result, []
+            vector = embedded()
+            result = self._connections.run(work, "search", read=True)
+        assert isinstance(result, SearchResult)
         return result
+
+    def _count_bound(self) -> int:
+        """How far a search counts the matches when no exact total is asked: one row past the
+        deepest depth any decision on the total compares with (see :meth:`search`)."""
+        settings = self.settings
+        return max(settings.exact_rows, settings.rerank_rows, LEG_DEPTH) + 1
 
     def _legs(
         self,

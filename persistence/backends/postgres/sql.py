@@ -296,8 +296,15 @@ def build_children(
     )
 
 
-def build_count(table: str, schema: str, filters: Sequence[Filter]) -> sql.Composed:
-    """``SELECT count(*)`` of ``table`` matching ``filters`` (values: :func:`filter_params`)."""
+def build_count(
+    table: str, schema: str, filters: Sequence[Filter], *, bounded: bool = False
+) -> sql.Composed:
+    """``SELECT count(*)`` of ``table`` matching ``filters`` (values: :func:`filter_params`);
+    ``bounded``: of the matches up to a bound, the last value (the scan stops there)."""
+    if bounded:
+        return sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {}{} LIMIT %s) AS b").format(
+            sql.Identifier(schema, table), _where(filters)
+        )
     return sql.SQL("SELECT count(*) FROM {}{}").format(
         sql.Identifier(schema, table), _where(filters)
     )

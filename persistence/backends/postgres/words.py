@@ -20,29 +20,32 @@ catalog.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import sql
 
-from persistence.backends.postgres.pool import Connections
+from persistence.backends.postgres.known_words import KnownWords
 from persistence.search.spelling import (
     CANDIDATE_SIMILARITY,
     MIN_DOCUMENT_FREQUENCY,
     Correction,
     correct,
     has_correctable,
+    looked_up,
 )
 
 __all__ = [
     "FILTERED_SEARCH",
     "WORDS_TABLE_SUFFIX",
     "PgVocabulary",
-    "correct_text",
-    "probe_words",
+    "correct_in",
     "read_spelling_facts",
+    "read_vocabulary",
+    "send_words_probe",
     "words_table",
+    "words_to_look_up",
     "write_words",
 ]
 
@@ -152,57 +155,59 @@ def write_words(
     return len(counts)
 
 
-def correct_text(
-    connections: Connections,
-    schema: str,
-    table: str,
+def words_to_look_up(
     text: str,
-    text_columns: Sequence[str],
     notes: list[str],
     *,
-    filtered: bool = False,
-) -> Correction:
-    """``text`` with its misspelled words corrected against ``table``'s words table, in a
-    short read-only transaction of its own (the search embeds the corrected text before its
-    own transaction opens); unchanged, with a note, when there is no words table to read. No
-    round trip for a text without a word that could be corrected.
+    filtered: bool,
+    known: KnownWords | None = None,
+    key: Hashable = None,
+) -> list[str]:
+    """The words of ``text`` a search must ask the words table about (:func:`correct_in`);
+    none for a text without a word that could be corrected, for one whose every looked-up word
+    the words table was seen to hold (``known`` under ``key``: a word some row holds is never
+    corrected), and for a ``filtered`` search, which says so in ``notes``.
 
     A correction may only be a word of rows the reader could read with the same filters. The
     words table counts every row (the index step reads them all), so it is not consulted for a
-    ``filtered`` search, nor for a table under row-level security (:func:`probe_words`).
+    ``filtered`` search, nor for a table under row-level security (:func:`read_vocabulary`).
     """
     if not has_correctable(text):
-        return Correction(text)
+        return []
     if filtered:
         notes.append(FILTERED_SEARCH)
-        return Correction(text)
-
-    def work(conn: psycopg.Connection[Any]) -> tuple[Correction, str | None]:
-        cursor = conn.cursor()
-        with conn.pipeline():  # one round trip for the three
-            cursor.execute(b"BEGIN READ ONLY")
-            cursor.execute(connections.set_timeout)
-            vocabulary, why = probe_words(cursor, schema, table, text_columns)
-        found = Correction(text) if vocabulary is None else correct(text, vocabulary)
-        cursor.execute(b"COMMIT")
-        return found, why
-
-    found: tuple[Correction, str | None] = connections.run(work, "search", read=True)
-    corrected, why = found
-    if why is not None:
-        notes.append(why)
-    return corrected
+        return []
+    words = looked_up(text)
+    if known is not None and known.hold(key, words):
+        return []
+    return words
 
 
-def probe_words(
-    cursor: psycopg.Cursor[Any], schema: str, table: str, text_columns: Sequence[str]
+def send_words_probe(cursor: psycopg.Cursor[Any], schema: str, table: str) -> psycopg.Cursor[Any]:
+    """A cursor on which the words table's probe (pg_trgm's schema, the table's description,
+    row-level security) was sent: catalog reads only, so it fails for no table, and can share
+    a pipeline with the statements that need no answer of it. Read it by
+    :func:`read_vocabulary`."""
+    relation = sql.Identifier(schema, words_table(table))
+    base = sql.Identifier(schema, table).as_string(None)
+    probe = cursor.connection.cursor()
+    probe.execute(_PROBE_SQL, [base, relation.as_string(None)])
+    return probe
+
+
+def read_vocabulary(
+    probe: psycopg.Cursor[Any],
+    cursor: psycopg.Cursor[Any],
+    schema: str,
+    table: str,
+    text_columns: Sequence[str],
 ) -> tuple[PgVocabulary | None, str | None]:
-    """``table``'s vocabulary when its words table exists, this role may read it, it counts
+    """``table``'s vocabulary, read on ``cursor``, when the probe sent by
+    :func:`send_words_probe` says its words table exists, this role may read it, it counts
     only columns the search may read, pg_trgm is installed, and ``table`` is not under
     row-level security (whose hidden rows the words table counts too); else ``None`` and why."""
     relation = sql.Identifier(schema, words_table(table))
-    base = sql.Identifier(schema, table).as_string(None)
-    row = cursor.execute(_PROBE_SQL, [base, relation.as_string(None)]).fetchall()[0]
+    row = probe.fetchall()[0]
     trgm, description, row_security = row[0], row[1], row[2]
     skipped = "misspelled words were not corrected"
     if row_security:
@@ -229,9 +234,26 @@ def probe_words(
     return PgVocabulary(cursor, relation, sql.Identifier(str(trgm))), None
 
 
+def correct_in(
+    vocabulary: PgVocabulary,
+    text: str,
+    words: Sequence[str],
+    known: KnownWords | None = None,
+    key: Hashable = None,
+) -> Correction:
+    """``text`` corrected by ``vocabulary`` (``words``: :func:`words_to_look_up`'s), asked in
+    one round trip; the words it held are remembered in ``known`` under ``key``."""
+    vocabulary.prefetch(words)
+    corrected = correct(text, vocabulary)
+    if known is not None:
+        known.add(key, vocabulary.held)
+    return corrected
+
+
 class PgVocabulary:
     """A :class:`~persistence.search.spelling.Vocabulary` read from a words table inside the
-    caller's transaction (one statement per call)."""
+    caller's transaction: one statement per call, or one for both calls after
+    :meth:`prefetch`."""
 
     def __init__(
         self, cursor: psycopg.Cursor[Any], relation: sql.Identifier, trgm: sql.Identifier
@@ -239,12 +261,46 @@ class PgVocabulary:
         self._cursor = cursor
         self._relation = relation
         self._trgm = trgm
+        #: Every word :meth:`known` found in the table.
+        self.held: set[str] = set()
+        self._fetched: dict[str, tuple[bool, list[tuple[str, int]]]] = {}
+
+    def prefetch(self, words: Sequence[str]) -> None:
+        """Ask, in one round trip, which of ``words`` the table holds and, for the others,
+        what :meth:`similar` would answer: :meth:`known` and :meth:`similar` of these words
+        then send nothing. The candidates' lookup is skipped for a word the table holds (a
+        one-time filter per word)."""
+        statement = sql.SQL(
+            "SELECT q.typed, k.word IS NOT NULL, c.word, c.rows "
+            "FROM pg_catalog.unnest(CAST(%s AS text[])) AS q(typed) "
+            "LEFT JOIN {words} AS k ON k.word = q.typed "
+            "LEFT JOIN LATERAL (SELECT w.word, w.rows FROM {words} AS w "
+            "WHERE k.word IS NULL AND w.word OPERATOR({trgm}.%%) q.typed AND w.rows >= %s) AS c "
+            "ON true ORDER BY q.typed, c.word"
+        ).format(words=self._relation, trgm=self._trgm)
+        with self._cursor.connection.pipeline():  # the threshold and the lookup, one round trip
+            self._cursor.execute(
+                b"SELECT pg_catalog.set_config('pg_trgm.similarity_threshold', %s, true)",
+                [repr(CANDIDATE_SIMILARITY)],
+            )
+            rows = self._cursor.execute(statement, [list(words), MIN_DOCUMENT_FREQUENCY]).fetchall()
+        for typed, held, word, count in rows:
+            entry = self._fetched.setdefault(str(typed), (bool(held), []))
+            if word is not None:
+                entry[1].append((str(word), int(count)))
 
     def known(self, words: Sequence[str]) -> set[str]:
-        statement = sql.SQL("SELECT word FROM {} WHERE word = ANY(%s)").format(self._relation)
-        return {str(r[0]) for r in self._cursor.execute(statement, [list(words)])}
+        if all(w in self._fetched for w in words):
+            found = {w for w in words if self._fetched[w][0]}
+        else:
+            statement = sql.SQL("SELECT word FROM {} WHERE word = ANY(%s)").format(self._relation)
+            found = {str(r[0]) for r in self._cursor.execute(statement, [list(words)])}
+        self.held |= found
+        return found
 
     def similar(self, words: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
+        if all(w in self._fetched for w in words):
+            return {w: list(self._fetched[w][1]) for w in words}
         statement = sql.SQL(
             "SELECT q.typed, c.word, c.rows FROM pg_catalog.unnest(CAST(%s AS text[])) AS "
             "q(typed) CROSS JOIN LATERAL (SELECT w.word, w.rows FROM {} AS w "
