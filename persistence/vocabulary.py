@@ -10,11 +10,8 @@ and "enabled" meet ``referral``, ``qualified`` and ``is_enabled`` the same way o
 
 :meth:`SchemaVocabulary.learn` reads only through a :class:`ReadOnlyPersistenceFacade`, within
 its allow-lists, and boundedly: the catalog's column types and relations (enum labels come with
-the types), then for each text column one page of at most :data:`SAMPLE_ROWS` of its values and,
-unless that page alone holds more than :data:`MAX_VALUES` distinct values, one grouped count
-returning at most :data:`MAX_VALUES` groups (the facade's aggregate, under the backend's
-statement timeout). The page spares a column of many values (e-mail addresses, phone numbers)
-the grouped count's scan and hash of every row, the largest part of learning a large table.
+the types), then for each text column one grouped count returning at most :data:`MAX_VALUES`
+groups (the facade's aggregate, under the backend's statement timeout); no row is read.
 A column with more values, long values or a redaction rule is kept without values, and
 :attr:`ColumnWords.skipped` says why. Nothing is learned from a column the policy hides.
 
@@ -31,14 +28,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
 from persistence.aggregate import AggregateResult
 from persistence.errors import BackendUnavailableError, PersistenceError
-from persistence.query import Page
 from persistence.relations import Relation
 from persistence.values.types import ColumnKind, ColumnType
 
@@ -57,9 +53,6 @@ __all__ = [
 MAX_VALUES = 200
 #: A value longer than this is text, not a category: its column is skipped.
 MAX_VALUE_LENGTH = 60
-#: Rows of a text column read before its grouped count: more than ``max_values`` distinct values
-#: among them skip the column at once (the whole column holds at least as many).
-SAMPLE_ROWS = 5 * MAX_VALUES
 
 
 class Readable(Protocol):
@@ -70,9 +63,6 @@ class Readable(Protocol):
     def relations(self, table: str) -> tuple[Relation, ...]: ...
     def redacted_columns(self, table: str) -> Mapping[str, str]: ...
     def aggregate(self, table: str, *, group_by: list[str], limit: int) -> AggregateResult: ...
-    def read(
-        self, table: str, *, columns: Sequence[str] | None, limit: int | None, exact_total: bool
-    ) -> Page: ...
 
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
@@ -284,8 +274,6 @@ def _learn_column(
     if column_type.kind is not ColumnKind.TEXT or plain.is_key:
         return plain
     try:
-        if _sample_has_more(facade, table, name, max_values):
-            return _skip(plain, f"more than {max_values} distinct values")
         result = facade.aggregate(table, group_by=[name], limit=max_values)
     except BackendUnavailableError:
         raise
@@ -297,21 +285,6 @@ def _learn_column(
     if any(not isinstance(v, str) or len(v) > MAX_VALUE_LENGTH for v in values):
         return _skip(plain, f"values longer than {MAX_VALUE_LENGTH} characters")
     return _with(plain, tuple(sorted(values)), "data")
-
-
-def _sample_has_more(facade: Readable, table: str, name: str, max_values: int) -> bool:
-    """Whether the column's first rows already hold more than ``max_values`` distinct values
-    (compared as the grouped count groups them: exactly). A read refused leaves the answer to
-    the grouped count."""
-    try:
-        page = facade.read(
-            table, columns=[name], limit=max(SAMPLE_ROWS, 2 * max_values), exact_total=False
-        )
-    except BackendUnavailableError:
-        raise
-    except PersistenceError:
-        return False
-    return len({row[name] for row in page.rows}) > max_values  # NULL is a group too
 
 
 def _with(column: ColumnWords, values: Iterable[Any], source: str) -> ColumnWords:
