@@ -203,12 +203,12 @@ class Pipeline:
     ) -> Envelope:
         """Steps 1 to 6 for ``RAGAgent.run`` (the arguments of :meth:`run_steps`), blocking;
         with ``trace``, each step timed into ``metadata.trace``."""
-        recorder = Trace() if trace else None
         answer = functools.partial(perform, self)
         steps = self.run_steps(log, *args, conversation=conversation)
+        if not trace:  # nothing to make current: no trace is read below
+            return drive(steps, answer)
+        recorder = Trace()
         with tracing(recorder):
-            if recorder is None:
-                return drive(steps, answer)
             return _traced(drive(steps, traced_perform(answer, recorder)), recorder)
 
     async def arun(
