@@ -105,7 +105,18 @@ class Op(enum.StrEnum):
     IEQ = "ieq"
 
 
+# Scalars with no check past their type (no digits, length or characters to bound).
+_PLAIN_SCALARS = frozenset({uuid.UUID, dt.date, dt.datetime, dt.time})
+
+
 def _check_scalar(value: object, column: str) -> Scalar:
+    kind = type(value)
+    # The common values first, with the checks their type needs alone (every filter of every
+    # read is checked here); any other takes the full sequence below, in its order.
+    if kind is str:
+        return _check_text(value, column)  # type: ignore[arg-type]
+    if kind in _PLAIN_SCALARS:
+        return value  # type: ignore[return-value]
     if value is None:
         raise InvalidQueryError(
             f"filter on {column!r} compares with None, which never matches in SQL; "
@@ -128,15 +139,21 @@ def _check_scalar(value: object, column: str) -> Scalar:
             f"filter on {column!r} has a number of more than {MAX_NUMBER_DIGITS} digits",
             field="value",
         )
-    if isinstance(value, str) and len(value) > MAX_TEXT_VALUE_LENGTH:
+    if isinstance(value, str):
+        return _check_text(value, column)
+    return value
+
+
+def _check_text(value: str, column: str) -> str:
+    if len(value) > MAX_TEXT_VALUE_LENGTH:
         raise InvalidQueryError(
             f"filter on {column!r} has a text value of {len(value)} characters; at most "
             f"{MAX_TEXT_VALUE_LENGTH}",
             field="value",
         )
-    if isinstance(value, str) and "\x00" in value:
+    if "\x00" in value:
         raise InvalidQueryError(f"filter on {column!r} has a NUL character", field="value")
-    if isinstance(value, str) and _SURROGATE.search(value):
+    if _SURROGATE.search(value):
         raise InvalidQueryError(
             f"filter on {column!r} has a lone surrogate (text that is not valid Unicode)",
             field="value",
@@ -169,15 +186,19 @@ class Filter:
 
     def __post_init__(self) -> None:
         _check_identifier(self.column, "column")
-        try:
-            op = Op(self.op)
-        except ValueError:
-            known = ", ".join(o.value for o in Op)
-            raise InvalidQueryError(
-                f"unknown operator {self.op!r}; expected one of {known}", field="op"
-            ) from None
-        object.__setattr__(self, "op", op)
-        object.__setattr__(self, "value", self._checked_value(op))
+        op = self.op
+        if type(op) is not Op:  # an Op is taken as it is; any other value is looked up
+            try:
+                op = Op(op)
+            except ValueError:
+                known = ", ".join(o.value for o in Op)
+                raise InvalidQueryError(
+                    f"unknown operator {self.op!r}; expected one of {known}", field="op"
+                ) from None
+            object.__setattr__(self, "op", op)
+        value = self._checked_value(op)
+        if value is not self.value:  # an ``in`` list becomes a tuple; a scalar is kept
+            object.__setattr__(self, "value", value)
 
     def _checked_value(self, op: Op) -> Any:
         value = self.value

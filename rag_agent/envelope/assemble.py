@@ -416,7 +416,9 @@ def assemble(
         # Unset stays unset: only what the run found counts as set on the model.
         **{key: value for key, value in optional.items() if value is not None},
     )
-    return Envelope(metadata=metadata, records=outcome.records)
+    # The metadata was validated just now and the records are built by build_records (or copies
+    # of them): the envelope holds them as they are, not validated a second time.
+    return Envelope.model_construct(metadata=metadata, records=list(outcome.records))
 
 
 def error_envelope(

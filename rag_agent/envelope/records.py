@@ -208,7 +208,9 @@ def _encode_plain(rows: list[Mapping[str, Any]]) -> list[bytes | None]:
 
 def _page_is_exact(rows: list[Mapping[str, Any]]) -> bool:
     """True when orjson writes every value of the page exactly: a type set over the whole page
-    (in C), and the time zones of its datetimes, which must be UTC or none."""
+    (in C), and the UTC offsets of its datetimes, which must be whole minutes (what
+    :func:`_encode_row` asks of each row, asked once of the page: a driver's own UTC zone, as
+    PostgreSQL's ``Etc/UTC``, is not ``dt.UTC`` and is written as exactly)."""
     if not all(map(isinstance, rows, repeat(dict))):
         return False
     page = cast(list[dict[str, Any]], rows)
@@ -217,12 +219,7 @@ def _page_is_exact(rows: list[Mapping[str, Any]]) -> bool:
         return False
     if dt.datetime not in kinds:
         return True
-    datetime, utc = dt.datetime, dt.UTC
-    return all(
-        value.tzinfo is None or value.tzinfo is utc
-        for value in chain.from_iterable(map(dict.values, page))
-        if type(value) is datetime
-    )
+    return _offsets_to_the_minute(chain.from_iterable(map(dict.values, page)))
 
 
 def _encode_row(row: Mapping[str, Any]) -> bytes | None:

@@ -77,6 +77,7 @@ from rag_agent.pipeline.conversation_step import (
     remember,
     selection_condition,
 )
+from rag_agent.pipeline.lookup_path import is_plain_lookup
 from rag_agent.pipeline.plan_memo import Plan, PlanMemo, plan_key, shape_key
 from rag_agent.pipeline.question_shape import (
     QuestionShape,
@@ -188,6 +189,10 @@ class Pipeline:
     now: Callable[[], dt.datetime]
     #: Plans of questions asked before (rag_agent.pipeline.plan_memo): never a row, never a result.
     plans: PlanMemo = field(default_factory=PlanMemo)
+    #: Whether a plain lookup goes from its plan straight to its read
+    #: (rag_agent.pipeline.lookup_path); off, every run takes the general steps, which answer the
+    #: same envelope (what the equivalence tests compare it with).
+    lookups: bool = True
 
     def run(
         self,
@@ -198,12 +203,12 @@ class Pipeline:
     ) -> Envelope:
         """Steps 1 to 6 for ``RAGAgent.run`` (the arguments of :meth:`run_steps`), blocking;
         with ``trace``, each step timed into ``metadata.trace``."""
-        recorder = Trace() if trace else None
         answer = functools.partial(perform, self)
         steps = self.run_steps(log, *args, conversation=conversation)
+        if not trace:  # nothing to make current: no trace is read below
+            return drive(steps, answer)
+        recorder = Trace()
         with tracing(recorder):
-            if recorder is None:
-                return drive(steps, answer)
             return _traced(drive(steps, traced_perform(answer, recorder)), recorder)
 
     async def arun(
@@ -302,9 +307,22 @@ class Pipeline:
                 # The previous query's window moved; its page size unless the caller gave one.
                 asked_limit = page[0] if page[0] is not None else follow.limit
                 window = self._window(asked_limit, follow.offset)
-            request, checked_table, applied, refused = yield from self._plan(
+            plan = yield from self._plan(
                 log, outcome, deadline, text, table, given, count_only, vocabulary, follow, history
             )
+            request, checked_table, applied, refused = plan
+            if (
+                self.lookups
+                and conversation is None
+                and given is None
+                and asked is None
+                and is_plain_lookup(plan)
+            ):
+                return (
+                    yield from self._look_up(
+                        log, outcome, text, checked_table, applied, window, include_raw, deadline
+                    )
+                )
             if conversation is not None and outcome.context is None:
                 outcome.context = ContextInfo(kind="fresh")  # every turn says how it was read
             if follow.selection is not None:
@@ -398,6 +416,40 @@ class Pipeline:
         envelope = self._done(log, "rag.run", outcome, checked_table, window)
         remember(conversation, text, envelope, follow, checked_table, asked_topic)
         return envelope
+
+    def _look_up(
+        self,
+        log: Any,
+        outcome: Outcome,
+        text: str,
+        table: str,
+        applied: tuple[Condition, ...],
+        window: _Window,
+        include_raw: bool,
+        deadline: LLMDeadline,
+    ) -> Steps[Envelope]:
+        """The rest of a run whose plan is a plain lookup (rag_agent.pipeline.lookup_path): the
+        general steps' events and reads for such a plan, without the steps that have nothing to
+        do for it. A read that finds no row is reformulated, then given to the fallback, as on
+        the general path."""
+        try:
+            if _debugging(log):
+                log.debug(
+                    "rag.filters",
+                    table=table,
+                    filters=query_filters_view(applied),
+                    sources=sorted({c.source for c in applied}),
+                    ignored=len(outcome.ignored),
+                )
+            yield from self._retrieve(log, outcome, table, applied, window, include_raw)
+            if outcome.total_count == 0 and outcome.error is None:
+                yield from self._fall_back(
+                    log, outcome, text, table, applied, window, include_raw, deadline
+                )
+        except Exception as exc:
+            self.log_error(log, "rag.error", exc, step="query", table=table)
+            outcome.fail(exc)
+        return self._done(log, "rag.run", outcome, table, window)
 
     def _plan(
         self,

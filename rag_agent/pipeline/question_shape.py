@@ -237,11 +237,10 @@ class ShapedPlan:
         """The plan of the question of this shape whose literals are ``literals`` (each of its
         slot's kind, lower case): the template with each probe's value replaced by the
         literal's, in the same form."""
-        kinds = self.kinds
-        forms = [
-            (literal, uuid.UUID(literal) if kind == "uuid" else None)
-            for kind, literal in zip(kinds, literals, strict=True)
-        ]
+        if len(literals) != len(self.kinds):
+            raise ValueError(f"{len(self.kinds)} literals expected, not {len(literals)}")
+        # A literal's uuid form, parsed once and only where a condition holds it.
+        parsed: dict[int, uuid.UUID] = {}
 
         def put(conditions: tuple[Condition, ...], at: tuple[tuple[int, int, bool], ...]) -> Any:
             if not at:
@@ -249,7 +248,11 @@ class ShapedPlan:
             changed = list(conditions)
             for index, slot, as_uuid in at:
                 old = changed[index]
-                value = forms[slot][1] if as_uuid else forms[slot][0]
+                value: Any = literals[slot]
+                if as_uuid:
+                    value = parsed.get(slot)
+                    if value is None:
+                        value = parsed[slot] = uuid.UUID(literals[slot])
                 changed[index] = Condition(old.column, old.op, value, old.source)
             return tuple(changed)
 
