@@ -76,6 +76,8 @@ _GATES: dict[str, tuple[re.Pattern[str], Gate]] = {
         lambda w: dates._may_hold_period(w) and w.any_of(dates._RELATION_WORDS),
     ),
     "date free": (dates._FREE_RE, dates._may_hold_free),
+    "date event": (dates._EVENT_RE, _words(dates._EVENT_WORDS)),
+    "date to-do": (dates._TODO_RE, _words(dates._TODO_WORDS)),
 }
 
 # Words of every gate and of the phrases they stand for, glued or not ("withleads", "client7").
@@ -195,19 +197,8 @@ def test_the_words_kept_hold_every_word_of_the_claimed_text(
 
 
 # Short names and people nouns, mostly between spaces: names of one to four words and more.
-_NAMES = [
-    "a",
-    "Acme",
-    "x.y",
-    "b,",
-    "&",
-    "O'Neil",
-    "lead",
-    "leads",
-    "people",
-    "Contacts",
-    "prospectus",
-]
+_NAMES = ["a", "Acme", "x.y", "b,", "&", "O'Neil", "lead", "leads", "people", "Contacts",
+          "prospectus", "contacted", "Leadership"]  # fmt: skip
 
 
 @settings(max_examples=1500, deadline=None)
@@ -217,3 +208,15 @@ def test_the_people_noun_scan_finds_what_the_regex_finds(text: str) -> None:
         return [(m.span(), m.groupdict()) for m in matches]  # type: ignore[attr-defined]
 
     assert spans(names._before_noun(text)) == spans(names._BEFORE_NOUN_RE.finditer(text))
+
+
+# Events and to-dos before a date, cut anywhere: "we met", "should I call", "xmet".
+_BEFORE_DATES = ["we", "I", "met", "have", "called", "reached out", "should", "to", "call", "x"]
+
+
+@settings(max_examples=800, deadline=None)
+@given(prefix=st.one_of(_texts(), _texts(_BEFORE_DATES)), date=st.sampled_from([" today", ""]))
+def test_an_event_before_a_date_is_read_the_same_with_the_gates(prefix: str, date: str) -> None:
+    """The words of the whole text gate the event read in the 40 characters before a date,
+    even when those 40 start inside a word."""
+    assert dates._event(prefix, said(prefix + date)) == dates._event(prefix)

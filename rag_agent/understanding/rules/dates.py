@@ -297,12 +297,24 @@ def _bounds(relation: str, period: tuple[dt.date, dt.date]) -> tuple[tuple[Op, d
     return ((Op.GTE, start), (Op.LT, end))
 
 
-def _event(prefix: str) -> tuple[str, str] | None:
-    """An event or to-do phrase that ends right before a date, and why no column holds it."""
-    match = _EVENT_RE.search(prefix[-40:])
+# Gates (see :mod:`.gates`): every event holds one of its verbs written whole, and every to-do
+# one of these words.
+_EVENT_WORDS = frozenset(re.findall(r"[a-z]{2,}", _VERBS))  # the verbs (and "out")
+_TODO_WORDS = frozenset({"should", "must", "shall", "to"})
+
+
+def _event(prefix: str, said: Said | None = None) -> tuple[str, str] | None:
+    """An event or to-do phrase that ends right before a date, and why no column holds it.
+
+    ``said``: the words of the text ``prefix`` begins, when known (the date starts no word).
+    """
+    tail = prefix[-40:]
+    if len(prefix) > len(tail) and prefix[-41:-39].isalnum():
+        said = None  # the tail starts inside a word, which may read as another word
+    match = _EVENT_RE.search(tail) if said is None or said.any_of(_EVENT_WORDS) else None
     if match is not None:
         return match.group(), f"no column records when {' '.join(match.group().split())}"
-    match = _TODO_RE.search(prefix[-40:])
+    match = _TODO_RE.search(tail) if said is None or said.any_of(_TODO_WORDS) else None
     if match is not None:
         return match.group(), "a date to act on, which no column records"
     return None
@@ -334,7 +346,7 @@ def find_dates(text: str, now: dt.datetime, said: Said | None = None) -> list[Da
         return all(end <= a or start >= b for a, b in taken)
 
     def add(start: int, end: int, bounds: tuple[tuple[Op, dt.datetime], ...]) -> None:
-        event = _event(text[:start])
+        event = _event(text[:start], said)
         reason = None
         if event is not None:
             phrase, reason = event

@@ -105,8 +105,9 @@ _BEFORE_NOUN_RE = re.compile(
     r"(?P<name>(?:[^\W_][\w&.'\u2019%+-]*,?\s+){1,4}?)(?:leads?|contacts?|prospects?|people)\b",
     re.IGNORECASE,
 )
-# Where a people noun may start: the first one bounds where a name before one may start.
-_NOUN_START_RE = re.compile(r"\s(?:lead|contact|prospect|people)", re.IGNORECASE)
+# A people noun as the regex above reads it (after a space): the first and the last one bound
+# where a name before one may start and end.
+_NOUN_AT_RE = re.compile(r"\s(?:leads?|contacts?|prospects?|people)\b", re.IGNORECASE)
 # Pre-checks on the lower-cased text: every match of the regex above them holds one of these.
 _KEYED_NEEDS = re.compile("compan|organi|employer|firm")
 _NOUN_NEEDS = re.compile("lead|contact|prospect|people")
@@ -274,13 +275,16 @@ def find_company(text: str, said: Said | None = None) -> NameMatch | None:
 
 def _before_noun(text: str) -> Iterator[re.Match[str]]:
     """The matches of :data:`_BEFORE_NOUN_RE` in ``text``, scanned from the fourth word before
-    the first people noun: a name is one to four words, each followed by spaces, right before
-    its noun, so none starts earlier (and the regex need not try every position before)."""
-    noun = _NOUN_START_RE.search(text)
-    if noun is None:
+    the first people noun to the last noun: a name is one to four words, each followed by
+    spaces, right before its noun, so none starts earlier, and every match ends with a noun
+    (so the regex need not try every position of the text)."""
+    nouns = [m.span() for m in _NOUN_AT_RE.finditer(text)]
+    if not nouns:
         return iter(())
-    words = text[: noun.start() + 1].rsplit(None, 4)
-    return _BEFORE_NOUN_RE.finditer(text, len(words[0]) if len(words) == 5 else 0)
+    words = text[: nouns[0][0] + 1].rsplit(None, 4)
+    start = len(words[0]) if len(words) == 5 else 0
+    # One character past the last noun, which its closing word boundary reads.
+    return _BEFORE_NOUN_RE.finditer(text, start, nouns[-1][1] + 1)
 
 
 def find_lone_name(text: str) -> NameMatch | None:
