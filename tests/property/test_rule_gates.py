@@ -21,7 +21,7 @@ from rag_agent.understanding.rules import columns, dates, fields, grouping, name
 from rag_agent.understanding.rules.gates import Said, said
 from rag_agent.understanding.rules.reading import Reading
 from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary
-from rag_agent.understanding.rules.tokens import WORD_RE
+from rag_agent.understanding.rules.tokens import WORD_RE, phrase_at
 from rag_agent.understanding.rules.vocabulary import REFERENCE_WORDS, TABLE_WORDS
 
 _LABELLED = Path(__file__).resolve().parents[1] / "data" / "labelled_queries.jsonl"
@@ -220,3 +220,24 @@ def test_an_event_before_a_date_is_read_the_same_with_the_gates(prefix: str, dat
     """The words of the whole text gate the event read in the 40 characters before a date,
     even when those 40 start inside a word."""
     assert dates._event(prefix, said(prefix + date)) == dates._event(prefix)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_texts(), table=st.sampled_from(sorted(sample_vocabulary().tables)))
+def test_the_columns_named_from_a_word_are_every_column_named_there(text: str, table: str) -> None:
+    """Looking a column's name up by the stem it starts with meets the columns, in order, that
+    a walk over every column meets at each word."""
+    reading = Reading(text, table, sample_vocabulary())
+    lexicon, tokens = reading.lexicon, reading.words.tokens
+    for j, token in enumerate(tokens):
+        every = [
+            c
+            for c in lexicon.columns.values()
+            if phrase_at(tokens, j, lexicon.phrase_index(c.name))
+        ]
+        named = [
+            c
+            for c in lexicon.named_from(token.stem)
+            if phrase_at(tokens, j, lexicon.phrase_index(c.name))
+        ]
+        assert named == every

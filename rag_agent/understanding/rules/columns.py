@@ -626,7 +626,9 @@ def _missing(reading: Reading, lexicon: Lexicon) -> None:
         j = i + (2 if pair else 1)
         while j < len(tokens) and tokens[j].text in {"a", "an", "the", "any"}:
             j += 1
-        for column in lexicon.columns.values():
+        # Only the columns whose name may start at the word after: no other is met there.
+        first = tokens[j].stem if j < len(tokens) else None
+        for column in lexicon.named_from(first) if first is not None else ():
             if column.is_key or column.is_boolean:
                 continue
             length = phrase_at(tokens, j, lexicon.phrase_index(column.name))
@@ -639,7 +641,7 @@ def _missing(reading: Reading, lexicon: Lexicon) -> None:
             continue
         for name in reading.vocabulary.tables:
             other = reading.lexicon_of(name)
-            for column in other.columns.values():
+            for column in other.named_from(first) if first is not None else ():
                 if column.is_key or lexicon.has(column.name):
                     continue
                 length = phrase_at(tokens, j, other.phrase_index(column.name))
