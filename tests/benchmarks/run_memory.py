@@ -40,10 +40,10 @@ def micro(config: Config, results: Results) -> None:
                 f"{fmt_stats(parser_stats)} (mean of {count} labelled queries)",
                 parser_stats.median <= 20e-6,
                 gap=over(parser_stats.median, 20e-6, "query"),
-                reason="each rule whose pre-check passes runs its own precompiled regular "
-                "expression over the text, and no single rule dominates (profile below): the "
-                "goal needs fewer passes over the text (one combined scanner), not a faster "
-                "rule. It is paid once per question, before any I/O.",
+                reason="a rule's regular expression runs only when the question holds the "
+                "words every match holds (its gate), but each rule still walks the question's "
+                "words in Python, the column rules over every table's lexicon, and no single "
+                "rule dominates (profile below). It is paid once per question, before any I/O.",
             ),
             parse_all,
             20,

@@ -114,9 +114,10 @@ def targets(parser: dict[str, Stats], learned: tuple[int, float, int] | None) ->
             f"{large:.0f} µs",
             large <= PARSER_AIM_US,
             gap=f"{large - PARSER_AIM_US:.0f} µs per question above the aim",
-            reason="phrases are looked up by index, but some twenty regular expressions "
-            "(dates, company names, table words, counts) each still scan the question and each "
-            "rule walks its words in Python; see the profile of `understand`",
+            reason="phrases are looked up by index and a rule's regular expression runs only "
+            "when the question holds the words every match holds, but each rule still walks "
+            "the question's words in Python (the column rules over every table's lexicon); see "
+            "the profile of `understand`",
         )
     ]
     if learned is not None:

@@ -1,7 +1,8 @@
 """The rule parser answers every labelled query exactly as recorded (``rule_parser_outputs.json``:
 the ``repr`` of each ``Understanding``, for four tables; recorded before the performance round,
 re-recorded when the rules came to read the database's learned vocabulary, each change reviewed),
-and its pre-checks never change an answer on texts built from the labelled queries' words."""
+and its pre-checks and gates never change an answer on texts built from the labelled queries'
+words."""
 
 from __future__ import annotations
 
@@ -36,7 +37,12 @@ def test_every_labelled_query_is_recorded() -> None:
 
 
 class _Unchecked(Reading):
-    """A reading whose pre-checks always pass: every rule's regex runs, as before them."""
+    """A reading whose pre-checks and gates always pass: every rule's regex runs, as before
+    them."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.said = None  # the words are unknown: no gate closes
 
     def may_hold(self, words: tuple[str, ...]) -> bool:
         return True

@@ -3,8 +3,9 @@
 The public import path is :mod:`rag_agent.understanding.filters` (``from
 rag_agent.understanding.filters import understand``); this package holds the rules, one concern a
 module: :mod:`.vocabulary` (the words of each table), :mod:`.tokens` (the question's words and
-the phrase indexes they are looked up in), :mod:`.dates`, :mod:`.names`, :mod:`.fields` and
-:mod:`.parser`.
+the phrase indexes they are looked up in), :mod:`.gates` (the words a question says, read once,
+so that a rule skips a regular expression that cannot match), :mod:`.dates`, :mod:`.names`,
+:mod:`.fields` and :mod:`.parser`.
 """
 
 from __future__ import annotations

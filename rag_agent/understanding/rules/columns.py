@@ -43,6 +43,7 @@ _PREFIXES = NEGATING_PREFIXES
 _PREPOSITIONS = frozenset({"on", "over", "via", "through", "from", "by", "with", "at", "for", "to",
                            "into", "under", "any"})  # fmt: skip
 _MISSING_BEFORE = frozenset({"without", "missing", "lacking", "no"})
+_MISSING_WORDS = _MISSING_BEFORE | {"with", "having"}
 _NUMBER = r"(?P<num>\$?\d[\d,]*(?:\.\d+)?)\s*(?P<unit>[kKmM]\b)?"
 _CMP = (
     r"(?P<cmp>>=|=>|<=|=<|!=|==|>|<|=|above|over|greater\s+than|more\s+than|higher\s+than|"
@@ -207,6 +208,10 @@ _WRITER_RE = re.compile(
 )
 
 
+#: The gate of :data:`_WRITER_RE` (see :mod:`.gates`): every match holds one of these whole.
+_WRITER_WORDS = frozenset({"by", "from", "we", "our"})
+
+
 def _other_table_words(reading: Reading, lexicon: Lexicon, tokens: Sequence[Token]) -> list[int]:
     """The indexes of ``tokens`` where another table's phrase may be read: not after "at"
     ("leads at globex": the company's), not framing, not a table word, not a column of the
@@ -227,7 +232,7 @@ def _other_table_words(reading: Reading, lexicon: Lexicon, tokens: Sequence[Toke
 
 
 def _writers(reading: Reading, lexicon: Lexicon) -> None:
-    for match in reading.finditer(_WRITER_RE, ("from", "by", "we", "us", "our")):
+    for match in reading.finditer(_WRITER_RE, words=_WRITER_WORDS):
         senses = lexicon.values.get((stem("incoming" if match["in"] else "outgoing"),))
         if senses and len({s.column for s in senses}) == 1:
             reading.add(senses[0].column, Op.EQ, senses[0].value)
@@ -551,6 +556,9 @@ def _number(raw: str, unit: str | None) -> int | Decimal | None:
 
 
 def _numbers(reading: Reading, lexicon: Lexicon) -> None:
+    said = reading.said
+    if said is not None and not said.digits:
+        return  # every number compared is written with a digit
     for column in lexicon.numeric:
         phrases = lexicon.phrase_index(column)
         tokens = reading.words.tokens
@@ -560,7 +568,6 @@ def _numbers(reading: Reading, lexicon: Lexicon) -> None:
                 continue
             start, end = tokens[i].start, tokens[i + length - 1].end
             after = _AFTER_RE.match(reading.text[end : end + 60])
-            before = _BEFORE_RE.search(reading.text[max(0, start - 40) : start])
             if after is not None and after["lo"]:
                 low, high = _number(after["lo"], after["lou"]), _number(after["hi"], after["hiu"])
                 if low is None or high is None:
@@ -572,12 +579,13 @@ def _numbers(reading: Reading, lexicon: Lexicon) -> None:
                 prefix = _MINMAX_RE.search(reading.text[max(0, start - 12) : start])
                 begin = start - len(prefix.group()) if prefix else start
                 _compare(reading, column, after, begin, end + after.end(), prefix=prefix)
-            elif before is not None and before["num"]:
+            else:  # a number before the column's words, read only when none follows them
+                before = _BEFORE_RE.search(reading.text[max(0, start - 40) : start])
+                if before is None or not before["num"]:
+                    continue
                 tail = _BEFORE_TAIL_RE.match(reading.text[end : end + 20])
                 stop = end + (tail.end() if tail else 0)
                 _compare(reading, column, before, start - len(before.group()), stop, tail)
-            else:
-                continue
             break
 
 
@@ -607,6 +615,8 @@ def _compare(
 def _missing(reading: Reading, lexicon: Lexicon) -> None:
     """``without a phone`` → ``is_null``; ``with a title`` → ``is_null False``; a column only
     another table has is reported ("campaigns without a phone")."""
+    if not reading.says(_MISSING_WORDS):
+        return  # none of the words a missing or present column is said with
     tokens = reading.words.tokens
     for i, token in enumerate(tokens):
         pair = i + 1 < len(tokens) and tokens[i + 1].text == "no"
@@ -616,7 +626,9 @@ def _missing(reading: Reading, lexicon: Lexicon) -> None:
         j = i + (2 if pair else 1)
         while j < len(tokens) and tokens[j].text in {"a", "an", "the", "any"}:
             j += 1
-        for column in lexicon.columns.values():
+        # Only the columns whose name may start at the word after: no other is met there.
+        first = tokens[j].stem if j < len(tokens) else None
+        for column in lexicon.named_from(first) if first is not None else ():
             if column.is_key or column.is_boolean:
                 continue
             length = phrase_at(tokens, j, lexicon.phrase_index(column.name))
@@ -629,7 +641,7 @@ def _missing(reading: Reading, lexicon: Lexicon) -> None:
             continue
         for name in reading.vocabulary.tables:
             other = reading.lexicon_of(name)
-            for column in other.columns.values():
+            for column in other.named_from(first) if first is not None else ():
                 if column.is_key or lexicon.has(column.name):
                     continue
                 length = phrase_at(tokens, j, other.phrase_index(column.name))

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 
 from persistence import Op
+from rag_agent.understanding.rules.gates import Said
 
 __all__ = ["DateMatch", "find_dates"]
 
@@ -97,6 +98,29 @@ _FREE_NEEDS_RE = re.compile("|".join(_FREE_NEEDS))
 _PERIOD_NEEDS_RE = re.compile("|".join((*_FREE_NEEDS, *(d for d in _WEEKDAYS if len(d) == 3))))
 _RANGE_NEEDS = re.compile("between|from")
 _OLDER_NEEDS = re.compile("older|newer")
+# Gates (see :mod:`.gates`), finer than the pre-checks above, when the text's words are known.
+# A free period holds a year (four digits), one of these words written whole (a month, a
+# quarter, "last"...), or a word starting "today" (the regex ends none of those three at a
+# word's end).
+_FREE_WORDS = frozenset(
+    {"this", "last", "next", "previous", "current", "past", "ago", "q1", "q2", "q3", "q4"}
+) | frozenset(_MONTHS)
+_DAY_WORDS = ("today", "yesterday", "tomorrow")
+# Any period holds what a free one holds, or a weekday written whole.
+_PERIOD_WORDS = _FREE_WORDS | frozenset(_WEEKDAYS)
+_RELATION_WORDS = frozenset(word for phrase in _RELATIONS for word in phrase.split())
+_RANGE_WORDS = frozenset({"between", "from"})
+_OLDER_WORDS = frozenset({"older", "newer"})
+
+
+def _may_hold_free(said: Said) -> bool:
+    return said.four_digits or said.any_of(_FREE_WORDS) or said.starts_any(_DAY_WORDS)
+
+
+def _may_hold_period(said: Said) -> bool:
+    return _may_hold_free(said) or said.any_of(_PERIOD_WORDS)
+
+
 _RANGE_RE = re.compile(
     rf"\b(?:between|from)\s+(?P<a>{_PERIOD})\s+(?:and|to|until|till|through)\s+(?P<b>{_PERIOD})",
     re.IGNORECASE,
@@ -273,12 +297,24 @@ def _bounds(relation: str, period: tuple[dt.date, dt.date]) -> tuple[tuple[Op, d
     return ((Op.GTE, start), (Op.LT, end))
 
 
-def _event(prefix: str) -> tuple[str, str] | None:
-    """An event or to-do phrase that ends right before a date, and why no column holds it."""
-    match = _EVENT_RE.search(prefix[-40:])
+# Gates (see :mod:`.gates`): every event holds one of its verbs written whole, and every to-do
+# one of these words.
+_EVENT_WORDS = frozenset(re.findall(r"[a-z]{2,}", _VERBS))  # the verbs (and "out")
+_TODO_WORDS = frozenset({"should", "must", "shall", "to"})
+
+
+def _event(prefix: str, said: Said | None = None) -> tuple[str, str] | None:
+    """An event or to-do phrase that ends right before a date, and why no column holds it.
+
+    ``said``: the words of the text ``prefix`` begins, when known (the date starts no word).
+    """
+    tail = prefix[-40:]
+    if len(prefix) > len(tail) and prefix[-41:-39].isalnum():
+        said = None  # the tail starts inside a word, which may read as another word
+    match = _EVENT_RE.search(tail) if said is None or said.any_of(_EVENT_WORDS) else None
     if match is not None:
         return match.group(), f"no column records when {' '.join(match.group().split())}"
-    match = _TODO_RE.search(prefix[-40:])
+    match = _TODO_RE.search(tail) if said is None or said.any_of(_TODO_WORDS) else None
     if match is not None:
         return match.group(), "a date to act on, which no column records"
     return None
@@ -296,8 +332,12 @@ def _name_follows(text: str, match: re.Match[str]) -> bool:
     return following[:1].isupper() and word not in _MONTHS and not word.isdigit()
 
 
-def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
-    """Every date phrase of ``text`` (claimed spans are NUL), left to right, not overlapping."""
+def find_dates(text: str, now: dt.datetime, said: Said | None = None) -> list[DateMatch]:
+    """Every date phrase of ``text`` (claimed spans are NUL), left to right, not overlapping.
+
+    ``said``: the words of ``text`` (:func:`.gates.said`), when known: a kind of date phrase
+    whose words are none of them is not looked for.
+    """
     today = now.astimezone(dt.UTC).date()
     found: list[DateMatch] = []
     taken: list[tuple[int, int]] = []
@@ -306,7 +346,7 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
         return all(end <= a or start >= b for a, b in taken)
 
     def add(start: int, end: int, bounds: tuple[tuple[Op, dt.datetime], ...]) -> None:
-        event = _event(text[:start])
+        event = _event(text[:start], said)
         reason = None
         if event is not None:
             phrase, reason = event
@@ -320,11 +360,20 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
     def may_hold(needs: re.Pattern[str]) -> bool:  # a cheap pre-check: no word, no match
         return folded is None or needs.search(folded) is not None
 
-    for match in _RANGE_RE.finditer(text) if may_hold(_RANGE_NEEDS) else ():
+    if said is not None:
+        any_period = _may_hold_period(said)
+        ranges = any_period and said.any_of(_RANGE_WORDS)
+        older = said.any_of(_OLDER_WORDS)
+        related = any_period and said.any_of(_RELATION_WORDS)
+        bare = _may_hold_free(said)
+    else:
+        ranges, older = may_hold(_RANGE_NEEDS), may_hold(_OLDER_NEEDS)
+        related, bare = may_hold(_PERIOD_NEEDS_RE), may_hold(_FREE_NEEDS_RE)
+    for match in _RANGE_RE.finditer(text) if ranges else ():
         first, last = _period(match["a"], today), _period(match["b"], today)
         if first is not None and last is not None and free(*match.span()):
             add(*match.span(), ((Op.GTE, _midnight(first[0])), (Op.LT, _midnight(last[1]))))
-    for match in _OLDER_RE.finditer(text) if may_hold(_OLDER_NEEDS) else ():
+    for match in _OLDER_RE.finditer(text) if older else ():
         try:
             window = _rolling(today, _count(match["n"]), match["unit"])
         except (ValueError, OverflowError):
@@ -332,7 +381,7 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
         if free(*match.span()):
             relation = "before" if match["rel"].lower() == "older" else "since"
             add(*match.span(), _bounds(relation, window))
-    for match in _RELATED_RE.finditer(text) if may_hold(_PERIOD_NEEDS_RE) else ():
+    for match in _RELATED_RE.finditer(text) if related else ():
         period = _period(match["p"], today)
         if period is None or not free(*match.span()) or _name_follows(text, match):
             continue
@@ -342,7 +391,7 @@ def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
             found.append(DateMatch(*match.span(), (), "a deadline; no column holds one"))
             continue
         add(*match.span(), _bounds(relation, period))
-    for match in _FREE_RE.finditer(text) if may_hold(_FREE_NEEDS_RE) else ():
+    for match in _FREE_RE.finditer(text) if bare else ():
         period = _period(match["p"], today)
         if period is not None and free(*match.span()):
             add(*match.span(), _bounds("in", period))

@@ -54,9 +54,12 @@ _NAME_BEFORE_RE = re.compile(
     r"\s+(?P<kind>campaign|sequence|cadence)\b"
 )
 
+# Gates (``Reading.finditer``'s ``words``, see :mod:`.gates`): every match of the rule holds one
+# of these written whole (a title, its plural, "co-founder"'s "founder").
+_TITLED = (*_ACRONYMS.split(), "vp", "svp", "evp", "head", "director", "manager", "executive",
+           "founder", "cofounder", "owner", "engineer")  # fmt: skip
+_TITLE_WORDS = frozenset(word + plural for word in _TITLED for plural in ("", "s")) | {"vice"}
 # Pre-checks (``Reading.finditer``'s ``needs``): every match of the rule holds one of these.
-_TITLE_WORDS = (*_ACRONYMS.split(), "vp", "vice", "head", "director", "manager", "executive",
-                "founder", "owner", "engineer")  # fmt: skip
 _DESCRIPTOR_NEEDS = ("compan", "firm", "startup", "business")
 _SUBJECT_NEEDS = (
     "about",
@@ -93,7 +96,7 @@ def find_titles(reading: Reading) -> list[tuple[int, int, str]]:
     Read before the table is known (``account executive`` is no account), applied after.
     """
     found = []
-    for match in reading.finditer(_TITLE_RE, _TITLE_WORDS):
+    for match in reading.finditer(_TITLE_RE, words=_TITLE_WORDS):
         found.append((match.start(), match.end(), _title_value(match)))
         reading.claim(*match.span())
     return found

@@ -30,6 +30,9 @@ _GROUP_RE = re.compile(
     re.IGNORECASE,
 )
 
+#: The gate of :data:`_GROUP_RE` (see :mod:`.gates`): every match holds one of these whole.
+_GROUP_WORDS = frozenset({"by", "per", "for"})
+
 
 def _group_words(reading: Reading) -> frozenset[str]:
     """Every word that names a column of any table, or a table: what "by …" may group by."""
@@ -69,7 +72,7 @@ def find_groupings(reading: Reading) -> list[Found]:
     """Every grouping phrase, claimed before table words are read (so that "per campaign" does
     not name the campaigns table); the words it groups by, with their spans."""
     found: list[Found] = []
-    for match in reading.finditer(_GROUP_RE, ("by", "per", "for")):
+    for match in reading.finditer(_GROUP_RE, words=_GROUP_WORDS):
         end = match.start()
         for name in ("word", "second"):
             if match.group(name) is None:

@@ -116,6 +116,9 @@ class Lexicon:
     _folded: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
     _triggers: frozenset[str] | None = field(default=None, repr=False)
     _value_starts: frozenset[str] | None = field(default=None, repr=False, compare=False)
+    _named_from: dict[str, tuple[ColumnWords, ...]] | None = field(
+        default=None, repr=False, compare=False
+    )
     #: the category columns in catalog order, each with the stems of its name
     category_stems: tuple[tuple[ColumnWords, tuple[str, ...]], ...] = field(
         default=(), init=False, repr=False, compare=False
@@ -201,6 +204,18 @@ class Lexicon:
             ) if isinstance(values, tuple) else frozenset()  # fmt: skip
             self._folded[column] = known
         return known
+
+    def named_from(self, first: str) -> tuple[ColumnWords, ...]:
+        """The columns, in catalog order, a phrase of whose name starts with the stem ``first``
+        (every other column's name is not met at a word of that stem)."""
+        known = self._named_from
+        if known is None:
+            found: dict[str, list[ColumnWords]] = {}
+            for column in self.columns.values():
+                for start in self.phrase_index(column.name):
+                    found.setdefault(start, []).append(column)
+            known = self._named_from = {start: tuple(c) for start, c in found.items()}
+        return known.get(first, ())
 
     @property
     def value_starts(self) -> frozenset[str]:

@@ -12,7 +12,10 @@ name (``at home``, ``for now``, ``company we met``). Claimed spans (NUL characte
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from rag_agent.understanding.rules.gates import Said
 
 __all__ = [
     "STOP_WORDS",
@@ -102,9 +105,15 @@ _BEFORE_NOUN_RE = re.compile(
     r"(?P<name>(?:[^\W_][\w&.'\u2019%+-]*,?\s+){1,4}?)(?:leads?|contacts?|prospects?|people)\b",
     re.IGNORECASE,
 )
+# A people noun as the regex above reads it (after a space): the first and the last one bound
+# where a name before one may start and end.
+_NOUN_AT_RE = re.compile(r"\s(?:leads?|contacts?|prospects?|people)\b", re.IGNORECASE)
 # Pre-checks on the lower-cased text: every match of the regex above them holds one of these.
 _KEYED_NEEDS = re.compile("compan|organi|employer|firm")
 _NOUN_NEEDS = re.compile("lead|contact|prospect|people")
+# Gates (see :mod:`.gates`): every match of the regex holds one of these words written whole.
+_PREP_WORDS = frozenset({"at", "from", "for", "by", "with", "of"})  # or "@"
+_NOUN_WORDS = frozenset({"lead", "leads", "contact", "contacts", "prospect", "prospects", "people"})
 _TOKEN_RE = re.compile(r"""[ \t]*([^\W_](?:[\w&.'\u2019%+!-]|"(?=\w))*,?|&)""")
 _DOMAIN_RE = re.compile(r"(?P<name>[^\W_][\w-]*)\.(?:com|io|net|org|co|ai|dev|app|biz|us|uk|de)")
 _LONE_RE = re.compile(
@@ -211,12 +220,23 @@ def _clean(raw: str, stop: frozenset[str] | None = None) -> str | None:
     return value
 
 
-def find_company(text: str) -> NameMatch | None:
-    """The first company name of ``text`` under a trigger, or ``None``."""
+def find_company(text: str, said: Said | None = None) -> NameMatch | None:
+    """The first company name of ``text`` under a trigger, or ``None``.
+
+    ``said``: the words of ``text`` (:func:`.gates.said`), when known: a trigger none of them
+    is is not looked for.
+    """
     folded = text.lower() if text.isascii() else None  # for the pre-checks, as in ``Reading``
     for regex, stop in ((_KEYED_RE, _STRUCTURAL), (_PREP_RE, STOP_WORDS)):
         if regex is _KEYED_RE and folded is not None and _KEYED_NEEDS.search(folded) is None:
             continue  # every keyed name follows one of these words
+        if (
+            regex is _PREP_RE
+            and said is not None
+            and not said.any_of(_PREP_WORDS)
+            and "@" not in text
+        ):
+            continue  # every other name follows one of these words, or "@"
         for match in regex.finditer(text):
             quoted = match.group("dq") or match.group("sq") or match.group("cq")
             if quoted is not None:
@@ -233,7 +253,9 @@ def find_company(text: str) -> NameMatch | None:
                 return NameMatch(found[0], match.start(), found[1])
     if folded is not None and _NOUN_NEEDS.search(folded) is None:
         return None  # no people noun, so no name before one
-    for match in _BEFORE_NOUN_RE.finditer(text):
+    if said is not None and not said.any_of(_NOUN_WORDS):
+        return None
+    for match in _before_noun(text):
         words = match.group("name").split()
         kept: list[str] = []
         for index in range(len(words) - 1, -1, -1):  # walk back from the noun to a stop word
@@ -249,6 +271,20 @@ def find_company(text: str) -> NameMatch | None:
             start = match.start("name") + len(match.group("name")) - len(" ".join(kept)) - 1
             return NameMatch(value, max(start, match.start()), match.end("name"))
     return None
+
+
+def _before_noun(text: str) -> Iterator[re.Match[str]]:
+    """The matches of :data:`_BEFORE_NOUN_RE` in ``text``, scanned from the fourth word before
+    the first people noun to the last noun: a name is one to four words, each followed by
+    spaces, right before its noun, so none starts earlier, and every match ends with a noun
+    (so the regex need not try every position of the text)."""
+    nouns = [m.span() for m in _NOUN_AT_RE.finditer(text)]
+    if not nouns:
+        return iter(())
+    words = text[: nouns[0][0] + 1].rsplit(None, 4)
+    start = len(words[0]) if len(words) == 5 else 0
+    # One character past the last noun, which its closing word boundary reads.
+    return _BEFORE_NOUN_RE.finditer(text, start, nouns[-1][1] + 1)
 
 
 def find_lone_name(text: str) -> NameMatch | None:

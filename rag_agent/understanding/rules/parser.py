@@ -52,10 +52,13 @@ _REFERENCE_RE = re.compile(
     rf"\b(?P<entity>{_ENTITY})(?:[\s_-]*(?P<key>id|uuid|number|num|no|nr)\b\.?)?{_SEP}{_VALUE}",
     re.IGNORECASE,
 )
-_OWN_ID_RES = (
-    re.compile(rf"(?<![\w-])(?:id|uuid)\b{_SEP}{_VALUE}", re.IGNORECASE),
-    re.compile(r"(?<![\w&#])#\s?(?P<value>[0-9]{1,19})(?![\w-])"),
-    re.compile(rf"(?<![\w-])(?P<value>{UUID_PATTERN})(?![\w-])"),
+_ID_KEY_RE = re.compile(rf"(?<![\w-])(?:id|uuid)\b{_SEP}{_VALUE}", re.IGNORECASE)
+_HASH_ID_RE = re.compile(r"(?<![\w&#])#\s?(?P<value>[0-9]{1,19})(?![\w-])")
+_UUID_RE = re.compile(rf"(?<![\w-])(?P<value>{UUID_PATTERN})(?![\w-])")
+_OWN_IDS: tuple[tuple[re.Pattern[str], tuple[str, ...], frozenset[str]], ...] = (
+    (_ID_KEY_RE, (*"0123456789", "-"), frozenset({"id", "uuid"})),
+    (_HASH_ID_RE, ("#",), frozenset()),
+    (_UUID_RE, ("-",), frozenset()),
 )
 # Table words, except in phrases where they name no table ("lead time", "sequence of events").
 _TABLE_RE = re.compile(
@@ -95,8 +98,20 @@ _PERSON_RE = re.compile(
 )
 # Pre-checks (``Reading.finditer``'s ``needs``): every match of the rule holds one of these.
 _ID_CHARS = (*"0123456789", "-", "#")  # a number, or the hyphens of a UUID
-_VAGUE_WORDS = ("hot", "warm", "cold", "best", "good", "promising")
-_EXCLUDE_WORDS = ("not", "except", "excluding", "other", "outside", "besides", "apart")
+# Gates (``Reading.finditer``'s ``words``, see :mod:`.gates`): every match of the rule holds one
+# of these written whole.
+_COUNT_WORDS = frozenset({"how", "number", "count"})
+_VAGUE_WORDS = frozenset({"hot", "warm", "cold", "best", "good", "promising"})
+_EXCLUDE_WORDS = frozenset({"not", "except", "excluding", "other", "outside", "besides", "apart"})
+_PLACE_WORDS = frozenset({"in", "near", "around"})
+_PERSON_WORDS = frozenset({"named", "called"})
+#: Every word of a table's name ("staging" of "staging leads"): the table words' gate.
+_TABLE_GATE = frozenset(w for phrase in TABLE_WORDS for w in re.split(r"[\s_]+", phrase))
+#: The people nouns a named person follows ("the lead Wanda Zielinski").
+_PERSON_NOUNS = frozenset({"lead", "leads", "contact", "contacts", "prospect", "prospects",
+                           "person", "people"})  # fmt: skip
+#: A reference starts with its entity ("client 7", "client7", "clientid 7").
+_ENTITY_STARTS = tuple(REFERENCE_WORDS)
 
 
 def _int_or_uuid(raw: str) -> int | str | None:
@@ -109,7 +124,9 @@ def _int_or_uuid(raw: str) -> int | str | None:
 def _references(reading: Reading) -> list[tuple[str, str | None, int | str, bool]]:
     """Claim every id and reference: (its table, its foreign key, value, named as a column)."""
     found: list[tuple[str, str | None, int | str, bool]] = []
-    for match in reading.finditer(_REFERENCE_RE, _ID_CHARS):
+    said = reading.said
+    entity = said is None or said.starts_any(_ENTITY_STARTS)
+    for match in reading.finditer(_REFERENCE_RE, _ID_CHARS) if entity else ():
         value = _int_or_uuid(match["value"])
         table = REFERENCE_WORDS[match["entity"].lower()]
         key = _reference_column(reading, table)
@@ -119,8 +136,10 @@ def _references(reading: Reading) -> list[tuple[str, str | None, int | str, bool
             as_column = bool(match["key"]) and not written[:1].isspace()
             found.append((table, key, value, as_column))
         reading.claim(*match.span())
-    for regex in _OWN_ID_RES:
-        for match in reading.finditer(regex, _ID_CHARS):
+    # An own id is keyed ("id 7"), after "#" or a UUID (its hyphens); each regex is run after
+    # the one before has claimed its ids.
+    for regex, needs, words in _OWN_IDS:
+        for match in reading.finditer(regex, needs, words):
             value = _int_or_uuid(match["value"])
             if value is not None:
                 found.append(("", "id", value, True))
@@ -194,6 +213,8 @@ def _apply_references(
 
 
 def _named_table(reading: Reading) -> tuple[str, tuple[int, int]] | None:
+    if not reading.says(_TABLE_GATE):
+        return None
     match = _TABLE_RE.search(reading.text)
     if match is None:
         return None
@@ -255,7 +276,7 @@ def _date_column(reading: Reading) -> tuple[str | None, str | None]:
 
 
 def _dates(reading: Reading, now: dt.datetime) -> None:
-    matches = find_dates(reading.text, now)
+    matches = find_dates(reading.text, now, reading.said)
     if not matches:
         return
     column, why = _date_column(reading)
@@ -275,7 +296,7 @@ def _dates(reading: Reading, now: dt.datetime) -> None:
 
 
 def _vague(reading: Reading) -> None:
-    for match in reading.finditer(_VAGUE_RE, _VAGUE_WORDS):
+    for match in reading.finditer(_VAGUE_RE, words=_VAGUE_WORDS):
         reason = f"no column says how {match['word'].lower()} a lead is"
         reading.ignore(*match.span(), reason)
 
@@ -283,16 +304,17 @@ def _vague(reading: Reading) -> None:
 def _exclusions_places_people(reading: Reading) -> None:
     """``not at Acme``, ``in Berlin``, ``leads named Ana Silva``: read before the company rule,
     so none of them is taken for a company."""
-    for match in reading.finditer(_EXCLUDE_RE, _EXCLUDE_WORDS):
+    for match in reading.finditer(_EXCLUDE_RE, words=_EXCLUDE_WORDS):
         found = names.bare_phrase(reading.text, match.end())
         if found is not None:
             reading.ignore(match.start(), found[1], "the rules do not exclude values")
-    places = reading.finditer(_PLACE_RE) if reading.may_capitalise else []  # a place: [A-Z]
+    # a place: [A-Z]
+    places = reading.finditer(_PLACE_RE, words=_PLACE_WORDS) if reading.may_capitalise else []
     for match in places:
         reading.ignore(*match.span(), f"no column of {plural(reading.table)} holds a location")
     first, last = reading.lexicon.first("given"), reading.lexicon.first("family")
     full = reading.lexicon.first("person")
-    for match in reading.finditer(_PERSON_RE, ("named", "called")):
+    for match in reading.finditer(_PERSON_RE, words=_PERSON_WORDS):
         if match["last"] is None:
             reading.ignore(*match.span(), "one name may be a first or a last name")
         elif first is not None and last is not None:
@@ -335,6 +357,8 @@ def _named_people(reading: Reading) -> None:
     first, last, full = lexicon.first("given"), lexicon.first("family"), lexicon.first("person")
     if not reading.may_capitalise or (full is None and (first is None or last is None)):
         return
+    if not reading.says(_PERSON_NOUNS):
+        return  # no person noun, so no name right after one
     for match in reading.finditer(_BARE_PERSON_RE):
         if not _AFTER_PERSON_NOUN.search(reading.original[: match.start()]):
             continue
@@ -355,7 +379,7 @@ def no_company_column(table: str) -> str:
 def _company(reading: Reading) -> bool:
     """Read the company; ``True`` when only weak evidence (a lone capitalised name) found one."""
     column = reading.lexicon.first("company")
-    found = names.find_company(reading.text)
+    found = names.find_company(reading.text, reading.said)
     weak = False
     if found is None and not reading.conditions and not reading.ignored:
         words = reading.original.split()
@@ -410,7 +434,7 @@ def understand(
     known = sample_vocabulary() if vocabulary is None else with_sample_fallback(vocabulary)
     reading = Reading(original, table or DEFAULT_TABLE, known, extra)
     count_only = False
-    for match in reading.finditer(_COUNT_RE, ("how", "number", "count")):
+    for match in reading.finditer(_COUNT_RE, words=_COUNT_WORDS):
         count_only = True
         reading.claim(*match.span())
     groupings = grouping.find_groupings(reading)

@@ -15,12 +15,23 @@ from typing import Any
 from persistence import Op
 from persistence.vocabulary import SchemaVocabulary
 from rag_agent.specs import Condition, Ignored, Through
+from rag_agent.understanding.rules.gates import Said, said
 from rag_agent.understanding.rules.lexicon import Lexicon, lexicon_with, synonyms_key
 from rag_agent.understanding.rules.tokens import Words, tokenize, unclaimed
 
 __all__ = ["Reading", "plural"]
 
 _MASK = "\x00"
+
+
+def _splits_word(text: str, start: int, end: int) -> bool:
+    """Whether masking ``[start, end)`` of ``text`` leaves part of a run of ASCII letters and
+    digits unmasked (or is no span of it), so that a gate's words no longer hold every word."""
+    if not 0 <= start < end <= len(text):
+        return True
+    return (start > 0 and text[start - 1 : start + 1].isalnum()) or (
+        end < len(text) and text[end - 1 : end + 1].isalnum()
+    )
 
 
 def plural(table: str) -> str:
@@ -52,6 +63,8 @@ class Reading:
         # Lower-cased once, for the cheap pre-checks of :meth:`may_hold`; ``None`` when the text
         # is not ASCII (case-insensitive matching then has cases ``lower`` does not show).
         self._folded = self.original.lower() if self.original.isascii() else None
+        #: The words of the text, for the rules' gates (:meth:`says`); ``None`` once unknown.
+        self.said: Said | None = said(self.original)
         self._synonyms = synonyms_key(self.synonyms)  # keyed once, for every table's words
 
     @property
@@ -69,6 +82,12 @@ class Reading:
             if word in folded:
                 return True
         return False
+
+    def says(self, words: frozenset[str]) -> bool:
+        """Whether the text may hold one of ``words`` (lower case) written whole:
+        ``False`` only when none is a word of it (see :mod:`.gates`)."""
+        found = self.said
+        return found is None or not words.isdisjoint(found.words)
 
     @property
     def lexicon(self) -> Lexicon:
@@ -94,6 +113,9 @@ class Reading:
 
     def claim(self, start: int, end: int) -> None:
         """Mark ``[start, end)`` as read."""
+        if self.said is not None and start < end and _splits_word(self.original, start, end):
+            # What is left of the word is a word :attr:`said` does not hold: gate no more.
+            self.said = None
         if self._words is not None:
             if 0 <= start <= end <= len(self.text):
                 self._claimed.append((start, end))
@@ -140,12 +162,21 @@ class Reading:
         else:
             self.ignore(start, end, f"{plural(self.table)} have no {what}")
 
-    def finditer(self, regex: re.Pattern[str], needs: tuple[str, ...] = ()) -> list[re.Match[str]]:
+    def finditer(
+        self,
+        regex: re.Pattern[str],
+        needs: tuple[str, ...] = (),
+        words: frozenset[str] = frozenset(),
+    ) -> list[re.Match[str]]:
         """The matches of ``regex`` in the unclaimed text (computed before any is claimed).
 
         ``needs``: words (lower case) one of which every match holds; when the text holds none,
         the regex is not run (claiming only masks text, so the original text is checked).
+        ``words``: words (lower case) one of which every match holds written whole (see
+        :meth:`says`); when the text says none, the regex is not run either.
         """
+        if words and not self.says(words):
+            return []
         if needs and not self.may_hold(needs):
             return []
         return list(regex.finditer(self.text))

@@ -55,6 +55,8 @@ def topic_of(unclaimed: str) -> str:
     """
     words: list[str] = []
     for run in unclaimed.split("\x00"):
+        if not run:
+            continue  # between two masked characters: no word, and nothing to carry over
         previous_kept = False
         for word in _WORD.findall(run):
             lower = word.lower()
