@@ -23,6 +23,7 @@ import functools
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
@@ -40,6 +41,7 @@ from persistence import (
 from rag_agent import RAGAgent, RAGSettings
 from rag_agent.hooks import FallbackRequest, FallbackResult
 from rag_agent.ops.sample import load_sample
+from rag_agent.pipeline.pipeline import Pipeline
 from tests.conftest import PostgresDatabase
 
 NOW = dt.datetime(2025, 9, 17, 12, tzinfo=dt.UTC)
@@ -95,6 +97,10 @@ class Question:
     offset: int | None
     include_raw: bool
     trace: bool
+    #: ``key``: a lookup by key ("lead <id>", found or not), always read as a plain lookup;
+    #: ``address``: by e-mail (a generated address may be none the rules read, a masked e-mail
+    #: is no plain lookup); ``other``: never a plain lookup.
+    form: str
 
 
 def questions(keys: list[Any], addresses: list[str], missing_key: Any) -> st.SearchStrategy[Any]:
@@ -102,15 +108,19 @@ def questions(keys: list[Any], addresses: list[str], missing_key: Any) -> st.Sea
     address = st.sampled_from(addresses) | st.emails().map(str.lower).filter(
         lambda a: a not in addresses
     )
-    text = st.builds(
-        lambda template, k, a: template.format(key=k, address=a),
-        st.sampled_from(LOOKUPS + OTHERS),
+    template = st.sampled_from(LOOKUPS + OTHERS)
+    return st.builds(
+        lambda t, k, a, limit, offset, include_raw, trace: Question(
+            t.format(key=k, address=a),
+            limit,
+            offset,
+            include_raw,
+            trace,
+            "other" if t in OTHERS else "key" if "{key}" in t else "address",
+        ),
+        template,
         key,
         address,
-    )
-    return st.builds(
-        Question,
-        text,
         st.sampled_from([None, 1, 5]),
         st.sampled_from([None, 0, 1]),
         st.booleans(),
@@ -138,15 +148,25 @@ def compare(
     asked: list[Question],
     cached: bool,
     run: Callable[[RAGAgent, Question], dict[str, Any]],
+    *,
+    redacted: bool,
 ) -> None:
     """Ask ``asked`` (each twice) of an agent with the lookup path and one without: the same
-    envelopes, events and fallback requests, and the lookup path taken at least once when a
-    question is a plain lookup of a row."""
+    envelopes, events and fallback requests; the lookup path taken only with it on, only by
+    lookups, and (without redaction) by at least one lookup by key when one is asked."""
     answers: list[Any] = []
+    taken: list[str] = []
     for lookups in (False, True):
         agent, fallback = _agent(facade, cached=cached, lookups=lookups)
-        with capture_logs() as events:
+        with (
+            mock.patch.object(
+                Pipeline, "_look_up", autospec=True, side_effect=Pipeline._look_up
+            ) as look_up,
+            capture_logs() as events,
+        ):
             envelopes = [_untimed(run(agent, q)) for q in asked for _ in range(2)]
+        taken += [c.args[3] for c in look_up.call_args_list]  # (self, log, outcome, text, …)
+        assert lookups or not taken
         answers.append((envelopes, events, _asked(fallback)))
     (general, general_events, general_asked), (fast, fast_events, fast_asked) = answers
     for question, one, other in zip(
@@ -156,6 +176,9 @@ def compare(
         assert other == one
     assert _untimed(fast_events) == _untimed(general_events)
     assert fast_asked == general_asked
+    if not redacted and any(q.form == "key" for q in asked):
+        assert taken, "no plain lookup took the lookup path"
+    assert set(taken) <= {q.text for q in asked if q.form != "other"}
 
 
 def _run(agent: RAGAgent, question: Question) -> dict[str, Any]:
@@ -218,7 +241,7 @@ _, _KEYS, _ADDRESSES = _memory()
 def test_memory_lookups_answer_as_the_general_steps(
     asked: list[Question], redacted: bool, cached: bool, awaited: bool
 ) -> None:
-    compare(_memory_facade(redacted), asked, cached, _arun if awaited else _run)
+    compare(_memory_facade(redacted), asked, cached, _arun if awaited else _run, redacted=redacted)
 
 
 def test_the_lookup_path_is_taken_for_a_plain_lookup() -> None:
@@ -293,4 +316,4 @@ def test_postgres_lookups_answer_as_the_general_steps(
     asked = data.draw(
         st.lists(questions(keys, addresses, str(uuid.UUID(int=7))), min_size=1, max_size=4)
     )
-    compare(pg_facades[redacted], asked, cached, _run)
+    compare(pg_facades[redacted], asked, cached, _run, redacted=redacted)
