@@ -95,6 +95,7 @@ _COLUMNS_SQL = b"""
 SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), t.typcategory
 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 WHERE a.attrelid = pg_catalog.to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum
 """
 # The id column's type and pgvector's vector type (in the schema given by name).
 _BINARY_TYPES_SQL = b"""
@@ -507,6 +508,15 @@ class _Indexer:
                 raise ConfigurationError(
                     f"index: column {column!r} is {found[column][0]}, not text"
                 )
+        keyword = list(self.keyword_columns)
+        in_order = [c for c in found if c in keyword]
+        if keyword != in_order:
+            # The search reads stored documents only for its own columns in table order: any
+            # other list would be written, at the cost of a full pass, and never read.
+            raise ConfigurationError(
+                f"index: keyword columns must name each column once, in the table's order "
+                f"({', '.join(in_order)}), not {', '.join(keyword)}"
+            )
         return found["id"][0]
 
     def _prepare(self, vs: sql.Identifier, id_type: str, dimension: int) -> None:

@@ -237,7 +237,8 @@ class TestIndexWritesDocuments:
     @pytest.mark.parametrize(
         ("keyword_columns", "message"),
         [([], "names at least one"), (["subject", "nope"], "no column 'nope'"),
-         (["subject", "received_at"], "not text")],
+         (["subject", "received_at"], "not text"), (["body", "subject"], "in the table's order"),
+         (["subject", "subject"], "each column once")],
     )  # fmt: skip
     def test_bad_keyword_columns_are_refused_before_anything_is_written(
         self, db: PgvectorDatabase, keyword_columns: list[str], message: str
