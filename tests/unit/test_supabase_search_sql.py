@@ -53,8 +53,10 @@ class TestSearchFunctionSql:
         assert sql.count(f"({RRF_K} + x.") == 6  # three legs, in each tier
 
     def test_each_filter_is_a_typed_predicate_in_every_read(self) -> None:
-        """One predicate per filterable column, in the feedback step, the three legs of each
-        tier, the filler and the count; no ``to_jsonb`` containment left."""
+        """One predicate per filterable column in every read of the table: the feedback step
+        (its count of the filtered rows, its exact and its HNSW scan), the three legs of each
+        tier (the semantic leg's exact and HNSW scans, each with the count it falls back on), the
+        filler and the count; no ``to_jsonb`` containment left."""
         sql = search_function_sql(
             "tickets", ["title", "body"], filters={"client_id": "bigint", "status": "text"}
         )
@@ -62,7 +64,7 @@ class TestSearchFunctionSql:
             predicate = (
                 f"(filters->'{column}' is null or t.{column} = (filters->>'{column}')::{kind})"
             )
-            assert sql.count(predicate) == 9
+            assert sql.count(predicate) == 3 + 2 * (2 + 2 * 2) + 2
         assert "to_jsonb" not in sql
         assert "array['client_id', 'status']::text[]" in sql
         assert "set plan_cache_mode = force_custom_plan" in sql

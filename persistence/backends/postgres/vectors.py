@@ -26,6 +26,7 @@ from persistence.search.embedder import Embedder, Vector
 __all__ = [
     "EF_SEARCH_FLOOR",
     "EMBEDDINGS_TABLE_SUFFIX",
+    "EXACT_ROWS",
     "RowVectors",
     "SearchSettings",
     "at_least",
@@ -61,6 +62,12 @@ def text_hash(columns: Sequence[str], text: str) -> bytes:
     return hashlib.sha256(json.dumps([list(columns), text]).encode()).digest()
 
 
+#: The default ``SearchSettings.exact_rows``: at most this many filtered rows, the semantic leg
+#: measures every one (exact, the order no index approximates); the Supabase ranking function
+#: follows the same rule, so its pages stay the backend's.
+EXACT_ROWS = 2_000
+
+
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     """The backend's search options (``create_backend`` names them).
@@ -76,7 +83,7 @@ class SearchSettings:
     vector_columns: Mapping[str, tuple[str, str]] = field(
         default_factory=lambda: MappingProxyType({})
     )
-    exact_rows: int = 2_000
+    exact_rows: int = EXACT_ROWS
     rerank_rows: int = 2_000
     keyword_candidates: int = 200
 
