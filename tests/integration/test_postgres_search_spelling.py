@@ -204,3 +204,35 @@ def test_prefetched_words_answer_as_the_lookups_would(pgvector_server: str) -> N
     assert answers[0] == answers[1]
     assert answers[1][0] == {"cancel", "password"}
     assert any(word == "cancel" for word, _ in answers[1][1]["canncel"])
+
+
+def test_a_corrected_text_is_embedded_once_as_corrected(pgvector_server: str) -> None:
+    """A hybrid search asks the words table before it embeds: one model call per search, made
+    with the corrected text. A keyword search corrects inside its own snapshot and ranks the
+    corrected words, as a search of the corrected text does."""
+    store = inquiries_store(rows=400)
+    with pgvector_database(pgvector_server) as db:
+        _load(db.admin_dsn, store.rows("inquiries"))
+        index_table(
+            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+            grant_to=[db.reader_role],
+        )  # fmt: skip
+        embeddings = HashEmbeddings()
+        with create_read_only_facade(
+            kind="postgres", dsn=db.reader_dsn, embeddings=embeddings,
+            search=SearchSettings(exact_rows=200),
+        ) as facade:  # fmt: skip
+            for typo in TYPOS:
+                calls = embeddings.query_calls
+                hybrid = facade.search("inquiries", typo, k=5)
+                assert embeddings.query_calls == calls + 1, typo
+                keyword = facade.search("inquiries", typo, k=5, mode="keyword")
+                assert keyword.corrections == hybrid.corrections
+                if keyword.corrections:
+                    fixed = typo
+                    for wrong, right in keyword.corrections:
+                        fixed = fixed.replace(wrong, right)
+                    again = facade.search("inquiries", fixed, k=5, mode="keyword")
+                    assert [h.row["id"] for h in keyword.hits] == [h.row["id"] for h in again.hits]
+            corrected = [t for t in TYPOS if facade.search("inquiries", t, k=5).corrections]
+    assert len(corrected) >= 4

@@ -153,22 +153,35 @@ class PostgresSearch:
         mode, why = request.runnable_mode(embedder is not None)
         notes = [] if why is None else [why]
         spelling_key = (self._schema, table, text_columns)
-        # The words table is asked inside the search's own transaction (its first round trip
-        # and one more), not in a transaction of its own.
         spelling = words_to_look_up(
             request.text, notes, filtered=bool(filters), known=self._known_words, key=spelling_key
         )
         corrected = Correction(request.text)
+        vectored = embedder is not None and mode is not SearchMode.KEYWORD
+        if spelling and vectored:
+            # The text is embedded as corrected, and a model call holds no connection: the
+            # words table is asked first, in a short transaction of its own.
+            corrected = self._connections.run(
+                lambda conn: self._correct(
+                    conn, table, request.text, spelling, text_columns, notes
+                ),
+                "search",
+                read=True,
+            )
+            spelling = []
+        # Else the words table is asked inside the search's own transaction (its first round
+        # trip and one more), and the legs rank the corrected text in the same snapshot.
+        vector = (
+            embedder.embed_query(topical_text(corrected.text, table))
+            if embedder is not None and vectored
+            else None
+        )
 
-        def work(conn: psycopg.Connection[Any]) -> SearchResult | Correction:
-            text = corrected.text
-            topical = topical_text(text, table)
+        def work(conn: psycopg.Connection[Any]) -> SearchResult:
             cursor = conn.cursor()
             # Legs are cut at the tiers' fixed depths, never at offset + k: the fused order, and
             # so each page, must not depend on which page is asked.
             run = _Run(cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes)
-            weights = weights_for(text, table)
-            run.feedback = takes_feedback(weights)
             # The count decides the semantic leg's path (exact under ``exact_rows``), the
             # in-process leg's rows (under ``rerank_rows``), and whether the legs ranked enough
             # for a page; a bound above all three changes none of them, and spares reading every
@@ -186,19 +199,14 @@ class PostgresSearch:
                 words = send_words_probe(cursor, self._schema, table) if spelling else None
                 facts = self._probe(cursor, table)
                 run.total = int(counted.fetchall()[0][0])
+            spelled = corrected
             if words is not None:
-                vocabulary, unread = read_vocabulary(
-                    words, cursor, self._schema, table, text_columns
-                )
-                if unread is not None:
-                    notes.append(unread)
-                if vocabulary is not None:
-                    found = correct_in(vocabulary, text, spelling, self._known_words, spelling_key)
-                    if found.changes:
-                        # The corrected text is embedded with no transaction open (a model
-                        # call holds no connection), and searched in a transaction of its own.
-                        cursor.execute(b"COMMIT")
-                        return found
+                spelled = self._corrected(words, cursor, table, request.text, spelling,
+                                          text_columns, notes)  # fmt: skip
+            text = spelled.text
+            topical = topical_text(text, table)
+            weights = weights_for(text, table)
+            run.feedback = takes_feedback(weights)
 
             def legs_at(depth: int) -> dict[str, list[Any]]:
                 run.depth = depth
@@ -224,26 +232,51 @@ class PostgresSearch:
                 query=topical,
                 total_count=run.total,
                 degraded="; ".join(notes) if notes else None,
-                corrections=corrected.changes,
+                corrections=spelled.changes,
                 total_exact=bound is None or run.total < bound,
             )
 
-        # Embedded before the transaction opens: a model call holds no connection.
-        embed = mode is not SearchMode.KEYWORD
-
-        def embedded() -> Vector | None:
-            if embedder is None or not embed:
-                return None
-            return embedder.embed_query(topical_text(corrected.text, table))
-
-        vector = embedded()
-        result = self._connections.run(work, "search", read=True)
-        if isinstance(result, Correction):
-            corrected, spelling = result, []
-            vector = embedded()
-            result = self._connections.run(work, "search", read=True)
-        assert isinstance(result, SearchResult)
+        result: SearchResult = self._connections.run(work, "search", read=True)
         return result
+
+    def _correct(
+        self,
+        conn: psycopg.Connection[Any],
+        table: str,
+        text: str,
+        words: list[str],
+        text_columns: tuple[str, ...],
+        notes: list[str],
+    ) -> Correction:
+        """``text`` corrected against the words table, in a read-only transaction of its own."""
+        cursor = conn.cursor()
+        with conn.pipeline():  # one round trip for the three
+            cursor.execute(b"BEGIN READ ONLY")
+            cursor.execute(self._connections.set_timeout)
+            probe = send_words_probe(cursor, self._schema, table)
+        found = self._corrected(probe, cursor, table, text, words, text_columns, notes)
+        cursor.execute(b"COMMIT")
+        return found
+
+    def _corrected(
+        self,
+        probe: psycopg.Cursor[Any],
+        cursor: psycopg.Cursor[Any],
+        table: str,
+        text: str,
+        words: list[str],
+        text_columns: tuple[str, ...],
+        notes: list[str],
+    ) -> Correction:
+        """``text`` corrected by the words table the ``probe`` found (as typed, with a note,
+        when there is none this search may use), inside ``cursor``'s transaction."""
+        vocabulary, unread = read_vocabulary(probe, cursor, self._schema, table, text_columns)
+        if unread is not None:
+            notes.append(unread)
+        if vocabulary is None:
+            return Correction(text)
+        key = (self._schema, table, text_columns)
+        return correct_in(vocabulary, text, words, self._known_words, key)
 
     def _count_bound(self) -> int:
         """How far a search counts the matches when no exact total is asked: one row past the
