@@ -10,12 +10,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from persistence import create_read_only_facade
-from persistence.admin.index_build import index_table
+from persistence import MemoryStore, create_read_only_facade
+from persistence.admin.index_build import IndexReport, index_table
 from persistence.backends.postgres import SearchSettings, inspect_database
 from rag_agent.ops.doctor_search import spelling_notes
 from tests.data.hostile_payloads import own_payloads
-from tests.support.pgvector import pgvector_database
+from tests.support.pgvector import PgvectorDatabase, pgvector_database
 from tests.support.search import HashEmbeddings, inquiries_store
 
 TYPOS = [
@@ -47,6 +47,15 @@ def _load(dsn: str, rows: list[dict[str, Any]]) -> None:
         )
 
 
+def _load_and_index(db: PgvectorDatabase, store: MemoryStore) -> IndexReport:
+    """``store``'s inquiries loaded, and indexed (words table included) for the reader."""
+    _load(db.admin_dsn, store.rows("inquiries"))
+    return index_table(
+        db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+        grant_to=[db.reader_role],
+    )  # fmt: skip
+
+
 def test_corrections_agree_with_memory(pgvector_server: str) -> None:
     """The same rows: every typo text is corrected to the same words on both backends, and the
     index step reports the words it wrote."""
@@ -55,11 +64,7 @@ def test_corrections_agree_with_memory(pgvector_server: str) -> None:
     expected = {t: memory.search("inquiries", t, k=5).corrections for t in TYPOS}
     assert sum(1 for c in expected.values() if c) >= 4  # the texts do exercise correction
     with pgvector_database(pgvector_server) as db:
-        _load(db.admin_dsn, store.rows("inquiries"))
-        report = index_table(
-            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
-            grant_to=[db.reader_role],
-        )  # fmt: skip
+        report = _load_and_index(db, store)
         assert report.words is not None and report.words > 10
         with _facade(db.reader_dsn) as facade:
             found = {t: facade.search("inquiries", t, k=5) for t in TYPOS}
@@ -156,11 +161,7 @@ def test_a_text_of_known_words_skips_the_spelling_pass(pgvector_server: str) -> 
     with a word not seen yet still is, and a typo among known words is still corrected."""
     store = inquiries_store(rows=400)
     with pgvector_database(pgvector_server) as db:
-        _load(db.admin_dsn, store.rows("inquiries"))
-        index_table(
-            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
-            grant_to=[db.reader_role],
-        )  # fmt: skip
+        _load_and_index(db, store)
         with _facade(db.reader_dsn) as facade:
             first = facade.search("inquiries", "cancel subscription", k=5)
             typo = facade.search("inquiries", "canncel subscription", k=5)
@@ -212,11 +213,7 @@ def test_a_corrected_text_is_embedded_once_as_corrected(pgvector_server: str) ->
     corrected words, as a search of the corrected text does."""
     store = inquiries_store(rows=400)
     with pgvector_database(pgvector_server) as db:
-        _load(db.admin_dsn, store.rows("inquiries"))
-        index_table(
-            db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
-            grant_to=[db.reader_role],
-        )  # fmt: skip
+        _load_and_index(db, store)
         embeddings = HashEmbeddings()
         with create_read_only_facade(
             kind="postgres", dsn=db.reader_dsn, embeddings=embeddings,

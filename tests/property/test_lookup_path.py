@@ -181,28 +181,22 @@ def compare(
     assert set(taken) <= {q.text for q in asked if q.form != "other"}
 
 
+def _options(question: Question) -> dict[str, Any]:
+    return {
+        "limit": question.limit,
+        "offset": question.offset,
+        "include_raw": question.include_raw,
+        "trace": question.trace,
+        "return_json": True,
+    }
+
+
 def _run(agent: RAGAgent, question: Question) -> dict[str, Any]:
-    return agent.run(
-        question.text,
-        limit=question.limit,
-        offset=question.offset,
-        include_raw=question.include_raw,
-        trace=question.trace,
-        return_json=True,
-    )
+    return agent.run(question.text, **_options(question))
 
 
 def _arun(agent: RAGAgent, question: Question) -> dict[str, Any]:
-    return asyncio.run(
-        agent.arun(
-            question.text,
-            limit=question.limit,
-            offset=question.offset,
-            include_raw=question.include_raw,
-            trace=question.trace,
-            return_json=True,
-        )
-    )
+    return asyncio.run(agent.arun(question.text, **_options(question)))
 
 
 # --- memory --------------------------------------------------------------------------------------
