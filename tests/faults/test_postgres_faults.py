@@ -33,9 +33,11 @@ def world(request: pytest.FixtureRequest) -> Iterator[World]:
 
 
 def kill_reader_connections(db: PostgresDatabase) -> int:
-    """Terminate every server process of the reader role in the test database."""
+    """Terminate every server process of the reader role in the test database, waiting (up to
+    5 s each) until they are gone: a kill meant to land between two runs must not land inside
+    the next one's retry."""
     rows = db.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
         "WHERE datname = current_database() AND usename = %s AND pid <> pg_backend_pid()",
         (db.reader_role,),
     )
