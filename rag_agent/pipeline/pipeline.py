@@ -151,6 +151,18 @@ def _shown(table: object) -> object:
     return table if table is None or is_identifier(table) else "?"
 
 
+def _log_filters(log: Any, outcome: Outcome, table: str, applied: tuple[Condition, ...]) -> None:
+    """The ``rag.filters`` event: the conditions a run applies, where they came from."""
+    if _debugging(log):
+        log.debug(
+            "rag.filters",
+            table=table,
+            filters=query_filters_view(applied),
+            sources=sorted({c.source for c in applied}),
+            ignored=len(outcome.ignored),
+        )
+
+
 def _debugging(log: Any) -> bool:
     """Whether ``log`` writes debug events: their arguments are built only then (a logger
     that cannot tell is assumed to write them)."""
@@ -369,14 +381,7 @@ class Pipeline:
                     "(see metadata.ignored): an unfiltered table is never returned",
                     field="filters",
                 )
-            if _debugging(log):
-                log.debug(
-                    "rag.filters",
-                    table=checked_table,
-                    filters=query_filters_view(applied),
-                    sources=sorted({c.source for c in applied}),
-                    ignored=len(outcome.ignored),
-                )
+            _log_filters(log, outcome, checked_table, applied)
             # Rows are ranked by the topic, and by the words of "about …" substring conditions
             # on the table's text column, when the table can be ranked (rag_agent.pipeline.ranking).
             as_topic = text_conditions(self.text_column(checked_table, vocabulary), applied)
@@ -433,14 +438,7 @@ class Pipeline:
         do for it. A read that finds no row is reformulated, then given to the fallback, as on
         the general path."""
         try:
-            if _debugging(log):
-                log.debug(
-                    "rag.filters",
-                    table=table,
-                    filters=query_filters_view(applied),
-                    sources=sorted({c.source for c in applied}),
-                    ignored=len(outcome.ignored),
-                )
+            _log_filters(log, outcome, table, applied)
             yield from self._retrieve(log, outcome, table, applied, window, include_raw)
             if outcome.total_count == 0 and outcome.error is None:
                 yield from self._fall_back(
