@@ -7,7 +7,7 @@ Supabase backends. Knows nothing about LLMs.
 0
 """
 
-from persistence.aggregate import AggregateResult, Group, Metric
+from persistence.aggregate import AggregateResult, DistinctValues, Group, Metric
 from persistence.backends.base import Backend
 from persistence.backends.memory import MemoryBackend, MemoryStore, default_store
 from persistence.capabilities import Capabilities
@@ -76,6 +76,7 @@ __all__ = [
     "ColumnNotAllowedError",
     "ColumnType",
     "ConfigurationError",
+    "DistinctValues",
     "FieldRedaction",
     "Filter",
     "Group",

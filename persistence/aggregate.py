@@ -42,6 +42,7 @@ __all__ = [
     "MAX_GROUP_LIMIT",
     "MAX_METRICS",
     "AggregateResult",
+    "DistinctValues",
     "Group",
     "Metric",
     "check_aggregate",
@@ -287,3 +288,26 @@ class AggregateResult:
     capped: bool
     matched: int
     total_groups: int | None = field(default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class DistinctValues:
+    """A column's distinct values, when it holds few (the facade's ``distinct_values``).
+
+    ``values`` are the column's distinct non-NULL values in key order (the order of an
+    aggregate's groups), at most the call's ``limit`` of them. ``capped`` says the column holds
+    more than ``limit``; ``values`` is then empty, since a backend may stop reading as soon as
+    it knows (PostgreSQL does), where listing the first ``limit`` would mean grouping them all.
+    """
+
+    column: str
+    values: tuple[Any, ...]
+    capped: bool
+
+    @classmethod
+    def from_groups(cls, column: str, result: AggregateResult) -> DistinctValues:
+        """The values of ``result``, an aggregate grouped by ``column`` alone over its non-NULL
+        rows (what a backend without its own ``distinct_values`` answers with)."""
+        if result.capped:
+            return cls(column, (), True)
+        return cls(column, tuple(group.keys[column] for group in result.groups), False)

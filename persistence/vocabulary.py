@@ -10,8 +10,9 @@ and "enabled" meet ``referral``, ``qualified`` and ``is_enabled`` the same way o
 
 :meth:`SchemaVocabulary.learn` reads only through a :class:`ReadOnlyPersistenceFacade`, within
 its allow-lists, and boundedly: the catalog's column types and relations (enum labels come with
-the types), then for each text column one grouped count returning at most :data:`MAX_VALUES`
-groups (the facade's aggregate, under the backend's statement timeout); no row is read.
+the types), then for each text column its distinct values when it holds at most
+:data:`MAX_VALUES` (the facade's ``distinct_values``, under the backend's statement timeout,
+which on PostgreSQL gives up on a column of many values after its first rows); no row is read.
 A column with more values, long values or a redaction rule is kept without values, and
 :attr:`ColumnWords.skipped` says why. Nothing is learned from a column the policy hides.
 
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from persistence.aggregate import AggregateResult
+from persistence.aggregate import DistinctValues
 from persistence.errors import BackendUnavailableError, PersistenceError
 from persistence.relations import Relation
 from persistence.values.types import ColumnKind, ColumnType
@@ -56,13 +57,13 @@ MAX_VALUE_LENGTH = 60
 
 
 class Readable(Protocol):
-    """What learning reads: the read-only facade's catalog, reads and aggregates."""
+    """What learning reads: the read-only facade's catalog and its columns' distinct values."""
 
     def tables(self) -> tuple[str, ...]: ...
     def column_types(self, table: str) -> Mapping[str, ColumnType]: ...
     def relations(self, table: str) -> tuple[Relation, ...]: ...
     def redacted_columns(self, table: str) -> Mapping[str, str]: ...
-    def aggregate(self, table: str, *, group_by: list[str], limit: int) -> AggregateResult: ...
+    def distinct_values(self, table: str, column: str, *, limit: int) -> DistinctValues: ...
 
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
@@ -274,14 +275,14 @@ def _learn_column(
     if column_type.kind is not ColumnKind.TEXT or plain.is_key:
         return plain
     try:
-        result = facade.aggregate(table, group_by=[name], limit=max_values)
+        result = facade.distinct_values(table, name, limit=max_values)
     except BackendUnavailableError:
         raise
     except PersistenceError as exc:  # a timeout, aggregates disabled …: kept without values
         return _skip(plain, f"not readable: {type(exc).__name__}")
     if result.capped:
         return _skip(plain, f"more than {max_values} distinct values")
-    values = [group.keys[name] for group in result.groups if group.keys.get(name) is not None]
+    values = result.values
     if any(not isinstance(v, str) or len(v) > MAX_VALUE_LENGTH for v in values):
         return _skip(plain, f"values longer than {MAX_VALUE_LENGTH} characters")
     return _with(plain, tuple(sorted(values)), "data")

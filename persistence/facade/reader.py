@@ -16,7 +16,13 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Unpack, cast
 
-from persistence.aggregate import AggregateResult, Metric, check_aggregate, check_kinds
+from persistence.aggregate import (
+    AggregateResult,
+    DistinctValues,
+    Metric,
+    check_aggregate,
+    check_kinds,
+)
 from persistence.backends.base import Backend
 from persistence.capabilities import Capabilities
 from persistence.closing import Closing
@@ -39,7 +45,7 @@ from persistence.facade.calls import (
 from persistence.facade.read_plans import ReadPlan, ReadPlans, read_shape, statement_key
 from persistence.facade.versions import data_target, process_versions
 from persistence.policy import AccessPolicy
-from persistence.query import Filter, Order, Page, Query, _check_count, _check_flag, _new_query
+from persistence.query import Filter, Op, Order, Page, Query, _check_count, _check_flag, _new_query
 from persistence.redaction import RedactionPolicy
 from persistence.relations import Include, RelatedPlan, Relation, plan_includes
 from persistence.search import SearchMode, SearchRequest, SearchResult
@@ -595,6 +601,51 @@ class _Reader(Closing):
             self._require(served, metric.function, f"cannot compute {metric.function!r}")
         return BackendCall("aggregate", (replace(query, columns=None), names, parsed, cap))
 
+    # --- distinct values -------------------------------------------------------------------------
+
+    def distinct_values(
+        self, table: str, column: str, *, limit: int | None = None
+    ) -> DistinctValues:
+        """The distinct non-NULL values of ``table.column`` in key order, when there are at most
+        ``limit`` of them (100 by default, at most 1000); else ``capped``, with no value.
+
+        The column passes the checks of a group-by column (policy, catalog, its type, and a
+        redaction rule refuses it). Cheaper than ``aggregate(group_by=[column])`` on a column
+        of many values: PostgreSQL stops after the table's first rows show more than ``limit``
+        (see :class:`~persistence.aggregate.DistinctValues`).
+
+        >>> facade.distinct_values("leads", "status").values
+        ('lost', 'new', 'won')
+        """
+        call = self._distinct_call(table, column, limit)
+        return _distinct_result(column, self._perform(call))
+
+    async def adistinct_values(
+        self, table: str, column: str, *, limit: int | None = None
+    ) -> DistinctValues:
+        """:meth:`distinct_values`, awaited."""
+        await self.aprepare()
+        call = self._distinct_call(table, column, limit)
+        return _distinct_result(column, await self._perform_async(call))
+
+    def _distinct_call(self, table: str, column: str, limit: int | None) -> BackendCall:
+        table = self.__policy.check_read(table, "distinct_values")
+        if not isinstance(column, str):
+            raise InvalidQueryError(
+                f"column must be a column name, not {type(column).__name__}", field="column"
+            )
+        names, _, cap = check_aggregate((column,), ("count",), limit)
+        if self.__redaction is not None:  # first: the filter below is ours, not the caller's
+            self.__redaction.check_aggregate(table, names, ())
+        query = Query(table, filters=(Filter(column, Op.IS_NULL, False),), columns=names)
+        query, _ = self._checked(query, "distinct_values")
+        check_kinds(table, names, (), self._known(table)[1])
+        if callable(getattr(self.__backend, "distinct_values", None)):
+            return BackendCall("distinct_values", (table, column, cap))
+        # Any backend can group: the non-NULL rows by the column, one count each.
+        metrics = (Metric("count"),)
+        return BackendCall("aggregate", (replace(query, columns=None), names, metrics, cap))
+
     # --- search --------------------------------------------------------------------------------
 
     def search(
@@ -735,3 +786,11 @@ class _Reader(Closing):
         return (
             f"{type(self).__name__}(backend={self.__backend.name!r}, tables={list(self.tables())})"
         )
+
+
+def _distinct_result(column: str, result: DistinctValues | AggregateResult) -> DistinctValues:
+    """What :meth:`_Reader.distinct_values` answers, from the backend's own answer or from the
+    aggregate it was asked instead."""
+    if isinstance(result, AggregateResult):
+        return DistinctValues.from_groups(column, result)
+    return result

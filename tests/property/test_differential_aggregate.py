@@ -26,7 +26,7 @@ from persistence import (
     create_persistence_agent,
     create_read_only_facade,
 )
-from persistence.aggregate import numeric_quotient
+from persistence.aggregate import DEFAULT_GROUP_LIMIT, numeric_quotient
 from persistence.schema import SUPABASE_STYLE
 from tests.conftest import PostgresDatabase
 from tests.property.test_differential_pg import (
@@ -182,6 +182,76 @@ class TestAggregateDifferential:
         with http:
             for query in queries:
                 _compare(reader, memory, emulated, query)
+
+
+def _distinct_everywhere(
+    reader: ReadOnlyPersistenceFacade,
+    memory: ReadOnlyPersistenceFacade,
+    emulated: ReadOnlyPersistenceFacade,
+    rows: list[dict[str, Any]],
+    asked: list[tuple[str, int | None]],
+) -> None:
+    """PostgreSQL's own statement, memory's and PostgREST's grouping give one answer, and it is
+    the data's: its distinct non-NULL values, or capped. (The awaited twin runs the same
+    statement: tests/integration/test_postgres_distinct_values.py.)"""
+    for column, limit in asked:
+        note(f"{column=} {limit=}")
+        want = memory.distinct_values("leads", column, limit=limit)
+        present = {(type(v) is bool, v) for row in rows if (v := row.get(column)) is not None}
+        assert want.capped == (len(present) > (limit or DEFAULT_GROUP_LIMIT))
+        if not want.capped:
+            assert sorted(map(repr, want.values)) == sorted(repr(v) for _, v in present)
+        assert reader.distinct_values("leads", column, limit=limit) == want
+        assert emulated.distinct_values("leads", column, limit=limit) == want
+
+
+def distinct_asks(groups: tuple[str, ...]) -> Any:
+    limits = st.none() | st.integers(min_value=1, max_value=4)
+    return st.lists(st.tuples(st.sampled_from(groups), limits), min_size=1, max_size=4)
+
+
+class TestDistinctValuesDifferential:
+    @given(rows=st.lists(ROW, max_size=14), asked=distinct_asks(REFERENCE_GROUPS))
+    def test_reference_schema(
+        self,
+        pg: tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade],
+        rows: list[dict[str, Any]],
+        asked: list[tuple[str, int | None]],
+    ) -> None:
+        database, writer, reader = pg
+        database.truncate()
+        store = MemoryStore()
+        create_persistence_agent(kind="memory", store=store).batch("leads", rows)
+        if rows:
+            database.add_clients(row.get("client_id") for row in rows)
+            writer.batch("leads", rows)
+        memory = create_read_only_facade(kind="memory", store=store)
+        emulated, http = _emulated(store)
+        with http:
+            _distinct_everywhere(reader, memory, emulated, rows, asked)
+
+    @given(
+        rows=st.lists(TYPED_ROW, max_size=12, unique_by=lambda row: row["id"]),
+        asked=distinct_asks(TYPED_GROUPS),
+    )
+    def test_every_column_kind(
+        self,
+        pg_typed: tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade],
+        rows: list[dict[str, Any]],
+        asked: list[tuple[str, int | None]],
+    ) -> None:
+        """Booleans, uuids, dates, numerics and the enum-typed status, in key order."""
+        database, writer, reader = pg_typed
+        database.truncate()
+        store = MemoryStore(schema=SUPABASE_STYLE.types)
+        create_persistence_agent(kind="memory", store=store).batch("leads", rows)
+        if rows:
+            database.add_clients(row.get("client_id") for row in rows)
+            writer.batch("leads", rows)
+        memory = create_read_only_facade(kind="memory", store=store)
+        emulated, http = _emulated(store)
+        with http:
+            _distinct_everywhere(reader, memory, emulated, rows, asked)
 
 
 class TestNumericQuotient:

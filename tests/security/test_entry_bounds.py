@@ -125,8 +125,9 @@ class TestOrderKeys:
 
 class TestMemoryReadsLeaveTheLoop:
     def test_awaitable_reads_run_in_worker_threads(self, sample_store: MemoryStore) -> None:
-        """The memory backend's awaitable reads, counts, aggregates and searches run off the
-        event loop's thread, so a long one never stalls the loop."""
+        """The memory backend's awaitable reads, counts, aggregates (distinct values among
+        them) and searches run off the event loop's thread, so a long one never stalls the
+        loop."""
         facade = create_read_only_facade("memory", store=sample_store)
         threads: list[int] = []
         backend = facade._backend()
@@ -145,10 +146,11 @@ class TestMemoryReadsLeaveTheLoop:
             await facade.acount("leads", flt)
             await facade.aaggregate("leads", flt, group_by=["status"])
             await facade.asearch("inquiries", "refund", k=2, mode="keyword")
+            await facade.adistinct_values("leads", "status")
             return threading.get_ident()
 
         loop_thread = asyncio.run(main())
-        assert len(threads) == 4 and loop_thread not in threads
+        assert len(threads) == 5 and loop_thread not in threads
 
 
 #: Integers from one digit to well past Python's 4,300-digit printing limit.
@@ -175,6 +177,7 @@ class TestIntegerSizes:
             lambda: facade.aggregate("leads", [Filter("score", Op.IN, (value, 1))]),
             lambda: facade.read("leads", [Filter("status", Op.EQ, "new")], limit=value),
             lambda: facade.read("leads", [Filter("status", Op.EQ, "new")], offset=value),
+            lambda: facade.distinct_values("leads", "status", limit=value),
         ]
         for call in calls:
             try:

@@ -26,7 +26,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from persistence.aggregate import AggregateResult, Group, Metric
+from persistence.aggregate import AggregateResult, DistinctValues, Group, Metric
 from persistence.backends.postgres import sql as _pg_sql
 from persistence.backends.postgres.async_reads import AsyncConnections
 from persistence.backends.postgres.catalog import Catalog, Table, check_role_steps, fetch_all
@@ -410,6 +410,33 @@ class PostgresBackend(Closing):
             )
 
         return Plan(statement, params, "aggregate", parse)
+
+    def distinct_values(self, table: str, column: str, limit: int) -> DistinctValues:
+        """The distinct non-NULL values of ``column`` when at most ``limit``, in one statement
+        that stops after the table's first rows when they already show more (see
+        :func:`~persistence.backends.postgres.sql.build_distinct`)."""
+        result: DistinctValues = self._select(self._distinct_plan(table, column, limit))
+        return result
+
+    async def adistinct_values(self, table: str, column: str, limit: int) -> DistinctValues:
+        """:meth:`distinct_values` over the awaitable pool."""
+        result: DistinctValues = await self._aselect(self._distinct_plan(table, column, limit))
+        return result
+
+    def _distinct_plan(self, table: str, column: str, limit: int) -> Plan:
+        entry, _ = self._checked_filters(table, (), "distinct_values", (column,))
+        text = frozenset(c for c, t in entry.types.items() if t.kind is ColumnKind.TEXT)
+        enums = frozenset(c for c, t in entry.types.items() if t.is_enum)
+        statement = _pg_sql.build_distinct(table, self._schema, column, text, enums)
+        probe_rows = (limit + 1) * _pg_sql.DISTINCT_PROBE_ROWS_PER_VALUE
+        params = [limit, probe_rows, limit + 1]
+
+        def parse(rows: list[Any]) -> DistinctValues:
+            if (rows and rows[0][0]) or len(rows) > limit:
+                return DistinctValues(column, (), True)
+            return DistinctValues(column, tuple(row[1] for row in rows), False)
+
+        return Plan(statement.as_bytes(None), params, "distinct_values", parse)
 
     def search(
         self,

@@ -68,6 +68,7 @@ __all__ = [
     "build_children",
     "build_count",
     "build_delete",
+    "build_distinct",
     "build_insert",
     "build_lookup",
     "build_read",
@@ -369,6 +370,39 @@ def build_aggregate(
             sql.SQL(", ").join(keys), sql.SQL(", ").join(order)
         )
     return statement + sql.SQL(" LIMIT %s")
+
+
+#: Rows of the table read first by :func:`build_distinct`, per value the caller allows: a column
+#: of many values shows more than ``limit`` of them within these, one of few values never does.
+DISTINCT_PROBE_ROWS_PER_VALUE = 20
+
+
+def build_distinct(
+    table: str,
+    schema: str,
+    column: str,
+    text_columns: frozenset[str],
+    enum_columns: frozenset[str] = frozenset(),
+) -> sql.Composed:
+    """The distinct non-NULL values of ``column``, in key order as an aggregate's groups, when
+    they are few.
+
+    A probe counts the distinct values among the table's first rows; when that count passes the
+    limit, the one-time filter skips the scan and a single row ``(true, NULL)`` says so. Otherwise
+    rows ``(false, value)``, at most ``limit + 1``. Exact either way: a probe that finds few
+    values proves nothing, and the full scan runs. Values: the limit, the probe's rows, the limit
+    plus one.
+    """
+    name, target = sql.Identifier(column), sql.Identifier(schema, table)
+    key = _key(column, text_columns, enum_columns)
+    return sql.SQL(
+        "WITH probe AS MATERIALIZED (SELECT count(DISTINCT {name}) > %s AS many"
+        " FROM (SELECT {name} FROM {target} WHERE {name} IS NOT NULL LIMIT %s) AS first_rows)"
+        " SELECT true, NULL FROM probe WHERE many"
+        " UNION ALL (SELECT false, {name} FROM {target}"
+        " WHERE {name} IS NOT NULL AND NOT (SELECT many FROM probe)"
+        " GROUP BY {name} ORDER BY {key} LIMIT %s)"
+    ).format(name=name, target=target, key=key)
 
 
 def _insert_body(table: str, schema: str, row: Mapping[str, Any]) -> sql.Composed:
