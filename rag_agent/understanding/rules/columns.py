@@ -114,13 +114,17 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
     # Tables the text names come first: "linkedin campaigns" is the campaigns' channel. A value
     # is read through another table only when the text names it and a foreign key joins the two
     # ("leads of software clients"); else it is reported ("find leads from linkedin").
-    said = (word.lower() for word in WORD_RE.findall(reading.original))
-    named = {TABLE_WORDS[word] for word in said if word in TABLE_WORDS}
-    tokens: tuple[Token, ...] = ()
+    if len(reading.vocabulary.tables) <= (lexicon.table in reading.vocabulary.tables):
+        return  # no other table
     # Words no other table's phrase is read at, whichever the table (found once per state of
     # the words, not once per table), and the stems the others may start with.
-    candidates: list[int] = []
-    starts: frozenset[str] = frozenset()
+    tokens = reading.words.tokens
+    candidates = _other_table_words(reading, lexicon, tokens)
+    starts = frozenset().union(*(start_stems(tokens[i].text) for i in candidates))
+    if reading.triggers_besides(lexicon.table).isdisjoint(starts):
+        return  # no word of the text may start a phrase of any other table
+    said = (word.lower() for word in WORD_RE.findall(reading.original))
+    named = {TABLE_WORDS[word] for word in said if word in TABLE_WORDS}
     for name in sorted(reading.vocabulary.tables, key=lambda table: table not in named):
         if name == lexicon.table:
             continue
@@ -133,13 +137,12 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
             continue  # no word of the text may start one of its phrases
         for i in candidates:
             token = tokens[i]
-            if (
-                not _may_start(other, token)
-                or "\x00" in reading.text[token.start : token.end]  # claimed meanwhile
-            ):
+            # The columns whose name or value may be met here; every other one is not.
+            met = frozenset().union(*(other.met_from(s) for s in start_stems(token.text)))
+            if not met or "\x00" in reading.text[token.start : token.end]:  # claimed meanwhile
                 continue
             for column in other.columns.values():
-                if column.is_key:
+                if column.is_key or column.name not in met:
                     continue
                 phrases = other.phrase_index(column.name)
                 # A column the table has too is its own ("status" of conversations); its value
@@ -237,12 +240,6 @@ def _writers(reading: Reading, lexicon: Lexicon) -> None:
         if senses and len({s.column for s in senses}) == 1:
             reading.add(senses[0].column, Op.EQ, senses[0].value)
             reading.claim(*match.span())
-
-
-def _may_start(lexicon: Lexicon, token: Token) -> bool:
-    """Whether a phrase of ``lexicon`` may start at ``token`` (or at it without a negating
-    prefix: "inactive")."""
-    return not lexicon.triggers.isdisjoint(start_stems(token.text))
 
 
 def _in_name(text: str, tokens: Sequence[Token], i: int) -> bool:

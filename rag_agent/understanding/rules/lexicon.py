@@ -29,6 +29,7 @@ __all__ = [
     "lexicon_of",
     "lexicon_with",
     "synonyms_key",
+    "triggers_besides",
 ]
 
 #: Generic CRM language: a word → values it may mean. Applied only where one of the targets
@@ -119,6 +120,7 @@ class Lexicon:
     _named_from: dict[str, tuple[ColumnWords, ...]] | None = field(
         default=None, repr=False, compare=False
     )
+    _met_from: dict[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
     #: the category columns in catalog order, each with the stems of its name
     category_stems: tuple[tuple[ColumnWords, tuple[str, ...]], ...] = field(
         default=(), init=False, repr=False, compare=False
@@ -216,6 +218,24 @@ class Lexicon:
                     found.setdefault(start, []).append(column)
             known = self._named_from = {start: tuple(c) for start, c in found.items()}
         return known.get(first, ())
+
+    def met_from(self, first: str) -> frozenset[str]:
+        """The columns met at a word of the stem ``first``: a phrase of the column's name starts
+        with it, or it is one of the column's values written whole (``exact``). At such a word
+        no other column's name or value is read (see :func:`.columns.report_other_tables`)."""
+        known = self._met_from
+        if known is None:
+            found: dict[str, set[str]] = {}
+            for column in self.columns.values():
+                for start in self.phrase_index(column.name):
+                    found.setdefault(start, set()).add(column.name)
+            for phrase, senses in self.values.items():
+                if len(phrase) == 1:
+                    for sense in senses:
+                        if sense.exact:
+                            found.setdefault(phrase[0], set()).add(sense.column)
+            known = self._met_from = {start: frozenset(c) for start, c in found.items()}
+        return known.get(first, frozenset())
 
     @property
     def value_starts(self) -> frozenset[str]:
@@ -353,6 +373,20 @@ def lexicon_with(vocabulary: SchemaVocabulary, table: str, synonyms: SynonymsKey
         merged[word] = (*targets, *merged.get(word, ()))
     _index(lexicon, merged)
     return lexicon
+
+
+@functools.lru_cache(maxsize=256)
+def triggers_besides(
+    vocabulary: SchemaVocabulary, table: str, synonyms: SynonymsKey
+) -> frozenset[str]:
+    """Every stem that may start a phrase of a table of ``vocabulary`` other than ``table``
+    (the union of their :attr:`Lexicon.triggers`): a text none of whose words may start one
+    names nothing of another table."""
+    found: set[str] = set()
+    for name in vocabulary.tables:
+        if name != table:
+            found.update(lexicon_with(vocabulary, name, synonyms).triggers)
+    return frozenset(found)
 
 
 def lexicon_of(

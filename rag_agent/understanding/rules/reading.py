@@ -16,7 +16,12 @@ from persistence import Op
 from persistence.vocabulary import SchemaVocabulary
 from rag_agent.specs import Condition, Ignored, Through
 from rag_agent.understanding.rules.gates import Said, said
-from rag_agent.understanding.rules.lexicon import Lexicon, lexicon_with, synonyms_key
+from rag_agent.understanding.rules.lexicon import (
+    Lexicon,
+    lexicon_with,
+    synonyms_key,
+    triggers_besides,
+)
 from rag_agent.understanding.rules.tokens import Words, tokenize, unclaimed
 
 __all__ = ["Reading", "plural"]
@@ -100,6 +105,11 @@ class Reading:
     def lexicon_of(self, table: str) -> Lexicon:
         """The words of any ``table`` of the vocabulary, with this reading's synonyms."""
         return lexicon_with(self.vocabulary, table, self._synonyms)
+
+    def triggers_besides(self, table: str) -> frozenset[str]:
+        """Every stem that may start a phrase of a table other than ``table``, with this
+        reading's synonyms (see :func:`~.lexicon.triggers_besides`)."""
+        return triggers_besides(self.vocabulary, table, self._synonyms)
 
     @property
     def known(self) -> bool:
