@@ -118,11 +118,12 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
         return  # no other table
     # Words no other table's phrase is read at, whichever the table (found once per state of
     # the words, not once per table), and the stems the others may start with.
+    others = reading.triggers_besides(lexicon.table)
     tokens = reading.words.tokens
-    candidates = _other_table_words(reading, lexicon, tokens)
-    starts = frozenset().union(*(start_stems(tokens[i].text) for i in candidates))
-    if reading.triggers_besides(lexicon.table).isdisjoint(starts):
+    candidates = _other_table_words(reading, lexicon, tokens, others)
+    if not candidates:
         return  # no word of the text may start a phrase of any other table
+    starts = frozenset().union(*(start_stems(tokens[i].text) for i in candidates))
     said = (word.lower() for word in WORD_RE.findall(reading.original))
     named = {TABLE_WORDS[word] for word in said if word in TABLE_WORDS}
     for name in sorted(reading.vocabulary.tables, key=lambda table: table not in named):
@@ -130,7 +131,7 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
             continue
         if reading.words.tokens is not tokens:
             tokens = reading.words.tokens
-            candidates = _other_table_words(reading, lexicon, tokens)
+            candidates = _other_table_words(reading, lexicon, tokens, others)
             starts = frozenset().union(*(start_stems(tokens[i].text) for i in candidates))
         other = reading.lexicon_of(name)
         if other.triggers.isdisjoint(starts):
@@ -215,16 +216,20 @@ _WRITER_RE = re.compile(
 _WRITER_WORDS = frozenset({"by", "from", "we", "our"})
 
 
-def _other_table_words(reading: Reading, lexicon: Lexicon, tokens: Sequence[Token]) -> list[int]:
-    """The indexes of ``tokens`` where another table's phrase may be read: not after "at"
-    ("leads at globex": the company's), not framing, not a table word, not a column of the
+def _other_table_words(
+    reading: Reading, lexicon: Lexicon, tokens: Sequence[Token], triggers: frozenset[str]
+) -> list[int]:
+    """The indexes of ``tokens`` where another table's phrase may be read: one of
+    ``triggers`` (every stem another table's phrase starts with) may start there, not after
+    "at" ("leads at globex": the company's), not framing, not a table word, not a column of the
     table read, not inside a name ("Acme Logistics LLC") nor in the words naming the table."""
     span = reading.table_span
     return [
         i
         for i, token in enumerate(tokens)
         if not (
-            (i and tokens[i - 1].text == "at")
+            triggers.isdisjoint(start_stems(token.text))
+            or (i and tokens[i - 1].text == "at")
             or token.stem in FRAMING_STEMS
             or token.stem in _TABLE_STEMS
             or (token.stem,) in lexicon.names

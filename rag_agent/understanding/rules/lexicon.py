@@ -127,9 +127,14 @@ class Lexicon:
     )
     _numeric: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
     _booleans: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    _first: dict[str, str | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.roles = _roles(self.table, self.columns)
+        # The first column of each role, asked for a dozen times per request.
+        self._first = {role: found[0] if found else None for role, found in self.roles.items()}
         self.categories = frozenset(
             c.name for c in self.columns.values() if _is_category(self.roles, c)
         )
@@ -153,8 +158,7 @@ class Lexicon:
         return self.roles[role]
 
     def first(self, role: str) -> str | None:
-        found = self.role(role)
-        return found[0] if found else None
+        return self._first[role]
 
     @property
     def numeric(self) -> tuple[str, ...]:
