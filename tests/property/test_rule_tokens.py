@@ -112,13 +112,15 @@ _TABLES = sorted(sample_vocabulary().tables)
 @settings(max_examples=300, deadline=None)
 @given(text=_CATALOG_TEXT, table=st.sampled_from(_TABLES))
 def test_the_columns_met_at_a_word_hold_every_column_read_there(text: str, table: str) -> None:
-    """The columns :meth:`~.lexicon.Lexicon.met_from` gives at a word hold every column whose
-    name (as is, or after a negating prefix) or one-word value a walk over all columns meets
-    there, so another table's report looks no further."""
+    """The columns :meth:`~.lexicon.Lexicon.met_at` gives at a word, in catalog order, hold
+    every column whose name (as is, or after a negating prefix) or one-word value a walk over
+    all columns meets there, so another table's report looks no further."""
     reading = Reading(text, "leads", sample_vocabulary())
     lexicon, tokens = reading.lexicon_of(table), reading.words.tokens
     for i, token in enumerate(tokens):
-        met = frozenset().union(*(lexicon.met_from(s) for s in start_stems(token.text)))
+        met = lexicon.met_at(start_stems(token.text))
+        order = list(lexicon.columns)
+        assert [c.name for c in met] == sorted((c.name for c in met), key=order.index)
         senses = lexicon.values.get((token.stem,), [])
         for column in lexicon.columns.values():
             phrases = lexicon.phrase_index(column.name)
@@ -128,7 +130,7 @@ def test_the_columns_met_at_a_word_hold_every_column_read_there(text: str, table
                 or any(s.exact and s.column == column.name for s in senses)
             )
             if read:
-                assert column.name in met, (text, table, token, column.name)
+                assert column in met, (text, table, token, column.name)
 
 
 @settings(max_examples=100, deadline=None)

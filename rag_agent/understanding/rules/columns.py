@@ -139,11 +139,11 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
         for i in candidates:
             token = tokens[i]
             # The columns whose name or value may be met here; every other one is not.
-            met = frozenset().union(*(other.met_from(s) for s in start_stems(token.text)))
+            met = other.met_at(start_stems(token.text))
             if not met or "\x00" in reading.text[token.start : token.end]:  # claimed meanwhile
                 continue
-            for column in other.columns.values():
-                if column.is_key or column.name not in met:
+            for column in met:
+                if column.is_key:
                     continue
                 phrases = other.phrase_index(column.name)
                 # A column the table has too is its own ("status" of conversations); its value
