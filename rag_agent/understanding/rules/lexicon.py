@@ -391,6 +391,8 @@ SynonymsKey = tuple[tuple[str, tuple[str, ...]], ...]
 
 def synonyms_key(synonyms: Mapping[str, Iterable[str]] | None) -> SynonymsKey:
     """``synonyms`` as :func:`lexicon_with` takes them: sorted, lower-cased words."""
+    if not synonyms:
+        return ()  # most requests bring none
     return tuple(sorted((k.lower(), tuple(v)) for k, v in (synonyms or {}).items()))
 
 
