@@ -119,7 +119,7 @@ def targets(parser: dict[str, Stats], learned: tuple[int, float, int] | None) ->
             "question holds the words every match holds; what is left is spread over some "
             "twenty rules, each a pass over the question in Python (dates, company names, "
             "references, the column rules), and a fixed cost per question (its words, the "
-            "gates, the answer) that alone is about a third of the aim; see the profile of "
+            "gates, the answer) that alone is over half the aim; see the profile of "
             "`understand`",
         )
     ]
