@@ -65,11 +65,12 @@ class Reading:
 
     def __post_init__(self) -> None:
         self.text = self.text or self.original
-        # Lower-cased once, for the cheap pre-checks of :meth:`may_hold`; ``None`` when the text
-        # is not ASCII (case-insensitive matching then has cases ``lower`` does not show).
-        self._folded = self.original.lower() if self.original.isascii() else None
         #: The words of the text, for the rules' gates (:meth:`says`); ``None`` once unknown.
         self.said: Said | None = said(self.original)
+        # Lower-cased once (by :func:`.gates.said`), for the cheap pre-checks of
+        # :meth:`may_hold`; ``None`` when the text is not ASCII (case-insensitive matching then
+        # has cases ``lower`` does not show), as ``said`` is then.
+        self._folded = None if self.said is None else self.said.folded
         self._synonyms = synonyms_key(self.synonyms)  # keyed once, for every table's words
 
     @property
