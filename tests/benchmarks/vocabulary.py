@@ -115,10 +115,13 @@ def targets(parser: dict[str, Stats], learned: tuple[int, float, int] | None) ->
             f"{large:.0f} µs",
             large <= PARSER_AIM_US,
             gap=f"{large - PARSER_AIM_US:.0f} µs per question above the aim",
-            reason="phrases are looked up by index and a rule's regular expression runs only "
-            "when the question holds the words every match holds, but each rule still walks "
-            "the question's words in Python (the column rules over every table's lexicon); see "
-            "the profile of `understand`",
+            reason="every table's phrases are looked up by index (another table's columns by "
+            "the stem a word may start) and a rule's regular expression runs only when the "
+            "question holds the words every match holds; what is left is spread over some "
+            "twenty rules, each a pass over the question in Python (dates, company names, "
+            "references, the column rules), and a fixed cost per question (its words, the "
+            "gates, the answer) that alone is over half the aim; see the profile of "
+            "`understand`",
         )
     ]
     if learned is not None:

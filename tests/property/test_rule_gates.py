@@ -243,3 +243,61 @@ def test_the_columns_named_from_a_word_are_every_column_named_there(text: str, t
             if phrase_at(tokens, j, lexicon.phrase_index(c.name))
         ]
         assert named == every
+
+
+_PREFIXES = st.lists(
+    st.one_of(
+        st.sampled_from([*parser._ENTITY_STARTS, *dates._DAY_WORDS]),
+        st.from_regex(r"[a-z0-9]{1,4}", fullmatch=True),
+        st.sampled_from(["", "-", "e-", "x y", "A"]),
+    ),
+    max_size=4,
+).map(tuple)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=_texts(), prefixes=_PREFIXES)
+def test_a_word_starting_with_a_prefix_is_found_as_walking_the_words_finds_it(
+    text: str, prefixes: tuple[str, ...]
+) -> None:
+    """:meth:`Said.starts_any` searches the text for a prefix where a word starts; walking the
+    words finds the same."""
+    words = said(text)
+    if words is not None:
+        walked = any(word.startswith(prefixes) for word in words.words)
+        assert words.starts_any(prefixes) == walked, (text, prefixes)
+
+
+# Regexes rewritten so that the search skips ahead to the character every match starts with:
+# each with the pattern it replaced, which must find the same matches.
+_REWRITTEN = {
+    "bare person": (
+        parser._BARE_PERSON_RE,
+        r"\b(?P<first>[A-Z][a-z-]+)\s+(?P<last>[A-Z][a-z-]+)(?:['\u2019]s)?\b",
+    ),
+    "name before": (
+        fields._NAME_BEFORE_RE,
+        r"""(?:"(?P<dq>[^"\n\x00]{1,120})"|\bthe\s+(?P<bare>[A-Z][\w&'-]*(?:\s+[\w&'-]+){0,3}?))"""
+        r"\s+(?P<kind>campaign|sequence|cadence)\b",
+    ),
+}
+_REWRITTEN_WORDS = ["the", "The", "a", "Ana", "Hugo Costa", "Spring push", '"x"', "campaign",
+                    "sequence", "cadence", "é", "Éva", "x_y", "-", "'s"]  # fmt: skip
+_REWRITTEN_TEXT = {
+    name: st.one_of(
+        st.from_regex(re.compile(before), alphabet=st.characters(codec="utf-8")),
+        _texts(_REWRITTEN_WORDS),
+    )
+    for name, (_, before) in _REWRITTEN.items()
+}
+
+
+@pytest.mark.parametrize("name", sorted(_REWRITTEN))
+@settings(max_examples=600, deadline=None)
+@given(data=st.data())
+def test_a_rewritten_regex_finds_what_it_replaced(name: str, data: st.DataObject) -> None:
+    regex, before = _REWRITTEN[name]
+    text = data.draw(_REWRITTEN_TEXT[name])
+    for prefix in ("", "x", "é", " ", "_"):  # a word, a letter or nothing right before
+        found = [(m.span(), m.groupdict()) for m in regex.finditer(prefix + text)]
+        assert found == [(m.span(), m.groupdict()) for m in re.finditer(before, prefix + text)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rag_agent.understanding.rules import columns
 from rag_agent.understanding.rules.reading import Reading
 from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary
 from rag_agent.understanding.rules.tokens import (
@@ -85,3 +86,56 @@ def test_unclaimed_is_tokenised_again(text: str, claims: list[tuple[int, int]]) 
     for start, end in spans:
         masked = masked[:start] + "\x00" * (end - start) + masked[end:]
     assert unclaimed(tokenize(text), masked, spans) == tokenize(masked)
+
+
+def _catalog_words() -> list[str]:
+    """Words of the sample vocabulary's column names and learned values, with negating
+    prefixes written onto some ("inactive", "non-qualified"): where the tables' phrases start."""
+    found: set[str] = set()
+    for table in sample_vocabulary().tables.values():
+        for column in table.columns.values():
+            found.update(column.words)
+            for value in column.values or ():
+                if isinstance(value, str):
+                    found.update(value.replace("_", " ").split()[:2])
+    prefixed = {prefix + word for word in sorted(found)[::5] for prefix in ("in", "un", "non-")}
+    return sorted(found | prefixed | {"not", "with", "no", "leads", "status"})
+
+
+_CATALOG_TEXT = st.lists(
+    st.tuples(st.sampled_from(_catalog_words()), st.sampled_from([" ", " ", ", ", "_", "'s "])),
+    max_size=10,
+).map(lambda parts: "".join(word + sep for word, sep in parts))
+_TABLES = sorted(sample_vocabulary().tables)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_CATALOG_TEXT, table=st.sampled_from(_TABLES))
+def test_the_columns_met_at_a_word_hold_every_column_read_there(text: str, table: str) -> None:
+    """The columns :meth:`~.lexicon.Lexicon.met_at` gives at a word, in catalog order, hold
+    every column whose name (as is, or after a negating prefix) or one-word value a walk over
+    all columns meets there, so another table's report looks no further."""
+    reading = Reading(text, "leads", sample_vocabulary())
+    lexicon, tokens = reading.lexicon_of(table), reading.words.tokens
+    for i, token in enumerate(tokens):
+        met = lexicon.met_at(start_stems(token.text))
+        order = list(lexicon.columns)
+        assert [c.name for c in met] == sorted((c.name for c in met), key=order.index)
+        senses = lexicon.values.get((token.stem,), [])
+        for column in lexicon.columns.values():
+            phrases = lexicon.phrase_index(column.name)
+            read = (
+                phrase_at(tokens, i, phrases) > 0
+                or columns._flag_at(tokens, i, phrases) is not None
+                or any(s.exact and s.column == column.name for s in senses)
+            )
+            if read:
+                assert column in met, (text, table, token, column.name)
+
+
+@settings(max_examples=100, deadline=None)
+@given(table=st.sampled_from([*_TABLES, "unknown"]))
+def test_the_triggers_besides_a_table_are_every_other_tables_triggers(table: str) -> None:
+    reading = Reading("x", table, sample_vocabulary())
+    others = [reading.lexicon_of(name) for name in _TABLES if name != table]
+    assert reading.triggers_besides(table) == frozenset().union(*(o.triggers for o in others))

@@ -43,6 +43,7 @@ class _Unchecked(Reading):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.said = None  # the words are unknown: no gate closes
+        self._folded = None  # nor is the lower-cased text: no pre-check closes either
 
     def may_hold(self, words: tuple[str, ...]) -> bool:
         return True

@@ -114,31 +114,35 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
     # Tables the text names come first: "linkedin campaigns" is the campaigns' channel. A value
     # is read through another table only when the text names it and a foreign key joins the two
     # ("leads of software clients"); else it is reported ("find leads from linkedin").
-    said = (word.lower() for word in WORD_RE.findall(reading.original))
-    named = {TABLE_WORDS[word] for word in said if word in TABLE_WORDS}
-    tokens: tuple[Token, ...] = ()
+    if len(reading.vocabulary.tables) <= (lexicon.table in reading.vocabulary.tables):
+        return  # no other table
     # Words no other table's phrase is read at, whichever the table (found once per state of
     # the words, not once per table), and the stems the others may start with.
-    candidates: list[int] = []
-    starts: frozenset[str] = frozenset()
+    others = reading.triggers_besides(lexicon.table)
+    tokens = reading.words.tokens
+    candidates = _other_table_words(reading, lexicon, tokens, others)
+    if not candidates:
+        return  # no word of the text may start a phrase of any other table
+    starts = frozenset().union(*(start_stems(tokens[i].text) for i in candidates))
+    said = (word.lower() for word in WORD_RE.findall(reading.original))
+    named = {TABLE_WORDS[word] for word in said if word in TABLE_WORDS}
     for name in sorted(reading.vocabulary.tables, key=lambda table: table not in named):
         if name == lexicon.table:
             continue
         if reading.words.tokens is not tokens:
             tokens = reading.words.tokens
-            candidates = _other_table_words(reading, lexicon, tokens)
+            candidates = _other_table_words(reading, lexicon, tokens, others)
             starts = frozenset().union(*(start_stems(tokens[i].text) for i in candidates))
         other = reading.lexicon_of(name)
         if other.triggers.isdisjoint(starts):
             continue  # no word of the text may start one of its phrases
         for i in candidates:
             token = tokens[i]
-            if (
-                not _may_start(other, token)
-                or "\x00" in reading.text[token.start : token.end]  # claimed meanwhile
-            ):
+            # The columns whose name or value may be met here; every other one is not.
+            met = other.met_at(start_stems(token.text))
+            if not met or "\x00" in reading.text[token.start : token.end]:  # claimed meanwhile
                 continue
-            for column in other.columns.values():
+            for column in met:
                 if column.is_key:
                     continue
                 phrases = other.phrase_index(column.name)
@@ -212,16 +216,20 @@ _WRITER_RE = re.compile(
 _WRITER_WORDS = frozenset({"by", "from", "we", "our"})
 
 
-def _other_table_words(reading: Reading, lexicon: Lexicon, tokens: Sequence[Token]) -> list[int]:
-    """The indexes of ``tokens`` where another table's phrase may be read: not after "at"
-    ("leads at globex": the company's), not framing, not a table word, not a column of the
+def _other_table_words(
+    reading: Reading, lexicon: Lexicon, tokens: Sequence[Token], triggers: frozenset[str]
+) -> list[int]:
+    """The indexes of ``tokens`` where another table's phrase may be read: one of
+    ``triggers`` (every stem another table's phrase starts with) may start there, not after
+    "at" ("leads at globex": the company's), not framing, not a table word, not a column of the
     table read, not inside a name ("Acme Logistics LLC") nor in the words naming the table."""
     span = reading.table_span
     return [
         i
         for i, token in enumerate(tokens)
         if not (
-            (i and tokens[i - 1].text == "at")
+            triggers.isdisjoint(start_stems(token.text))
+            or (i and tokens[i - 1].text == "at")
             or token.stem in FRAMING_STEMS
             or token.stem in _TABLE_STEMS
             or (token.stem,) in lexicon.names
@@ -237,12 +245,6 @@ def _writers(reading: Reading, lexicon: Lexicon) -> None:
         if senses and len({s.column for s in senses}) == 1:
             reading.add(senses[0].column, Op.EQ, senses[0].value)
             reading.claim(*match.span())
-
-
-def _may_start(lexicon: Lexicon, token: Token) -> bool:
-    """Whether a phrase of ``lexicon`` may start at ``token`` (or at it without a negating
-    prefix: "inactive")."""
-    return not lexicon.triggers.isdisjoint(start_stems(token.text))
 
 
 def _in_name(text: str, tokens: Sequence[Token], i: int) -> bool:

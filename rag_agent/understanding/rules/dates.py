@@ -117,8 +117,9 @@ def _may_hold_free(said: Said) -> bool:
     return said.four_digits or said.any_of(_FREE_WORDS) or said.starts_any(_DAY_WORDS)
 
 
-def _may_hold_period(said: Said) -> bool:
-    return _may_hold_free(said) or said.any_of(_PERIOD_WORDS)
+def _may_hold_period(said: Said, free: bool | None = None) -> bool:
+    """``free``: :func:`_may_hold_free` of ``said``, when already known."""
+    return (_may_hold_free(said) if free is None else free) or said.any_of(_PERIOD_WORDS)
 
 
 _RANGE_RE = re.compile(
@@ -361,11 +362,11 @@ def find_dates(text: str, now: dt.datetime, said: Said | None = None) -> list[Da
         return folded is None or needs.search(folded) is not None
 
     if said is not None:
-        any_period = _may_hold_period(said)
+        bare = _may_hold_free(said)
+        any_period = _may_hold_period(said, bare)
         ranges = any_period and said.any_of(_RANGE_WORDS)
         older = said.any_of(_OLDER_WORDS)
         related = any_period and said.any_of(_RELATION_WORDS)
-        bare = _may_hold_free(said)
     else:
         ranges, older = may_hold(_RANGE_NEEDS), may_hold(_OLDER_NEEDS)
         related, bare = may_hold(_PERIOD_NEEDS_RE), may_hold(_FREE_NEEDS_RE)

@@ -49,8 +49,10 @@ _NAMED_RE = re.compile(
     r"""(?:"(?P<dq>[^"\n\x00]{1,120})"|'(?P<sq>[^'\n\x00]{1,120})'|(?P<bare>(?=\S)))""",
     re.IGNORECASE,
 )
+# "t(?<!\wt)he" is "\bthe": each branch starts with a character, so the search skips ahead to
+# a quote or a "t" instead of trying the pattern at every position.
 _NAME_BEFORE_RE = re.compile(
-    r"""(?:"(?P<dq>[^"\n\x00]{1,120})"|\bthe\s+(?P<bare>[A-Z][\w&'-]*(?:\s+[\w&'-]+){0,3}?))"""
+    r"""(?:"(?P<dq>[^"\n\x00]{1,120})"|t(?<!\wt)he\s+(?P<bare>[A-Z][\w&'-]*(?:\s+[\w&'-]+){0,3}?))"""
     r"\s+(?P<kind>campaign|sequence|cadence)\b"
 )
 

@@ -17,6 +17,7 @@ Only ASCII text is read: case-insensitive matching has cases that lower-casing d
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -36,6 +37,8 @@ class Said:
     digits: bool
     #: Whether a word of the question is four digits (a year).
     four_digits: bool
+    #: The question, lower case (where :meth:`starts_any` looks for where a word starts).
+    folded: str = ""
 
     def any_of(self, words: frozenset[str]) -> bool:
         """Whether one of ``words`` (lower case) is a word of the question."""
@@ -43,13 +46,27 @@ class Said:
 
     def starts_any(self, prefixes: tuple[str, ...]) -> bool:
         """Whether a word of the question begins with one of ``prefixes`` (lower case)."""
-        return any(word.startswith(prefixes) for word in self.words)
+        pattern = _starts(prefixes)
+        if pattern is None:
+            return any(word.startswith(prefixes) for word in self.words)
+        return pattern.search(self.folded) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _starts(prefixes: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One of ``prefixes`` where a word starts: a prefix of letters and digits met in the text
+    right after no letter or digit begins the word (a maximal run) that holds it. ``None`` when
+    a prefix is empty or holds another character (then the words are walked)."""
+    if not prefixes or not all(_RUN_RE.fullmatch(prefix) for prefix in prefixes):
+        return None
+    return re.compile("(?<![a-z0-9])(?:" + "|".join(map(re.escape, prefixes)) + ")")
 
 
 def said(text: str) -> Said | None:
     """The words of ``text``; ``None`` when it is not ASCII (then no rule may be skipped)."""
     if not text.isascii():
         return None
-    words = frozenset(_RUN_RE.findall(text.lower()))
+    folded = text.lower()
+    words = frozenset(_RUN_RE.findall(folded))
     digits = _DIGIT_RE.search(text) is not None
-    return Said(words, digits, digits and _FOUR_DIGITS_RE.search(text) is not None)
+    return Said(words, digits, digits and _FOUR_DIGITS_RE.search(text) is not None, folded)

@@ -29,6 +29,7 @@ __all__ = [
     "lexicon_of",
     "lexicon_with",
     "synonyms_key",
+    "triggers_besides",
 ]
 
 #: Generic CRM language: a word → values it may mean. Applied only where one of the targets
@@ -119,15 +120,29 @@ class Lexicon:
     _named_from: dict[str, tuple[ColumnWords, ...]] | None = field(
         default=None, repr=False, compare=False
     )
+    _met_from: dict[str, tuple[ColumnWords, ...]] | None = field(
+        default=None, repr=False, compare=False
+    )
     #: the category columns in catalog order, each with the stems of its name
     category_stems: tuple[tuple[ColumnWords, tuple[str, ...]], ...] = field(
         default=(), init=False, repr=False, compare=False
     )
     _numeric: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
     _booleans: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    _dates: tuple[tuple[str, frozenset[str]], ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
+    _date_default: tuple[str | None, str | None] = field(
+        default=(None, None), init=False, repr=False, compare=False
+    )
+    _first: dict[str, str | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.roles = _roles(self.table, self.columns)
+        # The first column of each role, asked for a dozen times per request.
+        self._first = {role: found[0] if found else None for role, found in self.roles.items()}
         self.categories = frozenset(
             c.name for c in self.columns.values() if _is_category(self.roles, c)
         )
@@ -137,6 +152,13 @@ class Lexicon:
         )
         self._numeric = tuple(c.name for c in self.columns.values() if c.is_numeric)
         self._booleans = tuple(c.name for c in self.columns.values() if c.is_boolean)
+        # The date columns with the words that name them, and the one meant when none is named.
+        self._dates = tuple(
+            (c.name, frozenset(c.stems) - {"at", "on", "date"})
+            for c in self.columns.values()
+            if c.is_date
+        )
+        self._date_default = self._default_date() if self._dates else (None, None)
 
     def has(self, column: str) -> bool:
         return column in self.columns
@@ -151,8 +173,7 @@ class Lexicon:
         return self.roles[role]
 
     def first(self, role: str) -> str | None:
-        found = self.role(role)
-        return found[0] if found else None
+        return self._first[role]
 
     @property
     def numeric(self) -> tuple[str, ...]:
@@ -165,13 +186,18 @@ class Lexicon:
     def date_column(self, verbs: Iterable[str]) -> tuple[str | None, str | None]:
         """The date column ``verbs`` (stems of the text's words) name, else the table's
         created/received/sent-like one: ``(column, None)``, or ``(None, why)``."""
-        dates = [c for c in self.columns.values() if c.is_date]
-        if not dates:
+        if not self._dates:
             return None, "no date column"
         said = set(verbs)
-        named = [c.name for c in dates if said & (set(c.stems) - {"at", "on", "date"})]
+        named = [name for name, words in self._dates if not words.isdisjoint(said)]
         if len(named) == 1:
             return named[0], None
+        return self._date_default
+
+    def _default_date(self) -> tuple[str | None, str | None]:
+        """The date column no word names: the created/received/sent-like one, else the only one
+        (see :meth:`date_column`)."""
+        dates = [c for c in self.columns.values() if c.is_date]
         for word in _DATE_EVENT_WORDS:
             event = [c.name for c in dates if stem(word) in c.stems]
             if event:
@@ -216,6 +242,32 @@ class Lexicon:
                     found.setdefault(start, []).append(column)
             known = self._named_from = {start: tuple(c) for start, c in found.items()}
         return known.get(first, ())
+
+    def met_at(self, starts: frozenset[str]) -> tuple[ColumnWords, ...]:
+        """The columns, in catalog order, met at a word whose phrases may start with one of
+        ``starts`` (:func:`.tokens.start_stems`): a phrase of the column's name starts with one,
+        or one is a value of the column written whole (``exact``). At such a word no other
+        column's name or value is read (see :func:`.columns.report_other_tables`)."""
+        index = self._met_from
+        if index is None:
+            found: dict[str, set[str]] = {}
+            for column in self.columns.values():
+                for start in self.phrase_index(column.name):
+                    found.setdefault(start, set()).add(column.name)
+            for phrase, senses in self.values.items():
+                if len(phrase) == 1:
+                    for sense in senses:
+                        if sense.exact:
+                            found.setdefault(phrase[0], set()).add(sense.column)
+            index = self._met_from = {
+                start: tuple(c for c in self.columns.values() if c.name in names)
+                for start, names in found.items()
+            }
+        if len(starts) == 1:
+            for first in starts:  # the one stem (most words hold no negating prefix)
+                return index.get(first, ())
+        met = {c.name for first in starts for c in index.get(first, ())}
+        return tuple(c for c in self.columns.values() if c.name in met) if met else ()
 
     @property
     def value_starts(self) -> frozenset[str]:
@@ -339,6 +391,8 @@ SynonymsKey = tuple[tuple[str, tuple[str, ...]], ...]
 
 def synonyms_key(synonyms: Mapping[str, Iterable[str]] | None) -> SynonymsKey:
     """``synonyms`` as :func:`lexicon_with` takes them: sorted, lower-cased words."""
+    if not synonyms:
+        return ()  # most requests bring none
     return tuple(sorted((k.lower(), tuple(v)) for k, v in (synonyms or {}).items()))
 
 
@@ -353,6 +407,20 @@ def lexicon_with(vocabulary: SchemaVocabulary, table: str, synonyms: SynonymsKey
         merged[word] = (*targets, *merged.get(word, ()))
     _index(lexicon, merged)
     return lexicon
+
+
+@functools.lru_cache(maxsize=256)
+def triggers_besides(
+    vocabulary: SchemaVocabulary, table: str, synonyms: SynonymsKey
+) -> frozenset[str]:
+    """Every stem that may start a phrase of a table of ``vocabulary`` other than ``table``
+    (the union of their :attr:`Lexicon.triggers`): a text none of whose words may start one
+    names nothing of another table."""
+    found: set[str] = set()
+    for name in vocabulary.tables:
+        if name != table:
+            found.update(lexicon_with(vocabulary, name, synonyms).triggers)
+    return frozenset(found)
 
 
 def lexicon_of(

@@ -11,6 +11,7 @@ name (``at home``, ``for now``, ``company we met``). Claimed spans (NUL characte
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -138,6 +139,7 @@ def is_stop_word(word: str) -> bool:
 _CONTRACTION_RE = re.compile(r"(?P<base>[a-z]+)['\u2019](?:m|re|ve|d|ll|t)")
 
 
+@functools.lru_cache(maxsize=4096)
 def _word(token: str) -> str:
     word = token.rstrip(_TRAILING).lower()
     contraction = _CONTRACTION_RE.fullmatch(word)
@@ -166,8 +168,9 @@ def _bare(text: str, pos: int, stop: frozenset[str]) -> tuple[str, int] | None:
     """The name starting at ``pos`` and where it ends, or ``None``."""
     tokens: list[str] = []
     end = pos
+    ahead: re.Match[str] | None = None  # the word after the one read, when already matched
     while len(tokens) < _MAX_TOKENS:
-        match = _TOKEN_RE.match(text, pos)
+        match = ahead if ahead is not None and ahead.pos == pos else _TOKEN_RE.match(text, pos)
         if match is None:
             break
         token = match.group(1)
@@ -179,7 +182,7 @@ def _bare(text: str, pos: int, stop: frozenset[str]) -> tuple[str, int] | None:
                 if following is None or not following[1][:1].isupper():
                     break
             continue
-        following = _TOKEN_RE.match(text, match.end())
+        following = ahead = _TOKEN_RE.match(text, match.end())
         named_next = following is not None and (
             following[1][:1].isupper() or following[1].rstrip(".,").lower() in _LEGAL
         )

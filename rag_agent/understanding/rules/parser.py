@@ -329,7 +329,11 @@ def _exclusions_places_people(reading: Reading) -> None:
 
 
 # Two capitalised words: a person's first and last name when the table's learned names hold them.
-_BARE_PERSON_RE = re.compile(r"\b(?P<first>[A-Z][a-z-]+)\s+(?P<last>[A-Z][a-z-]+)(?:['\u2019]s)?\b")
+# "[A-Z](?<!\w[A-Z])" is "\b[A-Z]": starting with a capital, the search skips ahead to one
+# instead of trying the pattern at every position.
+_BARE_PERSON_RE = re.compile(
+    r"(?P<first>[A-Z](?<!\w[A-Z])[a-z-]+)\s+(?P<last>[A-Z][a-z-]+)(?:['\u2019]s)?\b"
+)
 _AFTER_PERSON_NOUN = re.compile(r"\b(?:leads?|contacts?|prospects?|person|people)\s+$", re.I)
 
 

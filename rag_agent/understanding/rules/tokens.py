@@ -57,11 +57,13 @@ def tokenize(text: str) -> tuple[Token, ...]:
     found = []
     for match in WORD_RE.finditer(text):
         word = match.group().lower()
-        found.append(_token((word, _stem_of(word), *match.span())))
+        found.append(_new(Token, (word, _stem_of(word), match.start(), match.end())))
     return tuple(found)
 
 
-_token = Token._make
+#: A token made straight from its four fields (no argument binding nor length check, as in
+#: ``Token(...)`` or ``Token._make``): a request makes one per word.
+_new = tuple.__new__
 
 
 def unclaimed(
