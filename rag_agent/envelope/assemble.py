@@ -38,7 +38,7 @@ from rag_agent.envelope import (
     build_records,
     canonical_value,
 )
-from rag_agent.envelope.checked_models import applied_filter_of, metadata_of
+from rag_agent.envelope.checked_models import applied_filter_of, envelope_of, metadata_of
 from rag_agent.envelope.summary import summarize_if_truncated
 from rag_agent.hooks import FallbackCall, FallbackRead, FallbackResult
 from rag_agent.specs import Condition, Ignored
@@ -416,7 +416,7 @@ def assemble(
     metadata = metadata_of(values)
     # The metadata was checked just now and the records are built by build_records (or copies
     # of them): the envelope holds them as they are, not validated a second time.
-    return Envelope.model_construct(metadata=metadata, records=list(outcome.records))
+    return envelope_of(metadata, list(outcome.records))
 
 
 def error_envelope(

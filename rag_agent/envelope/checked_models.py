@@ -23,10 +23,11 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
-from rag_agent.envelope.models import AppliedFilter, BackendInfo, Metadata
+from rag_agent.envelope import Envelope
+from rag_agent.envelope.models import AppliedFilter, BackendInfo, Metadata, Record
 from rag_agent.envelope.records import _SLOT_SETTERS
 
-__all__ = ["applied_filter_of", "metadata_of"]
+__all__ = ["applied_filter_of", "envelope_of", "metadata_of"]
 
 # The setters of a model's four slots, as build_records uses them: a model made by __new__ and
 # these four stores is the model validation makes from the same, already valid, values.
@@ -84,13 +85,13 @@ _CHECKS: Mapping[str, Callable[[Any], bool]] = {
 #: Required fields: ``None`` is valid only for ``query_filters`` among them.
 _REQUIRED = frozenset(name for name, info in Metadata.model_fields.items() if info.is_required())
 _NULLABLE_REQUIRED = frozenset({"query_filters"})
-#: Every optional field at its default (``None``, shared safely: a default made by a factory
-#: would be shared by every model, so there is none, and a test keeps it so): a fast-built
-#: model starts from a copy of it.
-_DEFAULTS: Mapping[str, Any] = {
-    name: info.default for name, info in Metadata.model_fields.items() if not info.is_required()
-}
+#: Every field, in the model's order: a fast-built model's state starts as each of them ``None``
+#: (every optional field's default; a test keeps it so, since a default made by a factory would
+#: be one object shared by every model) and takes the values in place, so its fields keep the
+#: order validation gives them (the order ``model_dump`` and the JSON follow).
+_FIELD_NAMES = tuple(Metadata.model_fields)
 _NEW_METADATA = Metadata.__new__
+_NEW_ENVELOPE = Envelope.__new__
 
 
 def _checked(values: Mapping[str, Any]) -> bool:
@@ -113,7 +114,7 @@ def metadata_of(values: dict[str, Any]) -> Metadata:
     """``Metadata(**values)``: built directly when :func:`_checked`, else validated."""
     if not _checked(values):
         return Metadata(**values)
-    state = dict(_DEFAULTS)
+    state = dict.fromkeys(_FIELD_NAMES)
     state.update(values)
     metadata = _NEW_METADATA(Metadata)
     _SET_DICT(metadata, state)
@@ -138,3 +139,15 @@ def applied_filter_of(column: Any, op: Any, value: Any, source: Any) -> AppliedF
     _SET_EXTRA(applied, None)
     _SET_PRIVATE(applied, None)
     return applied
+
+
+def envelope_of(metadata: Metadata, records: list[Record]) -> Envelope:
+    """``Envelope.model_construct(metadata=metadata, records=records)`` (no validation: the
+    metadata was checked and the records built by build_records), without its loop over the
+    fields: the same model, with both fields set."""
+    envelope = _NEW_ENVELOPE(Envelope)
+    _SET_DICT(envelope, {"metadata": metadata, "records": records})
+    _SET_FIELDS_SET(envelope, {"metadata", "records"})
+    _SET_EXTRA(envelope, None)
+    _SET_PRIVATE(envelope, None)
+    return envelope

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import json
 import uuid
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from rag_agent.envelope import AppliedFilter, BackendInfo, Envelope, ErrorInfo, Metadata
-from rag_agent.envelope.checked_models import applied_filter_of, metadata_of
+from rag_agent.envelope.checked_models import applied_filter_of, envelope_of, metadata_of
 
 
 class _Text(enum.StrEnum):
@@ -137,6 +138,9 @@ def _same(direct: Any, validated: Any) -> None:
     assert direct.model_fields_set == validated.model_fields_set
     assert direct.model_dump(mode="json") == validated.model_dump(mode="json")
     assert direct.model_dump() == validated.model_dump()
+    # The same order too: a caller's json.dumps of the dump writes the keys in it.
+    assert list(direct.__dict__) == list(validated.__dict__)
+    assert direct.model_dump_json() == validated.model_dump_json()
     for name in type(validated).model_fields:  # the same types, not just equal values
         assert type(getattr(direct, name)) is type(getattr(validated, name)), name
 
@@ -153,9 +157,11 @@ def test_metadata_is_the_validated_model(values: dict[str, Any]) -> None:
         return
     direct = metadata_of(dict(values))
     _same(direct, validated)
-    envelope = Envelope.model_construct(metadata=direct, records=[])
+    envelope = envelope_of(direct, [])
     expected = Envelope.model_construct(metadata=validated, records=[])
-    assert envelope.to_json() == expected.to_json()
+    _same(envelope, expected)
+    written = json.dumps(envelope.to_json(), default=str)
+    assert written == json.dumps(expected.to_json(), default=str)
     with pytest.raises(ValidationError):  # frozen, as a validated model is
         direct.total_count = 1  # type: ignore[misc]
 
