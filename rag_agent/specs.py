@@ -95,7 +95,9 @@ class FilterSpec(BaseModel):
                 field="value",
             )
         value = tuple(self.value) if isinstance(self.value, list) else self.value
-        return Filter(self.column, Op(self.op), value)
+        # Op(op) of an Op is the same Op, through the enum's lookup: asked only of another value.
+        op = self.op if type(self.op) is Op else Op(self.op)
+        return Filter(self.column, op, value)
 
 
 class OrderSpec(BaseModel):
@@ -132,7 +134,9 @@ class Condition:
     def to_filter(self) -> Filter:
         """This condition as a persistence ``Filter`` (validated there)."""
         value = tuple(self.value) if isinstance(self.value, list) else self.value
-        return Filter(self.column, Op(self.op), value)
+        # Op(op) of an Op is the same Op, through the enum's lookup: asked only of another value.
+        op = self.op if type(self.op) is Op else Op(self.op)
+        return Filter(self.column, op, value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,13 +32,13 @@ from rag_agent.envelope import (
     ErrorInfo,
     FallbackReadInfo,
     IgnoredPart,
-    Metadata,
     RankingInfo,
     Record,
     ReformulationAttempt,
     build_records,
     canonical_value,
 )
+from rag_agent.envelope.checked_models import applied_filter_of, envelope_of, metadata_of
 from rag_agent.envelope.summary import summarize_if_truncated
 from rag_agent.hooks import FallbackCall, FallbackRead, FallbackResult
 from rag_agent.specs import Condition, Ignored
@@ -131,13 +131,8 @@ def shown_filters(filters: Iterable[Filter]) -> dict[str, dict[str, Any]]:
 def applied_filters(conditions: Iterable[Condition]) -> list[AppliedFilter]:
     """The envelope's ``metadata.filters`` of applied ``conditions`` (an ``in`` as a list)."""
     return [
-        AppliedFilter.model_validate(
-            {
-                "column": c.column,
-                "op": c.op.value,
-                "value": list(c.value) if isinstance(c.value, tuple) else c.value,
-                "source": c.source,
-            }
+        applied_filter_of(
+            c.column, c.op.value, list(c.value) if isinstance(c.value, tuple) else c.value, c.source
         )
         for c in conditions
     ]
@@ -406,19 +401,22 @@ def assemble(
         "backend": backend,
         **paging,
     }
-    metadata = Metadata(
-        source=outcome.source,
-        query_filters=outcome.filters or None,
-        retrieved_at=outcome.retrieved_at or now(),
-        total_count=outcome.total_count,
-        limit=limit,
-        offset=offset,
-        # Unset stays unset: only what the run found counts as set on the model.
-        **{key: value for key, value in optional.items() if value is not None},
-    )
-    # The metadata was validated just now and the records are built by build_records (or copies
+    # Built from values of the fields' exact types without a validation pass, else validated
+    # (rag_agent.envelope.checked_models); unset stays unset: only what the run found counts as
+    # set on the model.
+    values = {
+        "source": outcome.source,
+        "query_filters": outcome.filters or None,
+        "retrieved_at": outcome.retrieved_at or now(),
+        "total_count": outcome.total_count,
+        "limit": limit,
+        "offset": offset,
+    }
+    values.update({key: value for key, value in optional.items() if value is not None})
+    metadata = metadata_of(values)
+    # The metadata was checked just now and the records are built by build_records (or copies
     # of them): the envelope holds them as they are, not validated a second time.
-    return Envelope.model_construct(metadata=metadata, records=list(outcome.records))
+    return envelope_of(metadata, list(outcome.records))
 
 
 def error_envelope(

@@ -136,6 +136,10 @@ _Window = tuple[int, int]
 _Page = tuple[int | None, int | None, bool]
 
 
+#: The vocabulary's call: frozen and argument-free, so one instance serves every run.
+_VOCABULARY = Call("vocabulary")
+
+
 def _sequence(value: object, what: str) -> tuple[Any, ...]:
     # tuple("email") would split a name into letters: say what was expected instead.
     if isinstance(value, str | bytes | Mapping | Filter | Order) or not isinstance(value, Iterable):
@@ -313,7 +317,7 @@ class Pipeline:
                     text, conversation, table, given, self.now(), vocabulary,
                     self.facade.tables(), self.settings.synonyms,
                 )  # fmt: skip
-            else:
+            elif follow.text != text:  # cut to MAX_TEXT_LENGTH (else the one above serves)
                 follow = FollowUp(text=text)
             if follow.kind == "page" and follow.offset is not None:
                 # The previous query's window moved; its page size unless the caller gave one.
@@ -696,7 +700,7 @@ class Pipeline:
         """The database's vocabulary as a pipeline call (an awaited run learns it in a worker
         thread); ``None`` when it cannot be learned."""
         try:
-            learned: SchemaVocabulary = yield Call("vocabulary", (), {})
+            learned: SchemaVocabulary = yield _VOCABULARY
         except PersistenceError:
             return None
         return learned

@@ -48,7 +48,9 @@ def query_filters_view(conditions: Iterable[Condition]) -> dict[str, Any]:
     ``{column: {op: value}}`` (a list for ``in``)."""
     view: dict[str, Any] = {}
     for condition in conditions:
-        key = _KEY_OF.get((condition.column, Op(condition.op)))
+        # Op(op) of an Op is the same Op, through the enum's lookup: asked only of another value.
+        op = condition.op if type(condition.op) is Op else Op(condition.op)
+        key = _KEY_OF.get((condition.column, op))
         value = list(condition.value) if isinstance(condition.value, tuple) else condition.value
         if key is not None and key not in view:
             view[key] = value
@@ -56,10 +58,10 @@ def query_filters_view(conditions: Iterable[Condition]) -> dict[str, Any]:
         shown = view.setdefault(condition.column, {})
         if not isinstance(shown, dict):
             continue
-        op = Op(condition.op).value
-        if op == Op.NEQ.value and op in shown:  # "neither new nor contacted": both excluded
-            before = shown[op]
-            shown[op] = [*(before if isinstance(before, list) else [before]), value]
+        name = op.value
+        if name == Op.NEQ.value and name in shown:  # "neither new nor contacted": both excluded
+            before = shown[name]
+            shown[name] = [*(before if isinstance(before, list) else [before]), value]
         else:
-            shown[op] = value
+            shown[name] = value
     return view
