@@ -25,11 +25,12 @@ _CHECKSUM = (
 _SCHEMA_STATE = (
     "SELECT (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
     "        WHERE n.nspname = 'public'),"
-    # Roles other test sessions create and drop meanwhile (``rag_test_*``) are left out; any
-    # other role appearing, or a change to one, is a side effect of a payload.
+    # Roles other test sessions and benchmarks create and drop meanwhile (``rag_test_*``,
+    # ``rag_bench_*``, ``rag_rel_*``) are left out; any other role appearing, or a change to one,
+    # is a side effect of a payload.
     "       (SELECT md5(coalesce(string_agg(concat_ws(':', rolname, rolsuper, rolbypassrls,"
     "                   rolcreaterole, rolcreatedb, rolcanlogin), ',' ORDER BY rolname), ''))"
-    "        FROM pg_roles WHERE rolname NOT LIKE 'rag\\_test\\_%%' OR rolname IN (%s, %s))"
+    "        FROM pg_roles WHERE rolname !~ '^rag_(test|bench|rel)_' OR rolname IN (%s, %s))"
 )
 
 
