@@ -344,7 +344,7 @@ class TestVectorIndex:
         query = normalize(vector)
         literal = vector_literal(query)
         params = q.nearest_params(source, (), literal, "HashEmbeddings:hash-64", 400)
-        params += [vector_literal([2.0 * v for v in query]), 50]
+        params += [literal, 50]
         with psycopg.connect(world.db.reader_dsn, autocommit=True) as conn:
             with conn.transaction():
                 conn.execute("SET LOCAL enable_indexscan = off")

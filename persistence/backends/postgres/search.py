@@ -17,12 +17,12 @@ hard constraints inside every leg):
   measured); others the HNSW index with ``hnsw.iterative_scan = relaxed_order`` and
   ``hnsw.ef_search`` set in the transaction, and the exact path again should the index return
   too few rows. Without a filter, the feedback step and the leg share one scan: the query's
-  :data:`POOL_ROWS` nearest rows, ranked again on the server by the moved query
-  (:func:`~persistence.backends.postgres.search_sql.build_pooled`); with one, that pool would
-  cost the iterative scan ten times the rows at a 10 % filter, and the feedback step's 5 rows
-  and the leg's own scan go apart. Without pgvector or stored vectors, at most ``rerank_rows``
-  filtered rows are embedded in process (cached by text) and ranked there, and ``degraded``
-  says so.
+  :data:`~persistence.backends.postgres.vectors.POOL_ROWS` nearest rows, ranked again on the
+  server by the moved query (:func:`~persistence.backends.postgres.search_sql.build_pooled`);
+  with one, that pool would cost the iterative scan ten times the rows at a 10 % filter, and
+  the feedback step's 5 rows and the leg's own scan go apart. Without pgvector or stored
+  vectors, at most ``rerank_rows`` filtered rows are embedded in process (cached by text) and
+  ranked there, and ``degraded`` says so.
 
 The filters' rows are counted, by default, only up to a bound past every decision the count
 takes (:meth:`PostgresSearch._count_bound`): the semantic leg's path, the in-process leg's rows
@@ -57,6 +57,7 @@ from persistence.backends.postgres.known_words import KnownWords
 from persistence.backends.postgres.pool import Connections
 from persistence.backends.postgres.sql import build_count, filter_params
 from persistence.backends.postgres.vectors import (
+    POOL_ROWS,
     RowVectors,
     SearchSettings,
     at_least,
@@ -93,11 +94,6 @@ log = get_logger("persistence.postgres")
 TRIGRAM_THRESHOLD = 0.6
 _LEG_ORDER = ("keyword", "trigram", "semantic")
 _INDEX_RECHECK_SECONDS = 60.0
-#: The rows an unfiltered search's one HNSW scan keeps for its feedback step and its semantic leg
-#: (:meth:`PostgresSearch._pooled`): the query's 400 nearest (``ef_search`` finds as many) hold
-#: the moved query's first 100 well enough that P@10 on the labelled set went from 0.747 to
-#: 0.748 (200 rows: 0.746; 100: 0.743).
-POOL_ROWS = 400
 
 
 @dataclass(slots=True)
@@ -564,10 +560,9 @@ class PostgresSearch:
         a cursor whose rows are yet to be fetched."""
         assert facts.vector_schema is not None
         pool = max(POOL_ROWS, run.depth)
-        params = q.nearest_params(
-            source, run.filters, vector_literal(vector), embedder.model_id, pool
-        )
-        params += [vector_literal([2.0 * v for v in vector]), run.depth]
+        literal = vector_literal(vector)
+        params = q.nearest_params(source, run.filters, literal, embedder.model_id, pool)
+        params += [literal, run.depth]
         statement = q.build_pooled(run.table, run.filters, source, facts.vector_schema)
         run.path["pool"] = pool
         return run.cursor.connection.cursor().execute(statement, params)

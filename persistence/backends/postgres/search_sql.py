@@ -22,7 +22,7 @@ from psycopg import sql
 
 from persistence.backends.postgres.sql import _where, filter_params
 from persistence.query import Filter
-from persistence.search.feedback import FEEDBACK_ROWS
+from persistence.search.feedback import FEEDBACK_ROWS, FEEDBACK_WEIGHT
 
 __all__ = [
     "VectorSource",
@@ -330,13 +330,15 @@ def build_pooled(
     the pool ranked again by the moved query: ids and distances by ``(distance, id)``, cut at the
     depth.
 
-    The moved query is ``2 q + mean``: :func:`~persistence.search.feedback.refine`'s
-    ``normalize(q + 0.5 mean)`` scaled, which no cosine distance tells apart. Values: those of
-    :func:`nearest_params` (the pool's size as its depth), then ``2 q`` (text) and the depth.
+    The moved query is :func:`~persistence.search.feedback.refine`'s, in double precision from
+    the vectors' text as the library reads them, summed in its order, as the Supabase ranking
+    function computes it (:mod:`persistence.admin.supabase_search_sql`): both rank a pool alike.
+    Values: those of :func:`nearest_params` (the pool's size as its depth), then the query
+    vector (text) again and the depth.
     """
     vs = sql.Identifier(vector_schema)
     key, distance, filtered, model = _nearest_parts(table, filters, source, vector_schema)
-    # The vector kept as a vector: the mean and the second ranking stay on the server.
+    # The vector kept as a vector: the second ranking stays on the server.
     inner = sql.SQL(
         "SELECT {key} AS id, {distance} AS distance, v.{vec} AS e FROM {filtered}{model}"
     ).format(
@@ -348,11 +350,27 @@ def build_pooled(
     )
     return sql.SQL(
         "WITH pool AS MATERIALIZED ({inner} ORDER BY distance LIMIT %s), "
-        "moved AS (SELECT CAST(%s AS {vs}.vector) OPERATOR({vs}.+) {vs}.avg(f.e) AS m "
-        "FROM (SELECT e FROM pool ORDER BY distance, id LIMIT {rows}) AS f) "
-        "SELECT p.id, p.e OPERATOR({vs}.<=>) moved.m AS distance FROM pool AS p, moved "
+        "top AS (SELECT CAST(p.e AS pg_catalog.text) AS v, "
+        "pg_catalog.row_number() OVER (ORDER BY p.distance, p.id) AS n "
+        "FROM pool AS p ORDER BY p.distance, p.id LIMIT {rows}), "
+        "mean AS (SELECT c.i, pg_catalog.sum(CAST(c.x AS pg_catalog.float8) ORDER BY top.n) "
+        "/ pg_catalog.count(*) AS m FROM top, pg_catalog.unnest(pg_catalog.string_to_array("
+        "pg_catalog.btrim(top.v, '[]'), ',')) WITH ORDINALITY AS c(x, i) GROUP BY c.i), "
+        "moved AS (SELECT q.i, CAST(q.x AS pg_catalog.float8) + "
+        "CAST({weight} AS pg_catalog.float8) * mean.m AS y "
+        "FROM pg_catalog.unnest(pg_catalog.string_to_array(pg_catalog.btrim(%s, '[]'), ',')) "
+        "WITH ORDINALITY AS q(x, i) JOIN mean ON mean.i = q.i), "
+        "refined AS (SELECT CAST(pg_catalog.array_agg(y / l.norm ORDER BY i) AS {vs}.vector) "
+        "AS r FROM moved, (SELECT pg_catalog.sqrt(pg_catalog.sum(y * y ORDER BY i)) AS norm "
+        "FROM moved) AS l) "
+        "SELECT p.id, p.e OPERATOR({vs}.<=>) refined.r AS distance FROM pool AS p, refined "
         "ORDER BY 2, p.id LIMIT %s"
-    ).format(inner=inner, vs=vs, rows=sql.Literal(FEEDBACK_ROWS))
+    ).format(
+        inner=inner,
+        vs=vs,
+        rows=sql.Literal(FEEDBACK_ROWS),
+        weight=sql.Literal(repr(FEEDBACK_WEIGHT)),
+    )
 
 
 def nearest_params(
