@@ -43,7 +43,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -55,6 +54,8 @@ from persistence.backends.postgres.catalog import Table
 from persistence.backends.postgres.documents import documents_table, usable
 from persistence.backends.postgres.known_words import KnownWords
 from persistence.backends.postgres.pool import Connections
+from persistence.backends.postgres.search_facts import SearchFacts
+from persistence.backends.postgres.search_run import SearchRun
 from persistence.backends.postgres.sql import build_count, filter_params
 from persistence.backends.postgres.vectors import (
     POOL_ROWS,
@@ -94,39 +95,6 @@ log = get_logger("persistence.postgres")
 TRIGRAM_THRESHOLD = 0.6
 _LEG_ORDER = ("keyword", "trigram", "semantic")
 _INDEX_RECHECK_SECONDS = 60.0
-
-
-@dataclass(slots=True)
-class _Facts:
-    vector_schema: str | None
-    trgm_schema: str | None
-    side_dimension: int | None
-    side_meta: dict[str, Any] | None
-    has_hnsw: bool
-    column_dimension: int | None
-    #: pgvector 0.8 brought ``hnsw.iterative_scan``; before it only the exact fallback helps.
-    iterative: bool = False
-    #: The documents table's description, when it exists and this role may read it.
-    documents: str | None = None
-
-
-@dataclass(slots=True)
-class _Run:
-    """One search's working state inside its transaction."""
-
-    cursor: psycopg.Cursor[Any]
-    table: sql.Identifier
-    filters: tuple[Filter, ...]
-    depth: int
-    total: int
-    notes: list[str]
-    path: dict[str, Any] = field(default_factory=dict)
-    #: The semantic leg's query after feedback: the same for both tiers, computed once.
-    refined: Vector | None = None
-    #: Whether the semantic leg takes a round of feedback (:func:`feedback.takes_feedback`).
-    feedback: bool = True
-    #: The ``hnsw.ef_search`` the tier's settings set (``None``: not set).
-    ef: int | None = None
 
 
 class PostgresSearch:
@@ -187,7 +155,9 @@ class PostgresSearch:
             cursor = conn.cursor()
             # Legs are cut at the tiers' fixed depths, never at offset + k: the fused order, and
             # so each page, must not depend on which page is asked.
-            run = _Run(cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes)
+            run = SearchRun(
+                cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes
+            )
             # The count decides the semantic leg's path (exact under ``exact_rows``), the
             # in-process leg's rows (under ``rerank_rows``), and whether the legs ranked enough
             # for a page; a bound above all three changes none of them, and spares reading every
@@ -292,8 +262,8 @@ class PostgresSearch:
 
     def _legs(
         self,
-        run: _Run,
-        facts: _Facts,
+        run: SearchRun,
+        facts: SearchFacts,
         mode: SearchMode,
         text: str,
         table: str,
@@ -384,7 +354,7 @@ class PostgresSearch:
         return legs
 
     def _settings(
-        self, run: _Run, facts: _Facts, *, hnsw: bool, trigram: bool, feedback: bool
+        self, run: SearchRun, facts: SearchFacts, *, hnsw: bool, trigram: bool, feedback: bool
     ) -> None:
         """The transaction's settings for this tier's legs, in one statement: the HNSW scan's
         ``ef_search`` (the feedback step's when it runs in this tier, else the leg's own) and
@@ -418,7 +388,7 @@ class PostgresSearch:
 
     # --- facts -----------------------------------------------------------------------------------
 
-    def _probe(self, cursor: psycopg.Cursor[Any], table: str) -> _Facts:
+    def _probe(self, cursor: psycopg.Cursor[Any], table: str) -> SearchFacts:
         side = sql.Identifier(self._schema, embeddings_table(table)).as_string(None)
         base = sql.Identifier(self._schema, table).as_string(None)
         docs = sql.Identifier(self._schema, documents_table(table)).as_string(None)
@@ -431,14 +401,19 @@ class PostgresSearch:
                 meta = parsed if isinstance(parsed, dict) else None
             except ValueError:
                 meta = None
-        return _Facts(
+        return SearchFacts(
             row[0], row[1], row[2], meta, bool(row[4]), row[5], at_least(row[6], 0, 8), row[7]
         )
 
     # --- legs ------------------------------------------------------------------------------------
 
     def _keyword(
-        self, run: _Run, facts: _Facts, table: str, columns: Sequence[str], terms: Sequence[str]
+        self,
+        run: SearchRun,
+        facts: SearchFacts,
+        table: str,
+        columns: Sequence[str],
+        terms: Sequence[str],
     ) -> psycopg.Cursor[Any]:
         config = self.settings.text_search_config
         indexed = self._indexed(run, columns)
@@ -458,7 +433,7 @@ class PostgresSearch:
         run.path["stored_documents"] = stored is not None
         return run.cursor.connection.cursor().execute(statement, params)
 
-    def _indexed(self, run: _Run, columns: Sequence[str]) -> bool:
+    def _indexed(self, run: SearchRun, columns: Sequence[str]) -> bool:
         """Whether the planner serves the keyword document by an index (asked once a minute
         per table and column set: an index created later is noticed)."""
         key = (run.table.as_string(None), tuple(columns))
@@ -476,7 +451,7 @@ class PostgresSearch:
         return indexed
 
     def _trigram(
-        self, run: _Run, columns: Sequence[str], text: str, schema: str
+        self, run: SearchRun, columns: Sequence[str], text: str, schema: str
     ) -> psycopg.Cursor[Any]:
         # The planner overestimates what a trigram index returns for a text of several words and
         # scans the table instead, computing word_similarity on every row (100 ms at 10k rows
@@ -501,8 +476,8 @@ class PostgresSearch:
 
     def _semantic(
         self,
-        run: _Run,
-        facts: _Facts,
+        run: SearchRun,
+        facts: SearchFacts,
         source: q.VectorSource | None,
         text_columns: tuple[str, ...],
         vector: Vector,
@@ -550,9 +525,9 @@ class PostgresSearch:
 
     def _pooled(
         self,
-        run: _Run,
+        run: SearchRun,
         source: q.VectorSource,
-        facts: _Facts,
+        facts: SearchFacts,
         vector: Vector,
         embedder: Embedder,
     ) -> psycopg.Cursor[Any]:
@@ -569,7 +544,7 @@ class PostgresSearch:
 
     def _vector_source(
         self,
-        facts: _Facts,
+        facts: SearchFacts,
         table: str,
         text_columns: tuple[str, ...],
         embedder: Embedder,
@@ -615,9 +590,9 @@ class PostgresSearch:
 
     def _nearest(
         self,
-        run: _Run,
+        run: SearchRun,
         source: q.VectorSource,
-        facts: _Facts,
+        facts: SearchFacts,
         vector: Vector,
         embedder: Embedder,
         limit: int,
@@ -644,7 +619,7 @@ class PostgresSearch:
 
     def _rerank(
         self,
-        run: _Run,
+        run: SearchRun,
         columns: tuple[str, ...],
         vector: Vector,
         embedder: Embedder,
@@ -679,7 +654,7 @@ class PostgresSearch:
 
     def _page(
         self,
-        run: _Run,
+        run: SearchRun,
         fused: list[Fused],
         legs: tuple[str, ...],
         columns: Sequence[str],
@@ -721,7 +696,7 @@ def _ordered(legs: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
     return {name: legs[name] for name in _LEG_ORDER if name in legs}
 
 
-def _timed(run: _Run, name: str, leg: Callable[..., list[Any]], *args: Any) -> list[Any]:
+def _timed(run: SearchRun, name: str, leg: Callable[..., list[Any]], *args: Any) -> list[Any]:
     """``leg(*args)``, its milliseconds recorded for the debug log."""
     started = time.perf_counter()
     try:
