@@ -21,6 +21,7 @@ from persistence.backends.postgres.vectors import (
     EF_SEARCH_FLOOR,
     EXACT_ROWS,
     LEG_EF_SEARCH_FLOOR,
+    POOL_ROWS,
     embeddings_table,
 )
 from persistence.errors import ConfigurationError
@@ -124,6 +125,7 @@ def search_function_sql(
         trigram=trigram,
         rrf=RRF_K,
         few=few,
+        pool_rows=POOL_ROWS,
     )
     return _TEMPLATE.format(
         fused=fused,
@@ -182,8 +184,17 @@ with
     (select e.row_id as id, e.embedding <=> refined as distance
     from {side} e join {relation} t on t.id = e.row_id
     where refined is not null and e.model_id = query_model{where}
-      and not coalesce(exact, {few})
+      and not coalesce(exact, {few}) and not pooled
     order by distance limit depth)
+    union all
+    -- Without a filter, as the PostgreSQL backend: the query's {pool_rows} nearest rows (at
+    -- least the depth), ranked again by the moved query.
+    (select p.id, p.e <=> refined as distance
+    from (select e.row_id as id, e.embedding as e
+      from {side} e join {relation} t on t.id = e.row_id
+      where pooled and e.model_id = query_model
+      order by e.embedding <=> probe limit greatest(depth, {pool_rows})) p
+    order by distance, p.id limit depth)
   ),
   semantic as (
     select n.id, row_number() over (order by n.distance, n.id)::int as r from nearest n
@@ -252,6 +263,8 @@ declare
   exact boolean;
   probe {vs}.vector;
   refined {vs}.vector;
+  -- Whether the semantic leg ranks the pool of one scan (no filter, the HNSW path, feedback).
+  pooled boolean := false;
 begin
   if jsonb_typeof(filters) is distinct from 'object' then
     raise exception 'filters must be a JSON object of column: value';
@@ -323,9 +336,14 @@ begin
       into refined, exact
       from moved, (select sqrt(sum(y * y order by i)) as norm from moved) l;
       refined := coalesce(refined, probe);
+      -- No filter and the HNSW path: the leg ranks the pool of the feedback step's scan.
+      pooled := filters = '{{}}'::jsonb and not coalesce(exact, true);
     end if;
-    -- The leg's own scan needs only its depth (the feedback step's 5 rows needed more).
-    perform set_config('hnsw.ef_search', least(greatest(depth, {leg_ef_floor}), 1000)::text, true);
+    if not pooled then
+      -- The leg's own scan needs only its depth (the feedback step's 5 rows needed more).
+      perform set_config('hnsw.ef_search', least(greatest(depth, {leg_ef_floor}), 1000)::text,
+        true);
+    end if;
   end if;
   -- The first tier: its first {tier_rows} fused rows.
   select array_agg(o.id order by o.position), array_agg(o.score order by o.position),

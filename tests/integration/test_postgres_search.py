@@ -8,10 +8,12 @@ filters take the HNSW path at test sizes, as they would at 100k rows with the de
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
+import math
 import random
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +25,11 @@ from persistence import Filter, Op, create_read_only_facade
 from persistence.admin.index_build import PHASES, index_table
 from persistence.backends.postgres import SearchSettings
 from persistence.backends.postgres import search_sql as q
+from persistence.backends.postgres.vectors import parse_vector, vector_literal
 from persistence.errors import InvalidQueryError, PersistenceError
 from persistence.search import fuse
+from persistence.search.embedder import normalize
+from persistence.search.feedback import FEEDBACK_ROWS, refine
 from persistence.search.fusion import weights_for
 from persistence.search.model import TIER_DEPTH, TIER_ROWS
 from tests.conftest import PostgresDatabase, corpus_lines
@@ -320,6 +325,97 @@ class TestVectorIndex:
                     conn.execute("SET LOCAL enable_sort = off")
                     counts[mode] = len(conn.execute(statement, params).fetchall())
         assert counts["off"] < 50 == counts["relaxed_order"]
+
+    def test_pooled_scan_ranks_its_pool_by_the_refined_query(self, world: World) -> None:
+        """The pooled statement (the leg and its feedback in one scan): its rows are the pool's
+        best by cosine to ``refine(q, the pool's 5 nearest to q)`` computed here in Python,
+        best first (ties in float4 against float8 allowed a hair's breadth). The index is off,
+        so the pool is every message: the scan's approximation is not what is tested."""
+        table = psycopg.sql.Identifier("public", "messages")
+        source = q.VectorSource(
+            psycopg.sql.Identifier("public", "messages_embeddings"),
+            "row_id",
+            "embedding",
+            64,
+            "model_id",
+        )
+        statement = q.build_pooled(table, (), source, "public")
+        vector = HashEmbeddings().embed_query("customer cannot pay the overcharged invoice")
+        query = normalize(vector)
+        literal = vector_literal(query)
+        params = q.nearest_params(source, (), literal, "HashEmbeddings:hash-64", 400)
+        params += [literal, 50]
+        with psycopg.connect(world.db.reader_dsn, autocommit=True) as conn:
+            with conn.transaction():
+                conn.execute("SET LOCAL enable_indexscan = off")
+                found = [r[0] for r in conn.execute(statement, params).fetchall()]
+            stored = {
+                r[0]: parse_vector(r[1])
+                for r in conn.execute("SELECT row_id, embedding::text FROM messages_embeddings")
+            }
+        assert len(stored) == 400 and len(found) == 50
+
+        def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+            return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
+                sum(x * x for x in a) * sum(y * y for y in b)
+            )
+
+        nearest = sorted(stored, key=lambda k: (-cosine(query, stored[k]), k))
+        refined = refine(query, [stored[k] for k in nearest[:FEEDBACK_ROWS]])
+        score = {k: cosine(refined, v) for k, v in stored.items()}
+        assert all(score[a] >= score[b] - 1e-6 for a, b in itertools.pairwise(found))
+        lowest = min(score[k] for k in found)
+        assert all(score[k] <= lowest + 1e-6 for k in stored.keys() - set(found))
+
+    def test_an_unfiltered_search_takes_the_pooled_scan_a_filtered_one_two(
+        self, world: World
+    ) -> None:
+        """Without a filter the semantic leg and its feedback share one scan of a 400-row pool;
+        with one, the iterative scan would have to find 400 filtered rows, and the feedback
+        step and the leg scan apart. Both deliver the page."""
+        text = "locked out after password reset"
+        with _facade(world.db.reader_dsn) as facade, capture_logs() as logs:
+            plain = facade.search("inquiries", text, k=50, mode="semantic")
+            filtered = facade.search(
+                "inquiries",
+                text,
+                filters=[Filter("client_id", Op.EQ, world.clients[50])],
+                k=50,
+                mode="semantic",
+            )
+        events = [e for e in logs if e["event"] == "postgres.search"]
+        assert len(plain.hits) == len(filtered.hits) == 50
+        assert events[0]["path"] == events[1]["path"] == "hnsw"
+        assert events[0]["pool"] == 400 and "fallback" not in events[0]
+        assert "pool" not in events[1]
+
+    def test_a_pool_short_of_the_depth_falls_back_to_the_exact_path(
+        self, pgvector_server: str
+    ) -> None:
+        """Rows with no stored vector (added after the index step): the pooled scan returns
+        fewer than the depth although more rows match, and the exact path ranks the leg, as
+        an exact search does."""
+        rng = random.Random(5)
+        client = uuid.uuid4()
+        rows = _rows(rng, {}, client)[:300]
+        text = "customer wants to cancel the subscription"
+        with pgvector_database(pgvector_server) as db:
+            _load(db.admin_dsn, rows, [client])
+            index_table(db.writer_dsn, "inquiries", ["subject", "body"], HashEmbeddings(),
+                        grant_to=[db.reader_role])  # fmt: skip
+            db.execute(
+                "DELETE FROM inquiries_embeddings WHERE row_id IN "
+                "(SELECT row_id FROM inquiries_embeddings ORDER BY row_id LIMIT 250)"
+            )
+            with _facade(db.reader_dsn) as facade, capture_logs() as logs:
+                pooled = facade.search("inquiries", text, k=100, mode="semantic")
+            with _facade(db.reader_dsn, exact_rows=10_000) as facade:
+                exact = facade.search("inquiries", text, k=100, mode="semantic")
+        event = [e for e in logs if e["event"] == "postgres.search"][-1]
+        assert event["pool"] == 400 and event["fallback"] is True
+        ranked = [h.row["id"] for h in pooled.hits if h.ranks["semantic"] is not None]
+        assert len(ranked) == 50
+        assert ranked == [h.row["id"] for h in exact.hits if h.ranks["semantic"] is not None]
 
     @pytest.mark.parametrize("with_vectors", [False, True])
     def test_exact_path_measures_every_row_even_where_the_index_could_order(

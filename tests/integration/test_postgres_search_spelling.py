@@ -175,6 +175,26 @@ def test_a_text_of_known_words_skips_the_spelling_pass(pgvector_server: str) -> 
     assert fresh.degraded is not None and "no words table" in fresh.degraded
 
 
+def test_a_word_left_as_typed_skips_the_spelling_pass(pgvector_server: str) -> None:
+    """A word the table offered no correction for is remembered as one held: a text of such
+    words is not looked up again (with SELECT revoked since, no note), while a word the pass
+    corrected still is, each time (the note says the table can no longer be read)."""
+    store = inquiries_store(rows=400)
+    with pgvector_database(pgvector_server) as db:
+        _load_and_index(db, store)
+        with _facade(db.reader_dsn) as facade:
+            first = facade.search("inquiries", "cancel qzxvwy", k=5)
+            typo = facade.search("inquiries", "canncel qzxvwy", k=5)
+            db.execute(f"REVOKE SELECT ON inquiries_words FROM {db.reader_role}")
+            again = facade.search("inquiries", "qzxvwy cancel", k=5)
+            typo_again = facade.search("inquiries", "canncel", k=5)
+    assert first.degraded is None and first.corrections == ()
+    assert typo.corrections == (("canncel", "cancel"),)
+    assert again.degraded is None and again.corrections == ()
+    assert typo_again.corrections == ()
+    assert typo_again.degraded is not None and "no words table" in typo_again.degraded
+
+
 def test_prefetched_words_answer_as_the_lookups_would(pgvector_server: str) -> None:
     """After ``prefetch`` (one statement), ``known`` and ``similar`` of those words send
     nothing and answer what the two lookups of a vocabulary without it answer."""

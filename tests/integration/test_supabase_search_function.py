@@ -5,6 +5,7 @@ as :func:`persistence.search.fuse`, and ranks as the PostgreSQL backend's keywor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -20,6 +21,7 @@ import pytest
 from persistence import Filter, Op, create_read_only_facade
 from persistence.admin.index_build import index_table
 from persistence.backends.postgres import SearchSettings
+from persistence.backends.postgres.vectors import EXACT_ROWS
 from persistence.backends.supabase.postgrest.search import filtered_columns, ranked_columns
 from persistence.search import fuse, weights_for
 from persistence.search.embedder import Embedder
@@ -62,11 +64,18 @@ CLIENT_INDEX = "inquiries_client_id_idx"
 
 @pytest.fixture(scope="module")
 def world(pgvector_server: str) -> Iterator[World]:
+    with _installed(pgvector_server, SHARES) as made:
+        yield made
+
+
+@contextlib.contextmanager
+def _installed(server: str, shares: tuple[int, ...]) -> Iterator[World]:
+    """A database of ``shares`` rows per client, indexed, with the function installed."""
     rng = random.Random(20)
-    clients = [uuid.UUID(int=rng.getrandbits(128)) for _ in SHARES]
-    with pgvector_database(pgvector_server) as db:
+    clients = [uuid.UUID(int=rng.getrandbits(128)) for _ in shares]
+    with pgvector_database(server) as db:
         rows = []
-        for client, share in zip(clients, SHARES, strict=True):
+        for client, share in zip(clients, shares, strict=True):
             for _ in range(share):
                 words = _TOPICS[rng.choice(sorted(_TOPICS))].split()
                 subject = " ".join(rng.sample(words, 2))
@@ -273,6 +282,23 @@ def test_the_semantic_leg_has_the_feedback_step_of_the_postgres_backend(world: W
             else:
                 moved += [r[0] for r in got] != unmoved
     assert moved  # the step changes some order: the equality above is not vacuous
+
+
+def test_without_a_filter_past_the_exact_rows_the_leg_ranks_one_scan_pool(
+    pgvector_server: str,
+) -> None:
+    """More rows than ``EXACT_ROWS`` and no filter: the semantic leg ranks the pool of one HNSW
+    scan by the moved query, as the PostgreSQL backend's pooled scan does: the same ids and
+    ranks; the hybrid pages too."""
+    with _installed(pgvector_server, (EXACT_ROWS + 300,)) as large:
+        for text in TEXTS:
+            want = _backend_hits(large, text, mode="semantic", client=None, k=50)
+            got = call(large, text, mode="semantic", k=50)
+            assert [r[0] for r in got] == [h.row["id"] for h in want]
+            assert [r[4] for r in got] == [h.ranks["semantic"] for h in want]
+            want = _backend_hits(large, text, mode="hybrid", client=None, k=30)
+            got = call(large, text, k=30)
+            assert [(r[0], r[1]) for r in got] == [(h.row["id"], h.score) for h in want]
 
 
 def test_hybrid_pages_are_the_postgres_backend_pages(world: World) -> None:

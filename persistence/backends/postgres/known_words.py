@@ -1,14 +1,16 @@
-"""Words a table's words table was seen to hold, remembered in process, so that a search text
+"""Words a table's spelling pass left as typed, remembered in process, so that a search text
 made only of such words skips the spelling pass: no probe of the words table, no lookup
 (:func:`~persistence.backends.postgres.words.words_to_look_up`).
 
-A word some row holds is never corrected (:mod:`persistence.search.spelling`), so a text whose
-every looked-up word is known needs no vocabulary at all. Only words the words table answered
-are kept, for :data:`KNOWN_WORD_SECONDS` each, at most :data:`MAX_KNOWN_WORDS` per table and set
-of columns (the oldest go first). A stale entry can only leave a word as typed that a fresh
-lookup might have corrected (the word left every row within that time): never a correction, so
-never a word of rows the reader may not see. For the same time such a text gets no note when
-the words table has since become unreadable (dropped, its grant revoked, row-level security on).
+A word some row holds is never corrected (:mod:`persistence.search.spelling`), nor one the words
+table offered no correction for (each word is corrected by its own candidates alone), so a text
+whose every looked-up word is known needs no vocabulary at all. Only words the words table
+answered are kept, for :data:`KNOWN_WORD_SECONDS` each, at most :data:`MAX_KNOWN_WORDS` per table
+and set of columns (the oldest go first); a correction is never kept. A stale entry can only
+leave a word as typed that a fresh lookup might have corrected (the word left every row, or a
+word one edit from it entered enough rows, within that time): never a correction, so never a
+word of rows the reader may not see. For the same time such a text gets no note when the words
+table has since become unreadable (dropped, its grant revoked, row-level security on).
 
 Thread-safe: one lock guards the entries.
 """

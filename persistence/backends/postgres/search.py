@@ -16,8 +16,13 @@ hard constraints inside every leg):
   round of pseudo-relevance feedback. Selective filters take the exact path (every filtered row
   measured); others the HNSW index with ``hnsw.iterative_scan = relaxed_order`` and
   ``hnsw.ef_search`` set in the transaction, and the exact path again should the index return
-  too few rows. Without pgvector or stored vectors, at most ``rerank_rows`` filtered rows are
-  embedded in process (cached by text) and ranked there, and ``degraded`` says so.
+  too few rows. Without a filter, the feedback step and the leg share one scan: the query's
+  :data:`~persistence.backends.postgres.vectors.POOL_ROWS` nearest rows, ranked again on the
+  server by the moved query (:func:`~persistence.backends.postgres.search_sql.build_pooled`);
+  with one, that pool would cost the iterative scan ten times the rows at a 10 % filter, and
+  the feedback step's 5 rows and the leg's own scan go apart. Without pgvector or stored
+  vectors, at most ``rerank_rows`` filtered rows are embedded in process (cached by text) and
+  ranked there, and ``degraded`` says so.
 
 The filters' rows are counted, by default, only up to a bound past every decision the count
 takes (:meth:`PostgresSearch._count_bound`): the semantic leg's path, the in-process leg's rows
@@ -38,7 +43,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -50,8 +54,11 @@ from persistence.backends.postgres.catalog import Table
 from persistence.backends.postgres.documents import documents_table, usable
 from persistence.backends.postgres.known_words import KnownWords
 from persistence.backends.postgres.pool import Connections
+from persistence.backends.postgres.search_facts import SearchFacts
+from persistence.backends.postgres.search_run import SearchRun
 from persistence.backends.postgres.sql import build_count, filter_params
 from persistence.backends.postgres.vectors import (
+    POOL_ROWS,
     RowVectors,
     SearchSettings,
     at_least,
@@ -88,39 +95,6 @@ log = get_logger("persistence.postgres")
 TRIGRAM_THRESHOLD = 0.6
 _LEG_ORDER = ("keyword", "trigram", "semantic")
 _INDEX_RECHECK_SECONDS = 60.0
-
-
-@dataclass(slots=True)
-class _Facts:
-    vector_schema: str | None
-    trgm_schema: str | None
-    side_dimension: int | None
-    side_meta: dict[str, Any] | None
-    has_hnsw: bool
-    column_dimension: int | None
-    #: pgvector 0.8 brought ``hnsw.iterative_scan``; before it only the exact fallback helps.
-    iterative: bool = False
-    #: The documents table's description, when it exists and this role may read it.
-    documents: str | None = None
-
-
-@dataclass(slots=True)
-class _Run:
-    """One search's working state inside its transaction."""
-
-    cursor: psycopg.Cursor[Any]
-    table: sql.Identifier
-    filters: tuple[Filter, ...]
-    depth: int
-    total: int
-    notes: list[str]
-    path: dict[str, Any] = field(default_factory=dict)
-    #: The semantic leg's query after feedback: the same for both tiers, computed once.
-    refined: Vector | None = None
-    #: Whether the semantic leg takes a round of feedback (:func:`feedback.takes_feedback`).
-    feedback: bool = True
-    #: The ``hnsw.ef_search`` the tier's settings set (``None``: not set).
-    ef: int | None = None
 
 
 class PostgresSearch:
@@ -181,7 +155,9 @@ class PostgresSearch:
             cursor = conn.cursor()
             # Legs are cut at the tiers' fixed depths, never at offset + k: the fused order, and
             # so each page, must not depend on which page is asked.
-            run = _Run(cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes)
+            run = SearchRun(
+                cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes
+            )
             # The count decides the semantic leg's path (exact under ``exact_rows``), the
             # in-process leg's rows (under ``rerank_rows``), and whether the legs ranked enough
             # for a page; a bound above all three changes none of them, and spares reading every
@@ -286,8 +262,8 @@ class PostgresSearch:
 
     def _legs(
         self,
-        run: _Run,
-        facts: _Facts,
+        run: SearchRun,
+        facts: SearchFacts,
         mode: SearchMode,
         text: str,
         table: str,
@@ -300,7 +276,8 @@ class PostgresSearch:
         The settings, the keyword and trigram legs and the semantic leg's feedback scan go out
         in one pipeline (one round trip); the semantic leg's own scan follows, with the query
         the feedback moved (:func:`~persistence.search.feedback.refine`, in Python, as every
-        backend refines)."""
+        backend refines). Without a filter on the HNSW path, the pooled scan (:meth:`_pooled`)
+        is the leg itself, in the same pipeline."""
         notes = run.notes
         conn = run.cursor.connection
         keyword: tuple[str, ...] = ()
@@ -333,7 +310,10 @@ class PostgresSearch:
                     cursors["trigram"] = self._trigram(run, short, topical_text(text, table), trgm)
                 if keyword:
                     cursors["keyword"] = self._keyword(run, facts, table, text_columns, keyword)
-                if feedback:
+                if feedback and hnsw and not run.filters:
+                    assert source is not None and vector is not None and embedder is not None
+                    cursors["pooled"] = self._pooled(run, source, facts, vector, embedder)
+                elif feedback:
                     assert source is not None and vector is not None and embedder is not None
                     cursors["feedback"] = self._nearest(
                         run, source, facts, vector, embedder, FEEDBACK_ROWS, True, hnsw=hnsw
@@ -347,7 +327,15 @@ class PostgresSearch:
         if trgm is not None:
             legs["trigram"] = [r[0] for r in fetched.get("trigram", [])]
         run.path["legs_ms"] = round((time.perf_counter() - started) * 1000, 2)
-        if semantic:
+        pooled = fetched.get("pooled")
+        if pooled is not None and len(pooled) >= min(run.depth, run.total):
+            legs["semantic"] = [r[0] for r in pooled]
+        elif semantic:
+            if pooled is not None:
+                # The scan found too few although enough rows match: the exact path's two
+                # steps measure every filtered row.
+                hnsw = False
+                run.path["fallback"] = True
             assert vector is not None and embedder is not None
             legs["semantic"] = _timed(
                 run,
@@ -366,7 +354,7 @@ class PostgresSearch:
         return legs
 
     def _settings(
-        self, run: _Run, facts: _Facts, *, hnsw: bool, trigram: bool, feedback: bool
+        self, run: SearchRun, facts: SearchFacts, *, hnsw: bool, trigram: bool, feedback: bool
     ) -> None:
         """The transaction's settings for this tier's legs, in one statement: the HNSW scan's
         ``ef_search`` (the feedback step's when it runs in this tier, else the leg's own) and
@@ -400,7 +388,7 @@ class PostgresSearch:
 
     # --- facts -----------------------------------------------------------------------------------
 
-    def _probe(self, cursor: psycopg.Cursor[Any], table: str) -> _Facts:
+    def _probe(self, cursor: psycopg.Cursor[Any], table: str) -> SearchFacts:
         side = sql.Identifier(self._schema, embeddings_table(table)).as_string(None)
         base = sql.Identifier(self._schema, table).as_string(None)
         docs = sql.Identifier(self._schema, documents_table(table)).as_string(None)
@@ -413,14 +401,19 @@ class PostgresSearch:
                 meta = parsed if isinstance(parsed, dict) else None
             except ValueError:
                 meta = None
-        return _Facts(
+        return SearchFacts(
             row[0], row[1], row[2], meta, bool(row[4]), row[5], at_least(row[6], 0, 8), row[7]
         )
 
     # --- legs ------------------------------------------------------------------------------------
 
     def _keyword(
-        self, run: _Run, facts: _Facts, table: str, columns: Sequence[str], terms: Sequence[str]
+        self,
+        run: SearchRun,
+        facts: SearchFacts,
+        table: str,
+        columns: Sequence[str],
+        terms: Sequence[str],
     ) -> psycopg.Cursor[Any]:
         config = self.settings.text_search_config
         indexed = self._indexed(run, columns)
@@ -440,7 +433,7 @@ class PostgresSearch:
         run.path["stored_documents"] = stored is not None
         return run.cursor.connection.cursor().execute(statement, params)
 
-    def _indexed(self, run: _Run, columns: Sequence[str]) -> bool:
+    def _indexed(self, run: SearchRun, columns: Sequence[str]) -> bool:
         """Whether the planner serves the keyword document by an index (asked once a minute
         per table and column set: an index created later is noticed)."""
         key = (run.table.as_string(None), tuple(columns))
@@ -458,7 +451,7 @@ class PostgresSearch:
         return indexed
 
     def _trigram(
-        self, run: _Run, columns: Sequence[str], text: str, schema: str
+        self, run: SearchRun, columns: Sequence[str], text: str, schema: str
     ) -> psycopg.Cursor[Any]:
         # The planner overestimates what a trigram index returns for a text of several words and
         # scans the table instead, computing word_similarity on every row (100 ms at 10k rows
@@ -471,8 +464,9 @@ class PostgresSearch:
             b"pg_catalog.set_config('enable_seqscan', 'off', true)"
         )
         statement = q.build_trigram(run.table, run.filters, columns, schema)
-        # The text appears once per column in the condition, then once per column in the rank.
-        params = [*filter_params(run.filters), *([text] * (2 * len(columns))), run.depth]
+        # The text appears once per column in the rank, then once per column in the condition.
+        texts = [text] * len(columns)
+        params = [*texts, *filter_params(run.filters), *texts, run.depth]
         found = run.cursor.connection.cursor().execute(statement, params)
         run.cursor.execute(
             b"SELECT pg_catalog.set_config('enable_seqscan', "
@@ -482,8 +476,8 @@ class PostgresSearch:
 
     def _semantic(
         self,
-        run: _Run,
-        facts: _Facts,
+        run: SearchRun,
+        facts: SearchFacts,
         source: q.VectorSource | None,
         text_columns: tuple[str, ...],
         vector: Vector,
@@ -497,7 +491,10 @@ class PostgresSearch:
         if source is None or facts.vector_schema is None:
             return self._rerank(run, text_columns, vector, embedder, legs)
         if run.refined is None:
-            assert feedback is not None
+            if feedback is None:  # the pooled scan fell short: measure every filtered row
+                feedback = self._nearest(
+                    run, source, facts, vector, embedder, FEEDBACK_ROWS, True, hnsw=False
+                ).fetchall()
             if hnsw and len(feedback) < min(FEEDBACK_ROWS, run.total):
                 # Fewer than asked although enough rows match: measure every filtered row.
                 run.path["fallback"] = True
@@ -526,9 +523,28 @@ class PostgresSearch:
             ).fetchall()
         return [r[0] for r in nearest]
 
+    def _pooled(
+        self,
+        run: SearchRun,
+        source: q.VectorSource,
+        facts: SearchFacts,
+        vector: Vector,
+        embedder: Embedder,
+    ) -> psycopg.Cursor[Any]:
+        """The semantic leg and its feedback in one HNSW scan (:func:`search_sql.build_pooled`);
+        a cursor whose rows are yet to be fetched."""
+        assert facts.vector_schema is not None
+        pool = max(POOL_ROWS, run.depth)
+        literal = vector_literal(vector)
+        params = q.nearest_params(source, run.filters, literal, embedder.model_id, pool)
+        params += [literal, run.depth]
+        statement = q.build_pooled(run.table, run.filters, source, facts.vector_schema)
+        run.path["pool"] = pool
+        return run.cursor.connection.cursor().execute(statement, params)
+
     def _vector_source(
         self,
-        facts: _Facts,
+        facts: SearchFacts,
         table: str,
         text_columns: tuple[str, ...],
         embedder: Embedder,
@@ -574,9 +590,9 @@ class PostgresSearch:
 
     def _nearest(
         self,
-        run: _Run,
+        run: SearchRun,
         source: q.VectorSource,
-        facts: _Facts,
+        facts: SearchFacts,
         vector: Vector,
         embedder: Embedder,
         limit: int,
@@ -603,7 +619,7 @@ class PostgresSearch:
 
     def _rerank(
         self,
-        run: _Run,
+        run: SearchRun,
         columns: tuple[str, ...],
         vector: Vector,
         embedder: Embedder,
@@ -638,7 +654,7 @@ class PostgresSearch:
 
     def _page(
         self,
-        run: _Run,
+        run: SearchRun,
         fused: list[Fused],
         legs: tuple[str, ...],
         columns: Sequence[str],
@@ -680,7 +696,7 @@ def _ordered(legs: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
     return {name: legs[name] for name in _LEG_ORDER if name in legs}
 
 
-def _timed(run: _Run, name: str, leg: Callable[..., list[Any]], *args: Any) -> list[Any]:
+def _timed(run: SearchRun, name: str, leg: Callable[..., list[Any]], *args: Any) -> list[Any]:
     """``leg(*args)``, its milliseconds recorded for the debug log."""
     started = time.perf_counter()
     try:

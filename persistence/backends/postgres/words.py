@@ -165,8 +165,9 @@ def words_to_look_up(
 ) -> list[str]:
     """The words of ``text`` a search must ask the words table about (:func:`correct_in`);
     none for a text without a word that could be corrected, for one whose every looked-up word
-    the words table was seen to hold (``known`` under ``key``: a word some row holds is never
-    corrected), and for a ``filtered`` search, which says so in ``notes``.
+    a recent spelling pass left as typed (``known`` under ``key``: a word some row holds is
+    never corrected, nor one the table offered no correction for), and for a ``filtered``
+    search, which says so in ``notes``.
 
     A correction may only be a word of rows the reader could read with the same filters. The
     words table counts every row (the index step reads them all), so it is not consulted for a
@@ -242,11 +243,16 @@ def correct_in(
     key: Hashable = None,
 ) -> Correction:
     """``text`` corrected by ``vocabulary`` (``words``: :func:`words_to_look_up`'s), asked in
-    one round trip; the words it held are remembered in ``known`` under ``key``."""
+    one round trip; the words it left as typed (held by the table, or offered no correction)
+    are remembered in ``known`` under ``key``."""
     vocabulary.prefetch(words)
     corrected = correct(text, vocabulary)
     if known is not None:
-        known.add(key, vocabulary.held)
+        # A word is corrected by its own candidates alone (spelling.choose): one left as typed
+        # now is left as typed by the next text too, while the table is the same. A natural
+        # sentence usually holds such a word ("paying"), and asked the table on every call.
+        changed = {typed.lower() for typed, _ in corrected.changes}
+        known.add(key, [w for w in words if w not in changed])
     return corrected
 
 
