@@ -11,6 +11,8 @@ would be compared approximately, but neither schema has a float column.
 from __future__ import annotations
 
 import decimal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -93,6 +95,26 @@ def _emulated(store: MemoryStore) -> tuple[ReadOnlyPersistenceFacade, httpx.Clie
     return facade, http
 
 
+@contextmanager
+def _loaded(
+    pg: tuple[PostgresDatabase, PersistenceAgent, ReadOnlyPersistenceFacade],
+    store: MemoryStore,
+    rows: list[dict[str, Any]],
+) -> Iterator[tuple[ReadOnlyPersistenceFacade, ReadOnlyPersistenceFacade]]:
+    """``rows`` alone in PostgreSQL's ``leads`` and in ``store``; memory's reader and PostgREST's
+    over ``store``."""
+    database, writer, _ = pg
+    database.truncate()
+    create_persistence_agent(kind="memory", store=store).batch("leads", rows)
+    if rows:
+        # A lead's client must exist (leads.client_id is a foreign key).
+        database.add_clients(row.get("client_id") for row in rows)
+        writer.batch("leads", rows)
+    emulated, http = _emulated(store)
+    with http:
+        yield create_read_only_facade(kind="memory", store=store), emulated
+
+
 def _groups(result: AggregateResult) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(dict(g.keys), dict(g.metrics)) for g in result.groups]
 
@@ -142,17 +164,8 @@ class TestAggregateDifferential:
     ) -> None:
         """Every aggregate has the same groups, in the same order, with values of the same type
         and digits, the same cap and the same row count on all three backends."""
-        database, writer, reader = pg
-        database.truncate()
-        store = MemoryStore()
-        create_persistence_agent(kind="memory", store=store).batch("leads", rows)
-        if rows:
-            # A lead's client must exist (leads.client_id is a foreign key).
-            database.add_clients(row.get("client_id") for row in rows)
-            writer.batch("leads", rows)
-        memory = create_read_only_facade(kind="memory", store=store)
-        emulated, http = _emulated(store)
-        with http:
+        reader = pg[2]
+        with _loaded(pg, MemoryStore(), rows) as (memory, emulated):
             for query in queries:
                 _compare(reader, memory, emulated, query)
 
@@ -169,17 +182,11 @@ class TestAggregateDifferential:
         queries: list[dict[str, Any]],
     ) -> None:
         """On the uuid-keyed schema (bigint, numeric, boolean, date, timestamps, uuid) too."""
-        database, writer, reader = pg_typed
-        database.truncate()
-        store = MemoryStore(schema=SUPABASE_STYLE.types)
-        create_persistence_agent(kind="memory", store=store).batch("leads", rows)
-        if rows:
-            # A lead's client must exist (leads.client_id is a foreign key).
-            database.add_clients(row.get("client_id") for row in rows)
-            writer.batch("leads", rows)
-        memory = create_read_only_facade(kind="memory", store=store)
-        emulated, http = _emulated(store)
-        with http:
+        reader = pg_typed[2]
+        with _loaded(pg_typed, MemoryStore(schema=SUPABASE_STYLE.types), rows) as (
+            memory,
+            emulated,
+        ):
             for query in queries:
                 _compare(reader, memory, emulated, query)
 
@@ -218,17 +225,8 @@ class TestDistinctValuesDifferential:
         rows: list[dict[str, Any]],
         asked: list[tuple[str, int | None]],
     ) -> None:
-        database, writer, reader = pg
-        database.truncate()
-        store = MemoryStore()
-        create_persistence_agent(kind="memory", store=store).batch("leads", rows)
-        if rows:
-            database.add_clients(row.get("client_id") for row in rows)
-            writer.batch("leads", rows)
-        memory = create_read_only_facade(kind="memory", store=store)
-        emulated, http = _emulated(store)
-        with http:
-            _distinct_everywhere(reader, memory, emulated, rows, asked)
+        with _loaded(pg, MemoryStore(), rows) as (memory, emulated):
+            _distinct_everywhere(pg[2], memory, emulated, rows, asked)
 
     @given(
         rows=st.lists(TYPED_ROW, max_size=12, unique_by=lambda row: row["id"]),
@@ -241,17 +239,11 @@ class TestDistinctValuesDifferential:
         asked: list[tuple[str, int | None]],
     ) -> None:
         """Booleans, uuids, dates, numerics and the enum-typed status, in key order."""
-        database, writer, reader = pg_typed
-        database.truncate()
-        store = MemoryStore(schema=SUPABASE_STYLE.types)
-        create_persistence_agent(kind="memory", store=store).batch("leads", rows)
-        if rows:
-            database.add_clients(row.get("client_id") for row in rows)
-            writer.batch("leads", rows)
-        memory = create_read_only_facade(kind="memory", store=store)
-        emulated, http = _emulated(store)
-        with http:
-            _distinct_everywhere(reader, memory, emulated, rows, asked)
+        with _loaded(pg_typed, MemoryStore(schema=SUPABASE_STYLE.types), rows) as (
+            memory,
+            emulated,
+        ):
+            _distinct_everywhere(pg_typed[2], memory, emulated, rows, asked)
 
 
 class TestNumericQuotient:
