@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_agent.understanding.rules import columns, dates, fields, grouping, names, parser
+from rag_agent.understanding.rules import columns, dates, fields, grouping, names, parser, related
 from rag_agent.understanding.rules.gates import Said, said
 from rag_agent.understanding.rules.reading import Reading
 from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary
@@ -281,8 +281,31 @@ _REWRITTEN = {
         r"\s+(?P<kind>campaign|sequence|cadence)\b",
     ),
 }
+# Word alternations written by ``patterns.word_start`` (one test of the first letters at each
+# position), each with the case-insensitive ``\b(?:…)`` pattern it replaced.
+_TABLE_ALTERNATION = "|".join(sorted(TABLE_WORDS, key=len, reverse=True)).replace(" ", r"\s+")
+_REWRITTEN["table words"] = (
+    parser._TABLE_RE,
+    r"(?i)\b(?:" + _TABLE_ALTERNATION + r")\b"
+    r"(?!\s+(?:time|times|singer|generation|gen|magnet|of\s+events?|of\s+steps)\b)",
+)
+_REWRITTEN["reference"] = (
+    parser._REFERENCE_RE,
+    r"(?i)\b(?P<entity>" + "|".join(sorted(REFERENCE_WORDS, key=len, reverse=True)) + ")"
+    r"(?:[\s_-]*(?P<key>id|uuid|number|num|no|nr)\b\.?)?" + parser._SEP + parser._VALUE,
+)
+_REWRITTEN["related"] = (
+    related._RELATED_RE,
+    r"(?i)\b(?:with|including|plus|along\s+with|together\s+with|and\s+(?=(?:its|their|his|her)\s))"
+    rf"\s*{related._OWNER}(?P<first>{related._WORD})"
+    rf"(?:\s*(?:,|and|&|plus|with)\s+{related._OWNER}(?P<second>{related._WORD}))?\b",
+)
 _REWRITTEN_WORDS = ["the", "The", "a", "Ana", "Hugo Costa", "Spring push", '"x"', "campaign",
-                    "sequence", "cadence", "é", "Éva", "x_y", "-", "'s"]  # fmt: skip
+                    "sequence", "cadence", "é", "Éva", "x_y", "-", "'s",
+                    *TABLE_WORDS, *REFERENCE_WORDS, "with", "including", "plus", "along with",
+                    "and its", "and", "their", "id", "no.", "number", " 7", "=12", "#3", "time",
+                    "of events", "\u212a", "\u017f", "\u0130", "\u0131", "7",
+                    "client_id"]  # fmt: skip
 _REWRITTEN_TEXT = {
     name: st.one_of(
         st.from_regex(re.compile(before), alphabet=st.characters(codec="utf-8")),
