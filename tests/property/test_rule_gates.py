@@ -8,6 +8,7 @@ exactly what the regex finds from the start."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Callable
@@ -324,3 +325,12 @@ def test_a_rewritten_regex_finds_what_it_replaced(name: str, data: st.DataObject
     for prefix in ("", "x", "é", " ", "_"):  # a word, a letter or nothing right before
         found = [(m.span(), m.groupdict()) for m in regex.finditer(prefix + text)]
         assert found == [(m.span(), m.groupdict()) for m in re.finditer(before, prefix + text)]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=_texts())
+def test_dates_found_with_the_words_known_are_those_found_without(text: str) -> None:
+    """``find_dates`` given the text's words (its gates, and its early return when every gate
+    is closed) finds what it finds when it must look for every kind of date phrase."""
+    now = dt.datetime(2025, 6, 18, 12, tzinfo=dt.UTC)
+    assert dates.find_dates(text, now, said(text)) == dates.find_dates(text, now), text
