@@ -8,6 +8,7 @@ exactly what the regex finds from the start."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Callable
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_agent.understanding.rules import columns, dates, fields, grouping, names, parser
+from rag_agent.understanding.rules import columns, dates, fields, grouping, names, parser, related
 from rag_agent.understanding.rules.gates import Said, said
 from rag_agent.understanding.rules.reading import Reading
 from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary
@@ -44,6 +45,21 @@ def _words(found: frozenset[str]) -> Gate:
 def _own_id_gate(found: frozenset[str]) -> Gate:
     return lambda words: not found or words.any_of(found)
 
+
+# The case-insensitive ``\b(?:…)`` patterns that ``patterns.word_start`` rewrote: a text holding
+# a match of the rewritten regex is drawn from the pattern it replaced (the strategy cannot
+# draw the look-behinds that pick the letter's words: it would discard nearly every text), and
+# each rewritten regex must find what its pattern finds (see ``_REWRITTEN`` below).
+_TABLE_ALTERNATION = "|".join(sorted(TABLE_WORDS, key=len, reverse=True)).replace(" ", r"\s+")
+_TABLE_BEFORE = (
+    r"(?i)\b(?:" + _TABLE_ALTERNATION + r")\b"
+    r"(?!\s+(?:time|times|singer|generation|gen|magnet|of\s+events?|of\s+steps)\b)"
+)
+_REFERENCE_BEFORE = (
+    r"(?i)\b(?P<entity>" + "|".join(sorted(REFERENCE_WORDS, key=len, reverse=True)) + ")"
+    r"(?:[\s_-]*(?P<key>id|uuid|number|num|no|nr)\b\.?)?" + parser._SEP + parser._VALUE
+)
+_DRAWN_FROM = {"table": re.compile(_TABLE_BEFORE), "reference": re.compile(_REFERENCE_BEFORE)}
 
 # Every gate, with the regex it stands for and how that regex is run.
 _GATES: dict[str, tuple[re.Pattern[str], Gate]] = {
@@ -144,7 +160,10 @@ def test_a_closed_gate_means_no_match(name: str, data: st.DataObject) -> None:
 
 _ASCII = st.characters(codec="ascii")
 # Built once: a strategy for a regex this large takes long to build.
-_MATCHING = {name: st.from_regex(regex, alphabet=_ASCII) for name, (regex, _) in _GATES.items()}
+_MATCHING = {
+    name: st.from_regex(_DRAWN_FROM.get(name, regex), alphabet=_ASCII)
+    for name, (regex, _) in _GATES.items()
+}
 
 
 @pytest.mark.parametrize("name", sorted(_GATES))
@@ -281,8 +300,22 @@ _REWRITTEN = {
         r"\s+(?P<kind>campaign|sequence|cadence)\b",
     ),
 }
+# Word alternations written by ``patterns.word_start`` (one test of the first letters at each
+# position), each with the case-insensitive ``\b(?:…)`` pattern it replaced.
+_REWRITTEN["table words"] = (parser._TABLE_RE, _TABLE_BEFORE)
+_REWRITTEN["reference"] = (parser._REFERENCE_RE, _REFERENCE_BEFORE)
+_REWRITTEN["related"] = (
+    related._RELATED_RE,
+    r"(?i)\b(?:with|including|plus|along\s+with|together\s+with|and\s+(?=(?:its|their|his|her)\s))"
+    rf"\s*{related._OWNER}(?P<first>{related._WORD})"
+    rf"(?:\s*(?:,|and|&|plus|with)\s+{related._OWNER}(?P<second>{related._WORD}))?\b",
+)
 _REWRITTEN_WORDS = ["the", "The", "a", "Ana", "Hugo Costa", "Spring push", '"x"', "campaign",
-                    "sequence", "cadence", "é", "Éva", "x_y", "-", "'s"]  # fmt: skip
+                    "sequence", "cadence", "é", "Éva", "x_y", "-", "'s",
+                    *TABLE_WORDS, *REFERENCE_WORDS, "with", "including", "plus", "along with",
+                    "and its", "and", "their", "id", "no.", "number", " 7", "=12", "#3", "time",
+                    "of events", "\u212a", "\u017f", "\u0130", "\u0131", "7",
+                    "client_id"]  # fmt: skip
 _REWRITTEN_TEXT = {
     name: st.one_of(
         st.from_regex(re.compile(before), alphabet=st.characters(codec="utf-8")),
@@ -301,3 +334,12 @@ def test_a_rewritten_regex_finds_what_it_replaced(name: str, data: st.DataObject
     for prefix in ("", "x", "é", " ", "_"):  # a word, a letter or nothing right before
         found = [(m.span(), m.groupdict()) for m in regex.finditer(prefix + text)]
         assert found == [(m.span(), m.groupdict()) for m in re.finditer(before, prefix + text)]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=_texts())
+def test_dates_found_with_the_words_known_are_those_found_without(text: str) -> None:
+    """``find_dates`` given the text's words (its gates, and its early return when every gate
+    is closed) finds what it finds when it must look for every kind of date phrase."""
+    now = dt.datetime(2025, 6, 18, 12, tzinfo=dt.UTC)
+    assert dates.find_dates(text, now, said(text)) == dates.find_dates(text, now), text

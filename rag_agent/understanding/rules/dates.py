@@ -339,7 +339,9 @@ def find_dates(text: str, now: dt.datetime, said: Said | None = None) -> list[Da
     ``said``: the words of ``text`` (:func:`.gates.said`), when known: a kind of date phrase
     whose words are none of them is not looked for.
     """
-    today = now.astimezone(dt.UTC).date()
+    today = now.astimezone(dt.UTC).date()  # first, so that a bad ``now`` fails as before
+    if said is not None and not said.any_of(_OLDER_WORDS) and not _may_hold_period(said):
+        return []  # every gate below is closed (most questions hold no date): no set-up
     found: list[DateMatch] = []
     taken: list[tuple[int, int]] = []
 

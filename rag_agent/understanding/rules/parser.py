@@ -21,6 +21,7 @@ from rag_agent.specs import Ignored, Understanding
 from rag_agent.understanding.rules import fields, grouping, names
 from rag_agent.understanding.rules.columns import read_columns, report_other_tables
 from rag_agent.understanding.rules.dates import find_dates
+from rag_agent.understanding.rules.patterns import word_start
 from rag_agent.understanding.rules.reading import Reading, plural
 from rag_agent.understanding.rules.related import read_related
 from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary, with_sample_fallback
@@ -47,10 +48,11 @@ _EMAIL_KEY_RE = re.compile(
 )
 _VALUE = rf"(?P<value>{UUID_PATTERN}|[0-9]{{1,19}})(?![\w-])(?:['\u2019]s\b)?"
 _SEP = r"""\s*["'`]?\s*(?:[:=]{1,2}|\bis\b|\bof\b|\bequals\b)?\s*["'`]?\s*#?\s*"""
-_ENTITY = "|".join(sorted(REFERENCE_WORDS, key=len, reverse=True))
+# The entity as :func:`.patterns.word_start` writes it: the search tests one set of first letters
+# at each position instead of every entity's first letter in turn.
 _REFERENCE_RE = re.compile(
-    rf"\b(?P<entity>{_ENTITY})(?:[\s_-]*(?P<key>id|uuid|number|num|no|nr)\b\.?)?{_SEP}{_VALUE}",
-    re.IGNORECASE,
+    rf"(?P<entity>{word_start(sorted(REFERENCE_WORDS, key=len, reverse=True))})"
+    rf"(?i:(?:[\s_-]*(?P<key>id|uuid|number|num|no|nr)\b\.?)?{_SEP}{_VALUE})"
 )
 _ID_KEY_RE = re.compile(rf"(?<![\w-])(?:id|uuid)\b{_SEP}{_VALUE}", re.IGNORECASE)
 _HASH_ID_RE = re.compile(r"(?<![\w&#])#\s?(?P<value>[0-9]{1,19})(?![\w-])")
@@ -61,10 +63,10 @@ _OWN_IDS: tuple[tuple[re.Pattern[str], tuple[str, ...], frozenset[str]], ...] = 
     (_UUID_RE, ("-",), frozenset()),
 )
 # Table words, except in phrases where they name no table ("lead time", "sequence of events").
+# (written by :func:`.patterns.word_start`: one test of the first letters at each position).
 _TABLE_RE = re.compile(
-    r"\b(?:" + "|".join(sorted(TABLE_WORDS, key=len, reverse=True)).replace(" ", r"\s+") + r")\b"
-    r"(?!\s+(?:time|times|singer|generation|gen|magnet|of\s+events?|of\s+steps)\b)",
-    re.IGNORECASE,
+    word_start(w.replace(" ", r"\s+") for w in sorted(TABLE_WORDS, key=len, reverse=True))
+    + r"\b(?i:(?!\s+(?:time|times|singer|generation|gen|magnet|of\s+events?|of\s+steps)\b))"
 )
 _COUNT_RE = re.compile(
     r"\bhow\s+many\b|\b(?:the\s+)?(?:total\s+)?number\s+of\b|(?<!step\s)\bcount(?:\s+of)?\b",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from rag_agent.understanding.rules.patterns import word_start
 from rag_agent.understanding.rules.reading import Reading
 from rag_agent.understanding.rules.vocabulary import TABLE_WORDS
 
@@ -17,11 +18,13 @@ __all__ = ["read_related"]
 
 _WORD = "|".join(sorted((w for w in TABLE_WORDS if " " not in w), key=len, reverse=True))
 _OWNER = r"(?:(?:all|its|their|his|her|last|latest|recent|most\s+recent)\s+)*"
+# The leading words as :func:`.patterns.word_start` writes them: the search tests one set of
+# first letters at each position instead of each word's first letter in turn.
+_LEADS = ("with", "including", "plus", r"along\s+with", r"together\s+with",
+          r"and\s+(?=(?:its|their|his|her)\s)")  # fmt: skip
 _RELATED_RE = re.compile(
-    rf"\b(?:with|including|plus|along\s+with|together\s+with|and\s+(?=(?:its|their|his|her)\s))"
-    rf"\s*{_OWNER}(?P<first>{_WORD})"
-    rf"(?:\s*(?:,|and|&|plus|with)\s+{_OWNER}(?P<second>{_WORD}))?\b",
-    re.IGNORECASE,
+    word_start(_LEADS) + rf"(?i:\s*{_OWNER}(?P<first>{_WORD})"
+    rf"(?:\s*(?:,|and|&|plus|with)\s+{_OWNER}(?P<second>{_WORD}))?\b)"
 )
 
 
