@@ -126,6 +126,9 @@ def search_function_sql(
         rrf=RRF_K,
         few=few,
         pool_rows=POOL_ROWS,
+        vs=vector_schema,
+        feedback_rows=FEEDBACK_ROWS,
+        feedback_weight=repr(FEEDBACK_WEIGHT),
     )
     return _TEMPLATE.format(
         fused=fused,
@@ -170,6 +173,35 @@ with
   trigram as (
     {trigram}
   ),
+  -- Without a filter on the HNSW path (`pooled`), as the PostgreSQL backend: the query's
+  -- {pool_rows} nearest rows (at least the depth) in one scan, the query moved toward the mean of
+  -- the first {feedback_rows} of them (as the feedback step below moves it), the pool ranked
+  -- again by the moved query. Planned with the call's values, no scan when not pooled.
+  pool as materialized (
+    select e.row_id as id, e.embedding as e, e.embedding <=> probe as distance
+    from {side} e join {relation} t on t.id = e.row_id
+    where pooled and e.model_id = query_model
+    order by distance limit greatest(depth, {pool_rows})
+  ),
+  pool_top as (
+    select p.e::text as v, row_number() over (order by p.distance, p.id) as n
+    from pool p order by p.distance, p.id limit {feedback_rows}
+  ),
+  pool_mean as (
+    select c.i, sum(c.x::float8 order by pool_top.n) / count(*) as m
+    from pool_top,
+      unnest(string_to_array(btrim(pool_top.v, '[]'), ',')) with ordinality c(x, i)
+    group by c.i
+  ),
+  pool_moved as (
+    select q.i, q.x::float8 + {feedback_weight}::float8 * pool_mean.m as y
+    from unnest(string_to_array(btrim(query_embedding, '[]'), ',')) with ordinality q(x, i)
+    join pool_mean on pool_mean.i = q.i
+  ),
+  pool_refined as (
+    select array_agg(y / l.norm order by i)::{vs}.vector as r
+    from pool_moved, (select sqrt(sum(y * y order by i)) as norm from pool_moved) l
+  ),
   -- Few filtered rows (`exact`, or counted here when the feedback step did not count them):
   -- every one measured, in an order no index serves (`+ 0`), as the PostgreSQL backend's exact
   -- path; else the HNSW index's scan. Planned with the call's values, a known `exact` leaves
@@ -187,13 +219,8 @@ with
       and not coalesce(exact, {few}) and not pooled
     order by distance limit depth)
     union all
-    -- Without a filter, as the PostgreSQL backend: the query's {pool_rows} nearest rows (at
-    -- least the depth), ranked again by the moved query.
-    (select p.id, p.e <=> refined as distance
-    from (select e.row_id as id, e.embedding as e
-      from {side} e join {relation} t on t.id = e.row_id
-      where pooled and e.model_id = query_model
-      order by e.embedding <=> probe limit greatest(depth, {pool_rows})) p
+    (select p.id, p.e <=> m.r as distance
+    from pool p, pool_refined m
     order by distance, p.id limit depth)
   ),
   semantic as (
@@ -293,17 +320,27 @@ begin
     -- outweighs the semantic one (a text naming an identifier).
     if coalesce((weights->>'semantic')::float8, 0)
         >= coalesce((weights->>'keyword')::float8, 0) then
-      -- One round of pseudo-relevance feedback, as persistence.search.feedback.refine, computed
-      -- once for both tiers: the query moved toward the mean of the {feedback_rows} nearest
-      -- filtered rows (their vectors read as the library reads them, from their text),
-      -- normalised, summed in the library's order.
+      -- One round of pseudo-relevance feedback, as persistence.search.feedback.refine: the
+      -- query moved toward the mean of the {feedback_rows} nearest filtered rows (their vectors
+      -- read as the library reads them, from their text), normalised, summed in the library's
+      -- order; computed here once for both tiers, or from each tier's pool when pooled.
+      -- No filter and more than {exact_rows} rows (counted here, up to one more): the HNSW
+      -- path, where the legs rank the pool of one scan and move the query from it (`pool`
+      -- above), so no scan of its own here.
+      if filters = '{{}}'::jsonb then
+        exact := {few};
+        pooled := not exact;
+      end if;
+    end if;
+    if not pooled and coalesce((weights->>'semantic')::float8, 0)
+        >= coalesce((weights->>'keyword')::float8, 0) then
       -- As deep as the first tier's legs, then cut: a tie at the last place breaks by id, as in
       -- the library.
-      -- At most {exact_rows} filtered rows (counted here, up to one more, and kept in `exact`
-      -- for the legs): every one measured, in an order no index serves (`+ 0`), as the
-      -- PostgreSQL backend's exact path; more: the HNSW index's scan.
+      -- At most {exact_rows} filtered rows (counted here, up to one more, unless counted above,
+      -- and kept in `exact` for the legs): every one measured, in an order no index serves
+      -- (`+ 0`), as the PostgreSQL backend's exact path; more: the HNSW index's scan.
       with few as materialized (
-        select {few} as yes
+        select coalesce(exact, {few}) as yes
       ),
       nearest as materialized (
         (select e.row_id as id, e.embedding <=> probe as distance, e.embedding as v
@@ -336,8 +373,6 @@ begin
       into refined, exact
       from moved, (select sqrt(sum(y * y order by i)) as norm from moved) l;
       refined := coalesce(refined, probe);
-      -- No filter and the HNSW path: the leg ranks the pool of the feedback step's scan.
-      pooled := filters = '{{}}'::jsonb and not coalesce(exact, true);
     end if;
     if not pooled then
       -- The leg's own scan needs only its depth (the feedback step's 5 rows needed more).

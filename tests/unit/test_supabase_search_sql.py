@@ -54,7 +54,8 @@ class TestSearchFunctionSql:
 
     def test_each_filter_is_a_typed_predicate_in_every_read(self) -> None:
         """One predicate per filterable column in every read of the table: the feedback step
-        (its count of the filtered rows, its exact and its HNSW scan), the three legs of each
+        (its count deciding the pooled path, its count of the filtered rows, its exact and its
+        HNSW scan), the three legs of each
         tier (the semantic leg's exact and HNSW scans, each with the count it falls back on), the
         filler and the count; no ``to_jsonb`` containment left."""
         sql = search_function_sql(
@@ -64,7 +65,7 @@ class TestSearchFunctionSql:
             predicate = (
                 f"(filters->'{column}' is null or t.{column} = (filters->>'{column}')::{kind})"
             )
-            assert sql.count(predicate) == 3 + 2 * (2 + 2 * 2) + 2
+            assert sql.count(predicate) == 4 + 2 * (2 + 2 * 2) + 2
         assert "to_jsonb" not in sql
         assert "array['client_id', 'status']::text[]" in sql
         assert "set plan_cache_mode = force_custom_plan" in sql
