@@ -317,19 +317,20 @@ def _search_targets(figures: dict[str, Any]) -> list[Target]:
                     gap=over(peer["p50_s"], 1.5 * peer["peer_p50_s"], "search"),
                     reason="the server's work decides, not round trips or Python (*vs raw* in "
                     "the search table): per natural sentence at 100,000 rows, each statement "
-                    "replayed alone, the two HNSW scans about 5-7 ms (the feedback step's 5 "
-                    "rows at `ef_search` 400, since 200 lowered paraphrase P@10, and 100 for "
-                    "both scans the labelled set's P@10 by 0.004-0.010; the leg's 100 rows at "
-                    "200), the keyword leg about 3 ms, the trigram leg about 1 ms, the "
-                    "catalog and words-table probes and the words' lookup about 1.5 ms together, "
-                    "the count (bounded since the third session) 0.3 ms; a third of the sentences "
-                    "have a word corrected (a plural read as the table's singular), and search "
-                    "again as corrected. The peer spends about 10 ms on everything (two legs of "
-                    "40 rows, no count). The bench's shared buffers hold both stores' tables and "
-                    "HNSW indexes (115 MB each), read into them before timing: a library search "
-                    "right after a peer query measures as one after its own. Every leg ranks "
-                    "`TIER_DEPTH` (100) rows so that pages are windows of one order; cutting "
-                    "legs at the page's own depth needs the tiers redone on every backend.",
+                    "replayed alone, the semantic leg's one HNSW scan about 5 ms (a pool of the "
+                    "query's 400 nearest rows, each a heap tuple and a key lookup, ranked again "
+                    "by the query its first 5 moved; a pool of 200 or 100 lowers the labelled "
+                    "set's P@10), the keyword leg 3-4 ms, the trigram leg 1-7 ms, the catalog "
+                    "probe, the page's rows and the bounded count about 1.5 ms together; a "
+                    "sentence with a word no row holds is corrected first (the words table, "
+                    "about 1 ms, then remembered for a minute). The peer runs one HNSW scan of "
+                    "40 rows and a keyword leg that needs every word (a sentence finds almost "
+                    "nothing there), and no count. The bench's shared buffers hold both stores' "
+                    "tables and HNSW indexes (115 MB each), read into them before timing: a "
+                    "library search right after a peer query measures as one after its own. "
+                    "Every leg ranks `TIER_DEPTH` (100) rows so that pages are windows of one "
+                    "order; cutting legs at the page's own depth needs the tiers redone on "
+                    "every backend.",
                 )
             )
         else:
