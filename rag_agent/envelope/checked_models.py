@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
+
+from pydantic import BaseModel
 
 from rag_agent.envelope import Envelope
 from rag_agent.envelope.models import AppliedFilter, BackendInfo, Metadata, Record
@@ -97,6 +99,7 @@ _NULLABLE_REQUIRED = frozenset({"query_filters"})
 _FIELD_NAMES = tuple(Metadata.model_fields)
 _NEW_METADATA = Metadata.__new__
 _NEW_ENVELOPE = Envelope.__new__
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def _checked(values: Mapping[str, Any]) -> bool:
@@ -121,12 +124,7 @@ def metadata_of(values: dict[str, Any]) -> Metadata:
         return Metadata(**values)
     state = dict.fromkeys(_FIELD_NAMES)
     state.update(values)
-    metadata = _NEW_METADATA(Metadata)
-    _SET_DICT(metadata, state)
-    _SET_FIELDS_SET(metadata, set(values))
-    _SET_EXTRA(metadata, None)
-    _SET_PRIVATE(metadata, None)
-    return metadata
+    return _assembled(_NEW_METADATA(Metadata), state, set(values))
 
 
 def applied_filter_of(column: Any, op: Any, value: Any, source: Any) -> AppliedFilter:
@@ -138,21 +136,22 @@ def applied_filter_of(column: Any, op: Any, value: Any, source: Any) -> AppliedF
         return AppliedFilter.model_validate(fields)
     if op not in _OPS or source not in _SOURCES:
         return AppliedFilter.model_validate(fields)
-    applied = _NEW_APPLIED(AppliedFilter)
-    _SET_DICT(applied, fields)
-    _SET_FIELDS_SET(applied, set(_APPLIED_FIELDS))
-    _SET_EXTRA(applied, None)
-    _SET_PRIVATE(applied, None)
-    return applied
+    return _assembled(_NEW_APPLIED(AppliedFilter), fields, set(_APPLIED_FIELDS))
 
 
 def envelope_of(metadata: Metadata, records: list[Record]) -> Envelope:
     """``Envelope.model_construct(metadata=metadata, records=records)`` (no validation: the
     metadata was checked and the records built by build_records), without its loop over the
     fields: the same model, with both fields set."""
-    envelope = _NEW_ENVELOPE(Envelope)
-    _SET_DICT(envelope, {"metadata": metadata, "records": records})
-    _SET_FIELDS_SET(envelope, {"metadata", "records"})
-    _SET_EXTRA(envelope, None)
-    _SET_PRIVATE(envelope, None)
-    return envelope
+    state = {"metadata": metadata, "records": records}
+    return _assembled(_NEW_ENVELOPE(Envelope), state, {"metadata", "records"})
+
+
+def _assembled(model: _Model, state: dict[str, Any], fields_set: set[str]) -> _Model:
+    """``model``, made by ``__new__``, given the slots validation would give it: ``state`` as
+    its fields (in the model's order), ``fields_set``, and no extra or private values."""
+    _SET_DICT(model, state)
+    _SET_FIELDS_SET(model, fields_set)
+    _SET_EXTRA(model, None)
+    _SET_PRIVATE(model, None)
+    return model
