@@ -13,6 +13,7 @@ import pytest
 from persistence import MemoryStore, create_read_only_facade
 from persistence.admin.index_build import IndexReport, index_table
 from persistence.backends.postgres import SearchSettings, inspect_database
+from persistence.search import SearchResult
 from rag_agent.ops.doctor_search import spelling_notes
 from tests.data.hostile_payloads import own_payloads
 from tests.support.pgvector import PgvectorDatabase, pgvector_database
@@ -155,19 +156,29 @@ def test_a_filtered_search_is_not_corrected_from_other_rows(pgvector_server: str
     assert unfiltered.corrections == (("zanzibr", "zanzibar"),)
 
 
+def _around_a_revoke(
+    server: str, before: list[str], after: list[str]
+) -> tuple[list[SearchResult], list[SearchResult]]:
+    """Hybrid searches (k 5) of 400 indexed inquiries, for the texts ``before``, then, with the
+    reader's SELECT on the words table revoked, for the texts ``after``: one facade throughout,
+    so what it remembers of the words table outlives the revoke."""
+    with pgvector_database(server) as db:
+        _load_and_index(db, inquiries_store(rows=400))
+        with _facade(db.reader_dsn) as facade:
+            first = [facade.search("inquiries", text, k=5) for text in before]
+            db.execute(f"REVOKE SELECT ON inquiries_words FROM {db.reader_role}")
+            return first, [facade.search("inquiries", text, k=5) for text in after]
+
+
 def test_a_text_of_known_words_skips_the_spelling_pass(pgvector_server: str) -> None:
     """Words the words table held are remembered: a text made only of them is not looked up
     again (with the table's SELECT revoked since, no note says it cannot be read), a text
     with a word not seen yet still is, and a typo among known words is still corrected."""
-    store = inquiries_store(rows=400)
-    with pgvector_database(pgvector_server) as db:
-        _load_and_index(db, store)
-        with _facade(db.reader_dsn) as facade:
-            first = facade.search("inquiries", "cancel subscription", k=5)
-            typo = facade.search("inquiries", "canncel subscription", k=5)
-            db.execute(f"REVOKE SELECT ON inquiries_words FROM {db.reader_role}")
-            again = facade.search("inquiries", "cancel subscription", k=5)
-            fresh = facade.search("inquiries", "password reset", k=5)
+    (first, typo), (again, fresh) = _around_a_revoke(
+        pgvector_server,
+        ["cancel subscription", "canncel subscription"],
+        ["cancel subscription", "password reset"],
+    )
     assert first.degraded is None and first.corrections == ()
     assert typo.corrections == (("canncel", "cancel"),)
     assert again.degraded is None and again.corrections == ()
@@ -179,15 +190,9 @@ def test_a_word_left_as_typed_skips_the_spelling_pass(pgvector_server: str) -> N
     """A word the table offered no correction for is remembered as one held: a text of such
     words is not looked up again (with SELECT revoked since, no note), while a word the pass
     corrected still is, each time (the note says the table can no longer be read)."""
-    store = inquiries_store(rows=400)
-    with pgvector_database(pgvector_server) as db:
-        _load_and_index(db, store)
-        with _facade(db.reader_dsn) as facade:
-            first = facade.search("inquiries", "cancel qzxvwy", k=5)
-            typo = facade.search("inquiries", "canncel qzxvwy", k=5)
-            db.execute(f"REVOKE SELECT ON inquiries_words FROM {db.reader_role}")
-            again = facade.search("inquiries", "qzxvwy cancel", k=5)
-            typo_again = facade.search("inquiries", "canncel", k=5)
+    (first, typo), (again, typo_again) = _around_a_revoke(
+        pgvector_server, ["cancel qzxvwy", "canncel qzxvwy"], ["qzxvwy cancel", "canncel"]
+    )
     assert first.degraded is None and first.corrections == ()
     assert typo.corrections == (("canncel", "cancel"),)
     assert again.degraded is None and again.corrections == ()
