@@ -119,6 +119,14 @@ def _facade(dsn: str, embeddings: Any = None, **settings: Any) -> Any:
     )
 
 
+def _side_vectors(table: str) -> tuple[psycopg.sql.Identifier, q.VectorSource]:
+    """``table`` in the public schema and its 64-dimension side table of vectors, as the
+    index step writes them."""
+    side = psycopg.sql.Identifier("public", f"{table}_embeddings")
+    source = q.VectorSource(side, "row_id", "embedding", 64, "model_id")
+    return psycopg.sql.Identifier("public", table), source
+
+
 class TestRowsRule:
     @pytest.mark.parametrize("share", sorted(SELECTIVITY))
     @pytest.mark.parametrize("k", [10, 45, 50])
@@ -302,14 +310,7 @@ class TestVectorIndex:
     def test_without_iterative_scan_the_index_returns_too_few(self, world: World) -> None:
         """The same statement with iterative scan off returns fewer rows: the setting matters
         and the statement does use the HNSW index."""
-        table = psycopg.sql.Identifier("public", "inquiries")
-        source = q.VectorSource(
-            psycopg.sql.Identifier("public", "inquiries_embeddings"),
-            "row_id",
-            "embedding",
-            64,
-            "model_id",
-        )
+        table, source = _side_vectors("inquiries")
         flt = (Filter("client_id", Op.EQ, world.clients[10]),)
         statement = q.build_nearest(table, flt, source, "public", exact=False, with_vectors=False)
         vector = HashEmbeddings().embed_query("password reset")
@@ -331,14 +332,7 @@ class TestVectorIndex:
         best by cosine to ``refine(q, the pool's 5 nearest to q)`` computed here in Python,
         best first (ties in float4 against float8 allowed a hair's breadth). The index is off,
         so the pool is every message: the scan's approximation is not what is tested."""
-        table = psycopg.sql.Identifier("public", "messages")
-        source = q.VectorSource(
-            psycopg.sql.Identifier("public", "messages_embeddings"),
-            "row_id",
-            "embedding",
-            64,
-            "model_id",
-        )
+        table, source = _side_vectors("messages")
         statement = q.build_pooled(table, (), source, "public")
         vector = HashEmbeddings().embed_query("customer cannot pay the overcharged invoice")
         query = normalize(vector)
@@ -424,14 +418,7 @@ class TestVectorIndex:
         """The exact statement returns ``depth`` rows in ``(distance, id)`` order even when the
         planner would rather serve ``ORDER BY distance`` from the HNSW index (sorts and
         sequential scans discouraged, ef_search tiny): it never stops at what the index finds."""
-        table = psycopg.sql.Identifier("public", "inquiries")
-        source = q.VectorSource(
-            psycopg.sql.Identifier("public", "inquiries_embeddings"),
-            "row_id",
-            "embedding",
-            64,
-            "model_id",
-        )
+        table, source = _side_vectors("inquiries")
         statement = q.build_nearest(
             table, (), source, "public", exact=True, with_vectors=with_vectors
         )
