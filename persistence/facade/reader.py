@@ -589,12 +589,12 @@ class _Reader(Closing):
         measured = [m.column for m in parsed if m.column is not None]
         columns = tuple(dict.fromkeys((*names, *measured)))
         query = Query(table, filters=filters_of(filters), columns=columns or None)
-        query, _ = self._checked(query, "aggregate")
+        query, _, types = self._checked_facts(query, "aggregate")
         if self.__redaction is not None:
             self.__redaction.check_aggregate(
                 table, names, [(m.function, m.column) for m in parsed if m.column is not None]
             )
-        check_kinds(table, names, parsed, self._known(table)[1])
+        check_kinds(table, names, parsed, types)
         capabilities = self.__backend.capabilities
         for metric in parsed:
             served = capabilities.aggregates_with(metric.function)
@@ -638,8 +638,8 @@ class _Reader(Closing):
         if self.__redaction is not None:  # first: the filter below is ours, not the caller's
             self.__redaction.check_aggregate(table, names, ())
         query = Query(table, filters=(Filter(column, Op.IS_NULL, False),), columns=names)
-        query, _ = self._checked(query, "distinct_values")
-        check_kinds(table, names, (), self._known(table)[1])
+        query, _, types = self._checked_facts(query, "distinct_values")
+        check_kinds(table, names, (), types)
         if callable(getattr(self.__backend, "distinct_values", None)):
             return BackendCall("distinct_values", (table, column, cap))
         # Any backend can group: the non-NULL rows by the column, one count each.
@@ -703,11 +703,11 @@ class _Reader(Closing):
             options.get("exact_total", False),
         )
         query = Query(table, filters=filters_of(options.get("filters", ())))
-        query, known = self._checked(query, "search")
+        # The catalog is asked once: a Supabase backend may ask its server.
+        query, known, types = self._checked_facts(query, "search")
         readable = self._policy_columns(table, known)
         if readable is not None:
             query = replace(query, columns=readable)
-        types = self._known(table)[1]
         visible = set(types) if readable is None else set(readable)
         # A redacted column is not ranked by: its rank would tell what it holds.
         hidden = self.__redaction.columns(table) if self.__redaction is not None else {}
