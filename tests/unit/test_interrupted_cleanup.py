@@ -83,9 +83,17 @@ def test_interrupted_and_killed_sessions_leave_nothing() -> None:
     out; SIGKILL leaves its things, which the next session's sweep removes."""
     probes = {signum: _start() for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)}
     made = {signum: _made(process) for signum, process in probes.items()}
-    for signum, process in probes.items():
+    for signum in probes:
         assert _present(made[signum]), "the probe made nothing that can be checked"
-        process.send_signal(signum)
+
+    killed = made[signal.SIGKILL]
+    probes[signal.SIGKILL].kill()
+    probes[signal.SIGKILL].wait(timeout=60)
+    # Checked at once: any test session that starts from now on sweeps a dead session's things.
+    assert _present(killed) != []  # no process can clean up after SIGKILL ...
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        probes[signum].send_signal(signum)
     for process in probes.values():
         assert process.stdout is not None
         process.stdout.read()
@@ -96,8 +104,6 @@ def test_interrupted_and_killed_sessions_leave_nothing() -> None:
     assert _present(made[signal.SIGINT]) == []
     assert _present(made[signal.SIGTERM]) == []
 
-    killed = made[signal.SIGKILL]
-    assert _present(killed) != []  # no process can clean up after SIGKILL ...
     sweep_server(POSTGRES_ADMIN_DSN)  # ... so the next session's start does
     sweep_server_dirs()
     assert _present(killed) == []
