@@ -158,6 +158,7 @@ class PostgresSearch:
             run = SearchRun(
                 cursor, sql.Identifier(self._schema, table), filters, TIER_DEPTH, 0, notes
             )
+            run.unique_ids = "id" in entry.unique
             # The count decides the semantic leg's path (exact under ``exact_rows``), the
             # in-process leg's rows (under ``rerank_rows``), and whether the legs ranked enough
             # for a page; a bound above all three changes none of them, and spares reading every
@@ -425,7 +426,14 @@ class PostgresSearch:
             else None
         )
         statement = q.build_keyword(
-            run.table, run.filters, columns, config, len(terms), indexed=indexed, stored=stored
+            run.table,
+            run.filters,
+            columns,
+            config,
+            len(terms),
+            indexed=indexed,
+            stored=stored,
+            by_address=run.unique_ids,
         )
         candidates = max(self.settings.keyword_candidates, run.depth)
         params = q.keyword_params(run.filters, terms, candidates, run.depth, indexed=indexed)

@@ -32,3 +32,5 @@ class SearchRun:
     feedback: bool = True
     #: The ``hnsw.ef_search`` the tier's settings set (``None``: not set).
     ef: int | None = None
+    #: Whether a unique index keys the table's ``id`` alone (no two rows share an id).
+    unique_ids: bool = False

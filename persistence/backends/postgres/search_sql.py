@@ -105,6 +105,7 @@ def build_keyword(
     *,
     indexed: bool,
     stored: sql.Identifier | None = None,
+    by_address: bool = False,
 ) -> sql.Composed:
     """The keyword leg: ids, best first, by ``ts_rank(document, query, 1)`` (length-normalised),
     then id.
@@ -116,6 +117,10 @@ def build_keyword(
     every filtered row's document is taken once, and every match ranked; values: the
     filters', the words, the words again, the depth. ``stored``: the table's documents table,
     whose documents are read instead of computed where still current (:func:`_ranked_document`).
+    ``by_address`` (``indexed`` only; the ids are unique: a unique index keys ``id`` alone): each
+    candidate's row is read again by the address its word's scan found it at (``tableoid``,
+    ``ctid``: one snapshot, so the very row version) instead of by a primary-key lookup, the
+    same rows in the same order (a sentence's 200 candidates: 0.6 ms less at 100k rows).
     """
     ranked = _ranked_document(columns, config, stored)
     joined = (
@@ -143,20 +148,32 @@ def build_keyword(
         )
     # Each word brings at most %s rows: a word most rows contain would otherwise cost a heap
     # visit per row; rows holding several words, the rarer ones included, still come first.
-    single = sql.SQL("(SELECT id FROM {table}{where} LIMIT %s)").format(
+    # With unique ids, a row's id and its address go together: grouping by both is grouping by
+    # id, and the address reads the row back without an index descent (a TID scan).
+    address = sql.SQL(", tableoid AS o, ctid AS a") if by_address else sql.SQL("")
+    single = sql.SQL("(SELECT id{address} FROM {table}{where} LIMIT %s)").format(
+        address=address,
         table=table,
         where=_where_and(
             filters, document(columns, config) + sql.SQL(" @@ ") + _tsquery(config, 1)
         ),
     )
+    found = (
+        sql.SQL("JOIN candidates AS c ON t.tableoid = c.o AND t.ctid = c.a")
+        if by_address
+        else sql.SQL("JOIN candidates AS c ON c.id = t.id")
+    )
     return sql.SQL(
-        "WITH hits AS ({hits}), candidates AS (SELECT id FROM hits GROUP BY id "
+        "WITH hits AS ({hits}), candidates AS (SELECT id{address} FROM hits GROUP BY id{grouped} "
         "ORDER BY pg_catalog.count(*) DESC, id LIMIT %s) "
-        "SELECT t.id FROM {table} AS t JOIN candidates AS c ON c.id = t.id{joined} "
+        "SELECT t.id FROM {table} AS t {found}{joined} "
         "ORDER BY pg_catalog.ts_rank({doc}, {query}, 1) DESC, t.id LIMIT %s"
     ).format(
         hits=sql.SQL(" UNION ALL ").join([single] * terms),
+        address=sql.SQL(", o, a") if by_address else sql.SQL(""),
+        grouped=sql.SQL(", o, a") if by_address else sql.SQL(""),
         table=table,
+        found=found,
         joined=joined,
         doc=ranked,
         query=_tsquery(config, terms),
