@@ -60,6 +60,22 @@ _REFERENCE_BEFORE = (
     r"(?:[\s_-]*(?P<key>id|uuid|number|num|no|nr)\b\.?)?" + parser._SEP + parser._VALUE
 )
 _DRAWN_FROM = {"table": re.compile(_TABLE_BEFORE), "reference": re.compile(_REFERENCE_BEFORE)}
+# Patterns that ``patterns.first_letter`` put behind a look-ahead (which the strategy cannot
+# draw): text is drawn from the pattern wrapped, which finds the same matches
+# (``test_rule_first_letters``).
+_DRAWN_FROM.update(
+    {
+        name: re.compile(pattern, regex.flags)
+        for name, regex, pattern in (
+            ("count", parser._COUNT_RE, parser._COUNT),
+            ("vague", parser._VAGUE_RE, parser._VAGUE),
+            ("exclude", parser._EXCLUDE_RE, parser._EXCLUDE),
+            ("writer", columns._WRITER_RE, columns._WRITER),
+            ("group", grouping._GROUP_RE, grouping._GROUP),
+            ("company after", names._PREP_RE, names._PREP),
+        )
+    }
+)
 
 # Every gate, with the regex it stands for and how that regex is run.
 _GATES: dict[str, tuple[re.Pattern[str], Gate]] = {

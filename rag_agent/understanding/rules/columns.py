@@ -23,6 +23,7 @@ from rag_agent.understanding.rules.lexicon import (
     Lexicon,
     ValueSense,
 )
+from rag_agent.understanding.rules.patterns import first_letter
 from rag_agent.understanding.rules.reading import Reading, plural
 from rag_agent.understanding.rules.tokens import (
     NEGATING_PREFIXES,
@@ -203,13 +204,14 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
 
 # Who wrote a message, said in words: "messages from customers" (incoming), "messages we sent"
 # (outgoing); applied where a column holds the value those words mean.
-_WRITER_RE = re.compile(
+_WRITER = (
     r"\b(?:(?P<in>(?:sent\s+|written\s+|received\s+)?(?:by|from)\s+(?:the\s+|our\s+)?"
     r"(?:customers?|clients?|leads?|prospects?|contacts?|users?))"
     r"|(?P<out>(?:(?:that|which)\s+)?we\s+(?:sent|wrote|send)|(?:sent|written)\s+by\s+us"
-    r"|from\s+us|our\s+(?:replies|messages|answers)))\b",
-    re.IGNORECASE,
+    r"|from\s+us|our\s+(?:replies|messages|answers)))\b"
 )
+# (written by :func:`.patterns.first_letter`: one test of the first letters at each position)
+_WRITER_RE = re.compile(first_letter("swrbfto", _WRITER), re.IGNORECASE)
 
 
 #: The gate of :data:`_WRITER_RE` (see :mod:`.gates`): every match holds one of these whole.

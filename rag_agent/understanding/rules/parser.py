@@ -21,7 +21,7 @@ from rag_agent.specs import Ignored, Understanding
 from rag_agent.understanding.rules import fields, grouping, names
 from rag_agent.understanding.rules.columns import read_columns, report_other_tables
 from rag_agent.understanding.rules.dates import find_dates
-from rag_agent.understanding.rules.patterns import word_start
+from rag_agent.understanding.rules.patterns import first_letter, word_start
 from rag_agent.understanding.rules.reading import Reading, plural
 from rag_agent.understanding.rules.related import read_related
 from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary, with_sample_fallback
@@ -68,14 +68,14 @@ _TABLE_RE = re.compile(
     word_start(w.replace(" ", r"\s+") for w in sorted(TABLE_WORDS, key=len, reverse=True))
     + r"\b(?i:(?!\s+(?:time|times|singer|generation|gen|magnet|of\s+events?|of\s+steps)\b))"
 )
-_COUNT_RE = re.compile(
-    r"\bhow\s+many\b|\b(?:the\s+)?(?:total\s+)?number\s+of\b|(?<!step\s)\bcount(?:\s+of)?\b",
-    re.IGNORECASE,
+# The patterns below that :func:`.patterns.first_letter` writes: one test of the letters a match
+# may start with at each position, instead of every alternative in turn.
+_COUNT = r"\bhow\s+many\b|\b(?:the\s+)?(?:total\s+)?number\s+of\b|(?<!step\s)\bcount(?:\s+of)?\b"
+_COUNT_RE = re.compile(first_letter("htnc", _COUNT), re.IGNORECASE)
+_VAGUE = (
+    r"\b(?P<word>hot|warm|cold|best|good|promising)\b(?=\s+(?:leads?|prospects?|contacts?|ones)\b)"
 )
-_VAGUE_RE = re.compile(
-    r"\b(?P<word>hot|warm|cold|best|good|promising)\b(?=\s+(?:leads?|prospects?|contacts?|ones)\b)",
-    re.IGNORECASE,
-)
+_VAGUE_RE = re.compile(first_letter("hwcbgp", _VAGUE), re.IGNORECASE)
 # ``column = value`` written out: any identifier, checked against the table's columns.
 _COLUMN_RE = re.compile(
     r"""(?<![\w.])["'`]?(?P<col>[A-Za-z_][A-Za-z0-9_]{0,62})["'`]?\s*(?P<op>!=|==|=|:)\s*"""
@@ -85,11 +85,11 @@ _PERSON_NAME_RE = re.compile(
     r"\b(?P<col>first\s+name|last\s+name|surname)\s*(?:is\s+|[:=]\s*)?(?P<value>[A-Za-z][\w'-]*)",
     re.IGNORECASE,
 )
-_EXCLUDE_RE = re.compile(
+_EXCLUDE = (
     r"\b(?:not\s+(?:at|from|with|in|for)|except(?:\s+(?:for|at|from))?|excluding|other\s+than|"
-    r"outside(?:\s+of)?|besides|apart\s+from)\s+",
-    re.IGNORECASE,
+    r"outside(?:\s+of)?|besides|apart\s+from)\s+"
 )
+_EXCLUDE_RE = re.compile(first_letter("neoba", _EXCLUDE), re.IGNORECASE)
 # "in Berlin", "based in Germany": a capitalised place after the claimed dates ("in March").
 _PLACE_RE = re.compile(
     r"\b(?:(?i:based|located)\s+)?(?i:in|near|around)\s+[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|[0-9]+))*"
