@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_agent.understanding.rules import columns, fields, grouping, names, parser
+from rag_agent.understanding.rules import columns, dates, fields, grouping, names, parser
 
 # Each rewritten regex with the pattern it wraps, compiled with the same flags.
 _WRAPPED: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
@@ -27,11 +27,15 @@ _WRAPPED: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
         ("group", grouping._GROUP_RE, grouping._GROUP),
         ("company keyed", names._KEYED_RE, names._KEYED),
         ("company after", names._PREP_RE, names._PREP),
+        ("own id", parser._ID_KEY_RE, parser._ID_KEY),
+        ("date related", dates._RELATED_RE, dates._RELATED),
+        ("hash id", parser._HASH_ID_RE, r"(?<![\w&#])#\s?(?P<value>[0-9]{1,19})(?![\w-])"),
     )
 }
 
 _ODD = ["\u212a", "\u017f", "\u0130", "\u0131", "\x00", "@", " ", "\t", "\u00a0", "\u2003", '"',
-        "'", "\u201c", ":", "=", "#", "-", "_", "7", "\u00e9", "x", "Acme"]  # fmt: skip
+        "'", "\u201c", ":", "=", "#", "-", "_", "7", "\u00e9", "x", "Acme", "&", "&#7", "#7",
+        "a#7"]  # fmt: skip
 _GLUE = st.sampled_from(["", " ", " ", " ", "  ", "\t", "\n", "\x00", "\x00 ", "-", ",", "'"])
 _CASES = st.sampled_from([str.strip, str.lower, str.upper, str.title, str.swapcase])
 

@@ -73,6 +73,13 @@ _DRAWN_FROM.update(
             ("writer", columns._WRITER_RE, columns._WRITER),
             ("group", grouping._GROUP_RE, grouping._GROUP),
             ("company after", names._PREP_RE, names._PREP),
+            ("date related", dates._RELATED_RE, dates._RELATED),
+            (f"own id {parser._ID_KEY_RE.pattern[:12]}", parser._ID_KEY_RE, parser._ID_KEY),
+            (
+                f"own id {parser._HASH_ID_RE.pattern[:12]}",
+                parser._HASH_ID_RE,
+                r"(?<![\w&#])#\s?(?P<value>[0-9]{1,19})(?![\w-])",
+            ),
         )
     }
 )

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from persistence import Op
 from rag_agent.understanding.rules.gates import Said
+from rag_agent.understanding.rules.patterns import first_letter
 
 __all__ = ["DateMatch", "find_dates"]
 
@@ -127,7 +128,13 @@ _RANGE_RE = re.compile(
     re.IGNORECASE,
 )
 _OLDER_RE = re.compile(rf"\b(?P<rel>older|newer)\s+than\s+(?P<n>{_N})\s+(?P<unit>{_UNIT})\b", re.I)
-_RELATED_RE = re.compile(rf"\b(?P<rel>{_REL})\s+(?P<p>{_PERIOD})", re.IGNORECASE)
+_RELATED = rf"\b(?P<rel>{_REL})\s+(?P<p>{_PERIOD})"
+# (written by :func:`.patterns.first_letter`: one test of the relations' first letters at each
+# position, instead of every relation in turn)
+_RELATED_RE = re.compile(
+    first_letter("".join(sorted({relation[0] for relation in _RELATIONS})), _RELATED),
+    re.IGNORECASE,
+)
 _FREE_RE = re.compile(rf"(?<![\w-])(?P<p>{_FREE_PERIOD})", re.IGNORECASE)
 # Things that happened on a date no column records: "we met in March", "updated last week".
 _VERBS = (

@@ -54,8 +54,10 @@ _REFERENCE_RE = re.compile(
     rf"(?P<entity>{word_start(sorted(REFERENCE_WORDS, key=len, reverse=True))})"
     rf"(?i:(?:[\s_-]*(?P<key>id|uuid|number|num|no|nr)\b\.?)?{_SEP}{_VALUE})"
 )
-_ID_KEY_RE = re.compile(rf"(?<![\w-])(?:id|uuid)\b{_SEP}{_VALUE}", re.IGNORECASE)
-_HASH_ID_RE = re.compile(r"(?<![\w&#])#\s?(?P<value>[0-9]{1,19})(?![\w-])")
+_ID_KEY = rf"(?<![\w-])(?:id|uuid)\b{_SEP}{_VALUE}"
+_ID_KEY_RE = re.compile(first_letter("iu", _ID_KEY), re.IGNORECASE)
+# "#(?<![\w&#]#)" is "(?<![\w&#])#": starting with the "#", the search skips ahead to one.
+_HASH_ID_RE = re.compile(r"#(?<![\w&#]#)\s?(?P<value>[0-9]{1,19})(?![\w-])")
 _UUID_RE = re.compile(rf"(?<![\w-])(?P<value>{UUID_PATTERN})(?![\w-])")
 _OWN_IDS: tuple[tuple[re.Pattern[str], tuple[str, ...], frozenset[str]], ...] = (
     (_ID_KEY_RE, (*"0123456789", "-"), frozenset({"id", "uuid"})),
