@@ -333,12 +333,16 @@ _REWRITTEN["related"] = (
     rf"\s*{related._OWNER}(?P<first>{related._WORD})"
     rf"(?:\s*(?:,|and|&|plus|with)\s+{related._OWNER}(?P<second>{related._WORD}))?\b",
 )
+_REWRITTEN["lone name"] = (
+    names._LONE_RE,
+    r"(?<![\w'\u2019&.-])(?P<name>[A-Z][\w&'\u2019.-]*(?:\s+[A-Z][\w&'.-]*){0,3})",
+)
 _REWRITTEN_WORDS = ["the", "The", "a", "Ana", "Hugo Costa", "Spring push", '"x"', "campaign",
                     "sequence", "cadence", "é", "Éva", "x_y", "-", "'s",
                     *TABLE_WORDS, *REFERENCE_WORDS, "with", "including", "plus", "along with",
                     "and its", "and", "their", "id", "no.", "number", " 7", "=12", "#3", "time",
                     "of events", "\u212a", "\u017f", "\u0130", "\u0131", "7",
-                    "client_id"]  # fmt: skip
+                    "client_id", "Acme", "O'Brien", "&Co", ".Net", "Initech?"]  # fmt: skip
 _REWRITTEN_TEXT = {
     name: st.one_of(
         st.from_regex(re.compile(before), alphabet=st.characters(codec="utf-8")),

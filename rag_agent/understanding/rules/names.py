@@ -121,8 +121,10 @@ _PREP_WORDS = frozenset({"at", "from", "for", "by", "with", "of"})  # or "@"
 _NOUN_WORDS = frozenset({"lead", "leads", "contact", "contacts", "prospect", "prospects", "people"})
 _TOKEN_RE = re.compile(r"""[ \t]*([^\W_](?:[\w&.'\u2019%+!-]|"(?=\w))*,?|&)""")
 _DOMAIN_RE = re.compile(r"(?P<name>[^\W_][\w-]*)\.(?:com|io|net|org|co|ai|dev|app|biz|us|uk|de)")
+# "[A-Z](?<![\w'\u2019&.-][A-Z])" is "(?<![\w'\u2019&.-])[A-Z]": starting with a capital, the
+# search skips ahead to one instead of trying the pattern at every position.
 _LONE_RE = re.compile(
-    r"(?<![\w'\u2019&.-])(?P<name>[A-Z][\w&'\u2019.-]*(?:\s+[A-Z][\w&'.-]*){0,3})"
+    r"(?P<name>[A-Z](?<![\w'\u2019&.-][A-Z])[\w&'\u2019.-]*(?:\s+[A-Z][\w&'.-]*){0,3})"
 )
 
 
