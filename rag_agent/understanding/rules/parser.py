@@ -116,6 +116,10 @@ _PERSON_NOUNS = frozenset({"lead", "leads", "contact", "contacts", "prospect", "
                            "person", "people"})  # fmt: skip
 #: A reference starts with its entity ("client 7", "client7", "clientid 7").
 _ENTITY_STARTS = tuple(REFERENCE_WORDS)
+#: The pre-checks of :func:`_keyed_columns`'s two regexes (``column: value``, ``first name``).
+_KEYED_NEEDS = (":", "=", "name")
+#: The words of :func:`_exclusions_places_people`'s three gates: a text with none skips them.
+_EXCLUSION_PLACE_PERSON_WORDS = _EXCLUDE_WORDS | _PLACE_WORDS | _PERSON_WORDS
 
 
 def _int_or_uuid(raw: str) -> int | str | None:
@@ -128,6 +132,8 @@ def _int_or_uuid(raw: str) -> int | str | None:
 def _references(reading: Reading) -> list[tuple[str, str | None, int | str, bool]]:
     """Claim every id and reference: (its table, its foreign key, value, named as a column)."""
     found: list[tuple[str, str | None, int | str, bool]] = []
+    if not reading.may_hold(_ID_CHARS):
+        return found  # every id and reference holds a digit, a "#" or a UUID's hyphens
     said = reading.said
     entity = said is None or said.starts_any(_ENTITY_STARTS)
     for match in reading.finditer(_REFERENCE_RE, _ID_CHARS) if entity else ():
@@ -233,8 +239,10 @@ def _column_elsewhere(reading: Reading, column: str) -> bool:
 def _keyed_columns(reading: Reading) -> None:
     """``stage: won``, ``channel=email``, ``first name Ana``: a column of the table written out
     with its value, the value checked against the column's learned values when it has them."""
+    if not reading.may_hold(_KEYED_NEEDS):
+        return  # both regexes' pre-checks are closed: no set-up
     lexicon = reading.lexicon
-    for match in reading.finditer(_COLUMN_RE, (":", "=")):
+    for match in reading.finditer(_COLUMN_RE, _KEYED_NEEDS[:2]):
         column = match["col"].lower()
         raw = (match["dq"] or match["sq"] or match["bare"]).strip()
         if not lexicon.has(column):
@@ -255,7 +263,7 @@ def _keyed_columns(reading: Reading) -> None:
             reason = f"{raw!r} is not a {column} of {plural(reading.table)} ({known})"
             reading.ignore(*match.span(), reason)
     first, last = lexicon.first("given"), lexicon.first("family")
-    for match in reading.finditer(_PERSON_NAME_RE, ("name",)):
+    for match in reading.finditer(_PERSON_NAME_RE, _KEYED_NEEDS[2:]):
         column = first if match["col"].lower().startswith("first") else last
         if column is None:
             reading.ignore(*match.span(), f"{plural(reading.table)} have no person names")
@@ -308,6 +316,9 @@ def _vague(reading: Reading) -> None:
 def _exclusions_places_people(reading: Reading) -> None:
     """``not at Acme``, ``in Berlin``, ``leads named Ana Silva``: read before the company rule,
     so none of them is taken for a company."""
+    said = reading.said
+    if said is not None and said.words.isdisjoint(_EXCLUSION_PLACE_PERSON_WORDS):
+        return  # the three gates are closed: no set-up
     for match in reading.finditer(_EXCLUDE_RE, words=_EXCLUDE_WORDS):
         found = names.bare_phrase(reading.text, match.end())
         if found is not None:
