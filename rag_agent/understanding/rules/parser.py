@@ -449,7 +449,7 @@ def understand(
     if not isinstance(text, str) or not text.strip():
         return Understanding(table=table)
     original = text[:MAX_TEXT_LENGTH].replace("\x00", " ")
-    extra = {k: tuple(v) for k, v in (synonyms or {}).items()} or None
+    extra = {k: tuple(v) for k, v in synonyms.items()} if synonyms else None
     known = sample_vocabulary() if vocabulary is None else with_sample_fallback(vocabulary)
     reading = Reading(original, table or DEFAULT_TABLE, known, extra)
     count_only = False
