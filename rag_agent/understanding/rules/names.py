@@ -106,8 +106,12 @@ _PREP = (
 # match may start with at each position (a name after "of" starts at the space after a claim).
 _KEYED_RE = re.compile(first_letter("coef", _KEYED), re.IGNORECASE)
 _PREP_RE = re.compile(first_letter(r"afbwe@\s", _PREP))
+# "[^\W_](?<![^\W_][^\W_])" is a letter or digit no other one precedes: a name's words start
+# there, and a match from inside a word would start earlier, at the letter before (a word's
+# rest reads as a word), so each word is tried once, not at each of its letters.
 _BEFORE_NOUN_RE = re.compile(
-    r"(?P<name>(?:[^\W_][\w&.'\u2019%+-]*,?\s+){1,4}?)(?:leads?|contacts?|prospects?|people)\b",
+    r"(?P<name>(?:[^\W_](?<![^\W_][^\W_])[\w&.'\u2019%+-]*,?\s+){1,4}?)"
+    r"(?:leads?|contacts?|prospects?|people)\b",
     re.IGNORECASE,
 )
 # A people noun as the regex above reads it (after a space): the first and the last one bound
