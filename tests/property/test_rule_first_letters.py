@@ -29,6 +29,9 @@ _WRAPPED: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
         ("company after", names._PREP_RE, names._PREP),
         ("own id", parser._ID_KEY_RE, parser._ID_KEY),
         ("date related", dates._RELATED_RE, dates._RELATED),
+        ("date range", dates._RANGE_RE, dates._RANGE),
+        ("date older", dates._OLDER_RE, dates._OLDER),
+        ("date free", dates._FREE_RE, dates._FREE_MATCH),
         ("hash id", parser._HASH_ID_RE, r"(?<![\w&#])#\s?(?P<value>[0-9]{1,19})(?![\w-])"),
     )
 }

@@ -78,6 +78,9 @@ _DRAWN_FROM.update(
             ("group", grouping._GROUP_RE, grouping._GROUP),
             ("company after", names._PREP_RE, names._PREP),
             ("date related", dates._RELATED_RE, dates._RELATED),
+            ("date range", dates._RANGE_RE, dates._RANGE),
+            ("date older", dates._OLDER_RE, dates._OLDER),
+            ("date free", dates._FREE_RE, dates._FREE_MATCH),
             ("company before", names._BEFORE_NOUN_RE, _BEFORE_NOUN_BEFORE),
             (f"own id {parser._ID_KEY_RE.pattern[:12]}", parser._ID_KEY_RE, parser._ID_KEY),
             (
