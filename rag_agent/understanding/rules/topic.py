@@ -67,7 +67,7 @@ def topic_of(unclaimed: str) -> str:
         previous_kept = False
         for word in _WORD.findall(run):
             lower = word.lower()
-            framing = lower in FRAMING_WORDS or lower in _TABLE_WORDS
+            framing = lower in _NOT_TOPICAL
             if not framing or (previous_kept and lower in _PARTICLES):
                 words.append(word)
                 previous_kept = not framing
