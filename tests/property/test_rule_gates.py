@@ -59,7 +59,38 @@ _REFERENCE_BEFORE = (
     r"(?i)\b(?P<entity>" + "|".join(sorted(REFERENCE_WORDS, key=len, reverse=True)) + ")"
     r"(?:[\s_-]*(?P<key>id|uuid|number|num|no|nr)\b\.?)?" + parser._SEP + parser._VALUE
 )
+# The people-noun scan before its words were tried at their first letter only.
+_BEFORE_NOUN_BEFORE = (
+    r"(?i)(?P<name>(?:[^\W_][\w&.'\u2019%+-]*,?\s+){1,4}?)(?:leads?|contacts?|prospects?|people)\b"
+)
 _DRAWN_FROM = {"table": re.compile(_TABLE_BEFORE), "reference": re.compile(_REFERENCE_BEFORE)}
+# Patterns that ``patterns.first_letter`` put behind a look-ahead (which the strategy cannot
+# draw): text is drawn from the pattern wrapped, which finds the same matches
+# (``test_rule_first_letters``).
+_DRAWN_FROM.update(
+    {
+        name: re.compile(pattern, regex.flags)
+        for name, regex, pattern in (
+            ("count", parser._COUNT_RE, parser._COUNT),
+            ("vague", parser._VAGUE_RE, parser._VAGUE),
+            ("exclude", parser._EXCLUDE_RE, parser._EXCLUDE),
+            ("writer", columns._WRITER_RE, columns._WRITER),
+            ("group", grouping._GROUP_RE, grouping._GROUP),
+            ("company after", names._PREP_RE, names._PREP),
+            ("date related", dates._RELATED_RE, dates._RELATED),
+            ("date range", dates._RANGE_RE, dates._RANGE),
+            ("date older", dates._OLDER_RE, dates._OLDER),
+            ("date free", dates._FREE_RE, dates._FREE_MATCH),
+            ("company before", names._BEFORE_NOUN_RE, _BEFORE_NOUN_BEFORE),
+            (f"own id {parser._ID_KEY_RE.pattern[:12]}", parser._ID_KEY_RE, parser._ID_KEY),
+            (
+                f"own id {parser._HASH_ID_RE.pattern[:12]}",
+                parser._HASH_ID_RE,
+                r"(?<![\w&#])#\s?(?P<value>[0-9]{1,19})(?![\w-])",
+            ),
+        )
+    }
+)
 
 # Every gate, with the regex it stands for and how that regex is run.
 _GATES: dict[str, tuple[re.Pattern[str], Gate]] = {
@@ -310,12 +341,18 @@ _REWRITTEN["related"] = (
     rf"\s*{related._OWNER}(?P<first>{related._WORD})"
     rf"(?:\s*(?:,|and|&|plus|with)\s+{related._OWNER}(?P<second>{related._WORD}))?\b",
 )
+_REWRITTEN["lone name"] = (
+    names._LONE_RE,
+    r"(?<![\w'\u2019&.-])(?P<name>[A-Z][\w&'\u2019.-]*(?:\s+[A-Z][\w&'.-]*){0,3})",
+)
+_REWRITTEN["name before a people noun"] = (names._BEFORE_NOUN_RE, _BEFORE_NOUN_BEFORE)
 _REWRITTEN_WORDS = ["the", "The", "a", "Ana", "Hugo Costa", "Spring push", '"x"', "campaign",
                     "sequence", "cadence", "é", "Éva", "x_y", "-", "'s",
                     *TABLE_WORDS, *REFERENCE_WORDS, "with", "including", "plus", "along with",
                     "and its", "and", "their", "id", "no.", "number", " 7", "=12", "#3", "time",
                     "of events", "\u212a", "\u017f", "\u0130", "\u0131", "7",
-                    "client_id"]  # fmt: skip
+                    "client_id", "Acme", "O'Brien", "&Co", ".Net", "Initech?", "leads",
+                    "people", "Acme,", "a-b", "x_y", "100%", "a.b"]  # fmt: skip
 _REWRITTEN_TEXT = {
     name: st.one_of(
         st.from_regex(re.compile(before), alphabet=st.characters(codec="utf-8")),

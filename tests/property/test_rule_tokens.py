@@ -54,6 +54,9 @@ def test_indexed_phrase_is_the_scanned_phrase(text: str, phrases: list[tuple[str
         assert phrase_at(found, i, index) == _scanned(found, i, phrases)
     # Where a phrase may start by the index, and nowhere else.
     starts = Words(found).starts_in(index)
+    # Exactly the indexes of the index's first stems, as the words' positions give them.
+    at = Words(found).positions
+    assert starts == sorted(i for first in index for i in at.get(first, ()))
     assert [i for i in range(len(found)) if _scanned(found, i, phrases)] == [
         i for i in starts if phrase_at(found, i, index)
     ]

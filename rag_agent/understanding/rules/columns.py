@@ -23,6 +23,7 @@ from rag_agent.understanding.rules.lexicon import (
     Lexicon,
     ValueSense,
 )
+from rag_agent.understanding.rules.patterns import first_letter
 from rag_agent.understanding.rules.reading import Reading, plural
 from rag_agent.understanding.rules.tokens import (
     NEGATING_PREFIXES,
@@ -203,13 +204,14 @@ def report_other_tables(reading: Reading, lexicon: Lexicon) -> None:
 
 # Who wrote a message, said in words: "messages from customers" (incoming), "messages we sent"
 # (outgoing); applied where a column holds the value those words mean.
-_WRITER_RE = re.compile(
+_WRITER = (
     r"\b(?:(?P<in>(?:sent\s+|written\s+|received\s+)?(?:by|from)\s+(?:the\s+|our\s+)?"
     r"(?:customers?|clients?|leads?|prospects?|contacts?|users?))"
     r"|(?P<out>(?:(?:that|which)\s+)?we\s+(?:sent|wrote|send)|(?:sent|written)\s+by\s+us"
-    r"|from\s+us|our\s+(?:replies|messages|answers)))\b",
-    re.IGNORECASE,
+    r"|from\s+us|our\s+(?:replies|messages|answers)))\b"
 )
+# (written by :func:`.patterns.first_letter`: one test of the first letters at each position)
+_WRITER_RE = re.compile(first_letter("swrbfto", _WRITER), re.IGNORECASE)
 
 
 #: The gate of :data:`_WRITER_RE` (see :mod:`.gates`): every match holds one of these whole.
@@ -239,9 +241,19 @@ def _other_table_words(
     ]
 
 
+_INCOMING, _OUTGOING = stem("incoming"), stem("outgoing")
+
+
+def _one_column(senses: list[ValueSense] | None) -> bool:
+    return bool(senses) and len({s.column for s in senses or ()}) == 1
+
+
 def _writers(reading: Reading, lexicon: Lexicon) -> None:
+    values = lexicon.values
+    if not (_one_column(values.get((_INCOMING,))) or _one_column(values.get((_OUTGOING,)))):
+        return  # no column of the table holds what either words mean: nothing to read
     for match in reading.finditer(_WRITER_RE, words=_WRITER_WORDS):
-        senses = lexicon.values.get((stem("incoming" if match["in"] else "outgoing"),))
+        senses = values.get((_INCOMING if match["in"] else _OUTGOING,))
         if senses and len({s.column for s in senses}) == 1:
             reading.add(senses[0].column, Op.EQ, senses[0].value)
             reading.claim(*match.span())
@@ -426,7 +438,12 @@ def _inside(token: Token, span: tuple[int, int]) -> bool:
 
 def _unknown_values(reading: Reading, lexicon: Lexicon) -> None:
     """``status won`` where ``won`` is no value of the column: reported with the values."""
+    firsts = lexicon.category_firsts
+    if not firsts:
+        return  # no category column to name
     tokens = reading.words.tokens
+    if firsts.isdisjoint([token.stem for token in tokens]):
+        return  # no column's name starts at any word (no index of the words needed)
     at = reading.words.positions
     for column, phrase in lexicon.category_stems:
         if not phrase:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from persistence import Op
 from rag_agent.understanding.rules.gates import Said
+from rag_agent.understanding.rules.patterns import first_letter
 
 __all__ = ["DateMatch", "find_dates"]
 
@@ -122,13 +123,25 @@ def _may_hold_period(said: Said, free: bool | None = None) -> bool:
     return (_may_hold_free(said) if free is None else free) or said.any_of(_PERIOD_WORDS)
 
 
-_RANGE_RE = re.compile(
-    rf"\b(?:between|from)\s+(?P<a>{_PERIOD})\s+(?:and|to|until|till|through)\s+(?P<b>{_PERIOD})",
+# The patterns below that :func:`.patterns.first_letter` writes: one test of the characters a
+# match may start with at each position, instead of every alternative in turn.
+_RANGE = (
+    rf"\b(?:between|from)\s+(?P<a>{_PERIOD})\s+(?:and|to|until|till|through)\s+(?P<b>{_PERIOD})"
+)
+_RANGE_RE = re.compile(first_letter("bf", _RANGE), re.IGNORECASE)
+_OLDER = rf"\b(?P<rel>older|newer)\s+than\s+(?P<n>{_N})\s+(?P<unit>{_UNIT})\b"
+_OLDER_RE = re.compile(first_letter("on", _OLDER), re.IGNORECASE)
+_RELATED = rf"\b(?P<rel>{_REL})\s+(?P<p>{_PERIOD})"
+# (written by :func:`.patterns.first_letter`: one test of the relations' first letters at each
+# position, instead of every relation in turn)
+_RELATED_RE = re.compile(
+    first_letter("".join(sorted({relation[0] for relation in _RELATIONS})), _RELATED),
     re.IGNORECASE,
 )
-_OLDER_RE = re.compile(rf"\b(?P<rel>older|newer)\s+than\s+(?P<n>{_N})\s+(?P<unit>{_UNIT})\b", re.I)
-_RELATED_RE = re.compile(rf"\b(?P<rel>{_REL})\s+(?P<p>{_PERIOD})", re.IGNORECASE)
-_FREE_RE = re.compile(rf"(?<![\w-])(?P<p>{_FREE_PERIOD})", re.IGNORECASE)
+_FREE_MATCH = rf"(?<![\w-])(?P<p>{_FREE_PERIOD})"
+# A free period starts with a digit, a month, a quarter ("Q3"), "today", "this", "last",
+# "the", "a", "one"... (see :data:`_FREE`).
+_FREE_RE = re.compile(first_letter("0-9acdfjlmnopqsty", _FREE_MATCH), re.IGNORECASE)
 # Things that happened on a date no column records: "we met in March", "updated last week".
 _VERBS = (
     r"\b(?:met|meet|spoke|spoken|talked|talk|called|visited|saw|seen|demoed|pitched|chatted|"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["Said", "said"]
 
@@ -28,9 +28,12 @@ _DIGIT_RE = re.compile(r"[0-9]")
 _FOUR_DIGITS_RE = re.compile(r"(?<![A-Za-z0-9])[0-9]{4}(?![A-Za-z0-9])")
 
 
-@dataclass(frozen=True, slots=True)
-class Said:
-    """The words of an ASCII question: its maximal runs of letters and digits, lower case."""
+class Said(NamedTuple):
+    """The words of an ASCII question: its maximal runs of letters and digits, lower case.
+
+    A named tuple (immutable, made by :func:`said` straight from its fields): one is made per
+    question, and a frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``."""
 
     words: frozenset[str]
     #: Whether the question holds a digit.
@@ -69,4 +72,9 @@ def said(text: str) -> Said | None:
     folded = text.lower()
     words = frozenset(_RUN_RE.findall(folded))
     digits = _DIGIT_RE.search(text) is not None
-    return Said(words, digits, digits and _FOUR_DIGITS_RE.search(text) is not None, folded)
+    four_digits = digits and _FOUR_DIGITS_RE.search(text) is not None
+    return _new(Said, (words, digits, four_digits, folded))
+
+
+#: A :class:`Said` made straight from its four fields (no argument binding).
+_new = tuple.__new__

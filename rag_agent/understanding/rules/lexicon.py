@@ -127,6 +127,10 @@ class Lexicon:
     category_stems: tuple[tuple[ColumnWords, tuple[str, ...]], ...] = field(
         default=(), init=False, repr=False, compare=False
     )
+    #: the first stem of each category column's name (a text with none names no such column)
+    category_firsts: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     _numeric: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
     _booleans: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
     _dates: tuple[tuple[str, frozenset[str]], ...] = field(
@@ -150,6 +154,7 @@ class Lexicon:
         self.category_stems = tuple(
             (c, c.stems) for c in self.columns.values() if c.name in self.categories
         )
+        self.category_firsts = frozenset(found[0] for _, found in self.category_stems if found)
         self._numeric = tuple(c.name for c in self.columns.values() if c.is_numeric)
         self._booleans = tuple(c.name for c in self.columns.values() if c.is_boolean)
         # The date columns with the words that name them, and the one meant when none is named.

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rag_agent.understanding.rules.gates import Said
+from rag_agent.understanding.rules.patterns import first_letter
 
 __all__ = [
     "STOP_WORDS",
@@ -90,20 +91,27 @@ _QUOTED = (
     r"""(?:"(?P<dq>[^"\n\x00]{1,120})"|'(?P<sq>[^'\n\x00]{1,120})'"""
     r"""|[“”](?P<cq>[^“”\n\x00]{1,120})[“”])"""
 )
-_KEYED_RE = re.compile(
+_KEYED = (
     r"\b(?:company[\s_-]*name|company|organi[sz]ation|employer|firm)(?![\w-])\s*"
     r"""["'`]?\s*(?:[:=]{1,2}|\bis\b|\bnamed\b|\bcalled\b|\bequals\b|\blike\b|\bcontains\b|"""
     r"""\bcontaining\b|\bincludes\b|\bincluding\b|\bmatching\b)?\s*"""
-    rf"(?:{_QUOTED}|(?P<bare>(?=\S)))",
-    re.IGNORECASE,
+    rf"(?:{_QUOTED}|(?P<bare>(?=\S)))"
 )
-_PREP_RE = re.compile(
+_PREP = (
     rf"(?:(?:\b(?i:at|from|for|by|works?\s+for|working\s+for|employed\s+by)|(?<!\S)@)\s+"
     rf"(?:{_QUOTED}|(?P<bare>(?=\S)))|\b(?i:with)\s+(?P<capital>(?=[A-Z]))"
     r"|(?<=\x00)\s+(?i:of)\s+(?P<after_title>(?=\S)))"
 )
+# The two above as :func:`.patterns.first_letter` writes them: one test of the characters a
+# match may start with at each position (a name after "of" starts at the space after a claim).
+_KEYED_RE = re.compile(first_letter("coef", _KEYED), re.IGNORECASE)
+_PREP_RE = re.compile(first_letter(r"afbwe@\s", _PREP))
+# "[^\W_](?<![^\W_][^\W_])" is a letter or digit no other one precedes: a name's words start
+# there, and a match from inside a word would start earlier, at the letter before (a word's
+# rest reads as a word), so each word is tried once, not at each of its letters.
 _BEFORE_NOUN_RE = re.compile(
-    r"(?P<name>(?:[^\W_][\w&.'\u2019%+-]*,?\s+){1,4}?)(?:leads?|contacts?|prospects?|people)\b",
+    r"(?P<name>(?:[^\W_](?<![^\W_][^\W_])[\w&.'\u2019%+-]*,?\s+){1,4}?)"
+    r"(?:leads?|contacts?|prospects?|people)\b",
     re.IGNORECASE,
 )
 # A people noun as the regex above reads it (after a space): the first and the last one bound
@@ -117,8 +125,10 @@ _PREP_WORDS = frozenset({"at", "from", "for", "by", "with", "of"})  # or "@"
 _NOUN_WORDS = frozenset({"lead", "leads", "contact", "contacts", "prospect", "prospects", "people"})
 _TOKEN_RE = re.compile(r"""[ \t]*([^\W_](?:[\w&.'\u2019%+!-]|"(?=\w))*,?|&)""")
 _DOMAIN_RE = re.compile(r"(?P<name>[^\W_][\w-]*)\.(?:com|io|net|org|co|ai|dev|app|biz|us|uk|de)")
+# "[A-Z](?<![\w'\u2019&.-][A-Z])" is "(?<![\w'\u2019&.-])[A-Z]": starting with a capital, the
+# search skips ahead to one instead of trying the pattern at every position.
 _LONE_RE = re.compile(
-    r"(?<![\w'\u2019&.-])(?P<name>[A-Z][\w&'\u2019.-]*(?:\s+[A-Z][\w&'.-]*){0,3})"
+    r"(?P<name>[A-Z](?<![\w'\u2019&.-][A-Z])[\w&'\u2019.-]*(?:\s+[A-Z][\w&'.-]*){0,3})"
 )
 
 

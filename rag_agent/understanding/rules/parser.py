@@ -21,7 +21,7 @@ from rag_agent.specs import Ignored, Understanding
 from rag_agent.understanding.rules import fields, grouping, names
 from rag_agent.understanding.rules.columns import read_columns, report_other_tables
 from rag_agent.understanding.rules.dates import find_dates
-from rag_agent.understanding.rules.patterns import word_start
+from rag_agent.understanding.rules.patterns import first_letter, word_start
 from rag_agent.understanding.rules.reading import Reading, plural
 from rag_agent.understanding.rules.related import read_related
 from rag_agent.understanding.rules.sample_vocabulary import sample_vocabulary, with_sample_fallback
@@ -54,8 +54,10 @@ _REFERENCE_RE = re.compile(
     rf"(?P<entity>{word_start(sorted(REFERENCE_WORDS, key=len, reverse=True))})"
     rf"(?i:(?:[\s_-]*(?P<key>id|uuid|number|num|no|nr)\b\.?)?{_SEP}{_VALUE})"
 )
-_ID_KEY_RE = re.compile(rf"(?<![\w-])(?:id|uuid)\b{_SEP}{_VALUE}", re.IGNORECASE)
-_HASH_ID_RE = re.compile(r"(?<![\w&#])#\s?(?P<value>[0-9]{1,19})(?![\w-])")
+_ID_KEY = rf"(?<![\w-])(?:id|uuid)\b{_SEP}{_VALUE}"
+_ID_KEY_RE = re.compile(first_letter("iu", _ID_KEY), re.IGNORECASE)
+# "#(?<![\w&#]#)" is "(?<![\w&#])#": starting with the "#", the search skips ahead to one.
+_HASH_ID_RE = re.compile(r"#(?<![\w&#]#)\s?(?P<value>[0-9]{1,19})(?![\w-])")
 _UUID_RE = re.compile(rf"(?<![\w-])(?P<value>{UUID_PATTERN})(?![\w-])")
 _OWN_IDS: tuple[tuple[re.Pattern[str], tuple[str, ...], frozenset[str]], ...] = (
     (_ID_KEY_RE, (*"0123456789", "-"), frozenset({"id", "uuid"})),
@@ -68,14 +70,14 @@ _TABLE_RE = re.compile(
     word_start(w.replace(" ", r"\s+") for w in sorted(TABLE_WORDS, key=len, reverse=True))
     + r"\b(?i:(?!\s+(?:time|times|singer|generation|gen|magnet|of\s+events?|of\s+steps)\b))"
 )
-_COUNT_RE = re.compile(
-    r"\bhow\s+many\b|\b(?:the\s+)?(?:total\s+)?number\s+of\b|(?<!step\s)\bcount(?:\s+of)?\b",
-    re.IGNORECASE,
+# The patterns below that :func:`.patterns.first_letter` writes: one test of the letters a match
+# may start with at each position, instead of every alternative in turn.
+_COUNT = r"\bhow\s+many\b|\b(?:the\s+)?(?:total\s+)?number\s+of\b|(?<!step\s)\bcount(?:\s+of)?\b"
+_COUNT_RE = re.compile(first_letter("htnc", _COUNT), re.IGNORECASE)
+_VAGUE = (
+    r"\b(?P<word>hot|warm|cold|best|good|promising)\b(?=\s+(?:leads?|prospects?|contacts?|ones)\b)"
 )
-_VAGUE_RE = re.compile(
-    r"\b(?P<word>hot|warm|cold|best|good|promising)\b(?=\s+(?:leads?|prospects?|contacts?|ones)\b)",
-    re.IGNORECASE,
-)
+_VAGUE_RE = re.compile(first_letter("hwcbgp", _VAGUE), re.IGNORECASE)
 # ``column = value`` written out: any identifier, checked against the table's columns.
 _COLUMN_RE = re.compile(
     r"""(?<![\w.])["'`]?(?P<col>[A-Za-z_][A-Za-z0-9_]{0,62})["'`]?\s*(?P<op>!=|==|=|:)\s*"""
@@ -85,11 +87,11 @@ _PERSON_NAME_RE = re.compile(
     r"\b(?P<col>first\s+name|last\s+name|surname)\s*(?:is\s+|[:=]\s*)?(?P<value>[A-Za-z][\w'-]*)",
     re.IGNORECASE,
 )
-_EXCLUDE_RE = re.compile(
+_EXCLUDE = (
     r"\b(?:not\s+(?:at|from|with|in|for)|except(?:\s+(?:for|at|from))?|excluding|other\s+than|"
-    r"outside(?:\s+of)?|besides|apart\s+from)\s+",
-    re.IGNORECASE,
+    r"outside(?:\s+of)?|besides|apart\s+from)\s+"
 )
+_EXCLUDE_RE = re.compile(first_letter("neoba", _EXCLUDE), re.IGNORECASE)
 # "in Berlin", "based in Germany": a capitalised place after the claimed dates ("in March").
 _PLACE_RE = re.compile(
     r"\b(?:(?i:based|located)\s+)?(?i:in|near|around)\s+[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|[0-9]+))*"
@@ -114,6 +116,10 @@ _PERSON_NOUNS = frozenset({"lead", "leads", "contact", "contacts", "prospect", "
                            "person", "people"})  # fmt: skip
 #: A reference starts with its entity ("client 7", "client7", "clientid 7").
 _ENTITY_STARTS = tuple(REFERENCE_WORDS)
+#: The pre-checks of :func:`_keyed_columns`'s two regexes (``column: value``, ``first name``).
+_KEYED_NEEDS = (":", "=", "name")
+#: The words of :func:`_exclusions_places_people`'s three gates: a text with none skips them.
+_EXCLUSION_PLACE_PERSON_WORDS = _EXCLUDE_WORDS | _PLACE_WORDS | _PERSON_WORDS
 
 
 def _int_or_uuid(raw: str) -> int | str | None:
@@ -126,6 +132,8 @@ def _int_or_uuid(raw: str) -> int | str | None:
 def _references(reading: Reading) -> list[tuple[str, str | None, int | str, bool]]:
     """Claim every id and reference: (its table, its foreign key, value, named as a column)."""
     found: list[tuple[str, str | None, int | str, bool]] = []
+    if not reading.may_hold(_ID_CHARS):
+        return found  # every id and reference holds a digit, a "#" or a UUID's hyphens
     said = reading.said
     entity = said is None or said.starts_any(_ENTITY_STARTS)
     for match in reading.finditer(_REFERENCE_RE, _ID_CHARS) if entity else ():
@@ -231,8 +239,10 @@ def _column_elsewhere(reading: Reading, column: str) -> bool:
 def _keyed_columns(reading: Reading) -> None:
     """``stage: won``, ``channel=email``, ``first name Ana``: a column of the table written out
     with its value, the value checked against the column's learned values when it has them."""
+    if not reading.may_hold(_KEYED_NEEDS):
+        return  # both regexes' pre-checks are closed: no set-up
     lexicon = reading.lexicon
-    for match in reading.finditer(_COLUMN_RE, (":", "=")):
+    for match in reading.finditer(_COLUMN_RE, _KEYED_NEEDS[:2]):
         column = match["col"].lower()
         raw = (match["dq"] or match["sq"] or match["bare"]).strip()
         if not lexicon.has(column):
@@ -253,7 +263,7 @@ def _keyed_columns(reading: Reading) -> None:
             reason = f"{raw!r} is not a {column} of {plural(reading.table)} ({known})"
             reading.ignore(*match.span(), reason)
     first, last = lexicon.first("given"), lexicon.first("family")
-    for match in reading.finditer(_PERSON_NAME_RE, ("name",)):
+    for match in reading.finditer(_PERSON_NAME_RE, _KEYED_NEEDS[2:]):
         column = first if match["col"].lower().startswith("first") else last
         if column is None:
             reading.ignore(*match.span(), f"{plural(reading.table)} have no person names")
@@ -306,6 +316,9 @@ def _vague(reading: Reading) -> None:
 def _exclusions_places_people(reading: Reading) -> None:
     """``not at Acme``, ``in Berlin``, ``leads named Ana Silva``: read before the company rule,
     so none of them is taken for a company."""
+    said = reading.said
+    if said is not None and said.words.isdisjoint(_EXCLUSION_PLACE_PERSON_WORDS):
+        return  # the three gates are closed: no set-up
     for match in reading.finditer(_EXCLUDE_RE, words=_EXCLUDE_WORDS):
         found = names.bare_phrase(reading.text, match.end())
         if found is not None:
@@ -436,7 +449,7 @@ def understand(
     if not isinstance(text, str) or not text.strip():
         return Understanding(table=table)
     original = text[:MAX_TEXT_LENGTH].replace("\x00", " ")
-    extra = {k: tuple(v) for k, v in (synonyms or {}).items()} or None
+    extra = {k: tuple(v) for k, v in synonyms.items()} if synonyms else None
     known = sample_vocabulary() if vocabulary is None else with_sample_fallback(vocabulary)
     reading = Reading(original, table or DEFAULT_TABLE, known, extra)
     count_only = False
@@ -488,20 +501,18 @@ def understand(
         else:
             reading.add(column, op, title)
             reading.claim(start, end)
-    for read in (
-        _keyed_columns,
-        lambda r: _dates(r, now),
-        fields.read_names,
-        fields.read_subjects,
-        lambda r: read_columns(r, r.lexicon),
-        fields.read_industry,
-        lambda r: report_other_tables(r, r.lexicon),  # before places: "from leads in Italy"
-        _vague,
-        _exclusions_places_people,
-        _known_people,
-        _named_people,
-    ):
-        read(reading)
+    # The rules in their order, called in turn (no tuple of closures made per request).
+    _keyed_columns(reading)
+    _dates(reading, now)
+    fields.read_names(reading)
+    fields.read_subjects(reading)
+    read_columns(reading, reading.lexicon)
+    fields.read_industry(reading)
+    report_other_tables(reading, reading.lexicon)  # before places: "from leads in Italy"
+    _vague(reading)
+    _exclusions_places_people(reading)
+    _known_people(reading)
+    _named_people(reading)
     weak = _company(reading)
     if named is not None:  # the table word is framing: "inquiries about refunds"
         reading.claim(*named[1])

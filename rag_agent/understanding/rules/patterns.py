@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["word_start"]
+__all__ = ["first_letter", "word_start"]
 
 
 def word_start(alternatives: Iterable[str]) -> str:
@@ -38,3 +38,18 @@ def word_start(alternatives: Iterable[str]) -> str:
         f"(?<=(?i:{first}))(?i:{'|'.join(rests)})" for first, rests in groups.items()
     )
     return rf"(?i:[{''.join(groups)}])(?<!\w.)(?:{branches})"
+
+
+def first_letter(letters: str, pattern: str) -> str:
+    """``pattern`` behind a look-ahead that the character where a match would start is one of
+    ``letters`` (read case-insensitively, as the rules' patterns read words; ``@`` and
+    ``\\s`` may be among them).
+
+    Every match of ``pattern`` must start with one of them: the same matches are then found
+    (the look-ahead only rejects positions where none starts), but the search rejects each
+    other position with one test of a set of characters instead of trying every alternative
+    of ``pattern`` there, each comparison case-insensitive. The property tests compare each
+    pattern written so with the one it replaced."""
+    if not letters:
+        raise ValueError("a pattern starts with at least one letter")
+    return f"(?=(?i:[{letters}]))(?:{pattern})"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from persistence import Op
@@ -44,34 +43,60 @@ def plural(table: str) -> str:
     return table.replace("_", " ")
 
 
-@dataclass
 class Reading:
-    """One request being read for ``table`` (the table its words are read against)."""
+    """One request being read for ``table`` (the table its words are read against).
 
-    original: str
-    table: str
-    vocabulary: SchemaVocabulary
-    synonyms: Mapping[str, tuple[str, ...]] | None = None
-    text: str = ""
-    #: Where the text names its table ("imported leads"), once known: no value is read there.
-    table_span: tuple[int, int] | None = None
-    _lexicon: Lexicon | None = field(default=None, repr=False)
-    conditions: list[Condition] = field(default_factory=list)
-    ignored: list[Ignored] = field(default_factory=list)
-    through: list[Through] = field(default_factory=list)
-    _words: Words | None = field(default=None, repr=False, compare=False)
-    #: Spans claimed since :attr:`words` was last read.
-    _claimed: list[tuple[int, int]] = field(default_factory=list, repr=False, compare=False)
+    A plain class with slots, not a dataclass: one is made per request, and its set-up (no
+    default factories, no generated ``__init__`` indirection) is part of every question's cost.
+    """
 
-    def __post_init__(self) -> None:
-        self.text = self.text or self.original
+    __slots__ = (
+        "_claimed",
+        "_folded",
+        "_lexicon",
+        "_synonyms",
+        "_words",
+        "conditions",
+        "ignored",
+        "original",
+        "said",
+        "synonyms",
+        "table",
+        "table_span",
+        "text",
+        "through",
+        "vocabulary",
+    )
+
+    def __init__(
+        self,
+        original: str,
+        table: str,
+        vocabulary: SchemaVocabulary,
+        synonyms: Mapping[str, tuple[str, ...]] | None = None,
+        text: str = "",
+    ) -> None:
+        self.original = original
+        self.table = table
+        self.vocabulary = vocabulary
+        self.synonyms = synonyms
+        self.text = text or original
+        #: Where the text names its table ("imported leads"), once known: no value is read there.
+        self.table_span: tuple[int, int] | None = None
+        self._lexicon: Lexicon | None = None
+        self.conditions: list[Condition] = []
+        self.ignored: list[Ignored] = []
+        self.through: list[Through] = []
+        self._words: Words | None = None
+        #: Spans claimed since :attr:`words` was last read.
+        self._claimed: list[tuple[int, int]] = []
         #: The words of the text, for the rules' gates (:meth:`says`); ``None`` once unknown.
-        self.said: Said | None = said(self.original)
+        self.said: Said | None = said(original)
         # Lower-cased once (by :func:`.gates.said`), for the cheap pre-checks of
         # :meth:`may_hold`; ``None`` when the text is not ASCII (case-insensitive matching then
         # has cases ``lower`` does not show), as ``said`` is then.
         self._folded = None if self.said is None else self.said.folded
-        self._synonyms = synonyms_key(self.synonyms)  # keyed once, for every table's words
+        self._synonyms = synonyms_key(synonyms)  # keyed once, for every table's words
 
     @property
     def may_capitalise(self) -> bool:

@@ -42,6 +42,8 @@ def _table_words() -> frozenset[str]:
 
 
 _TABLE_WORDS = _table_words()
+#: Every word that is never topical on its own (framing or a table's word).
+_NOT_TOPICAL = FRAMING_WORDS | _TABLE_WORDS
 
 
 def topic_of(unclaimed: str) -> str:
@@ -53,6 +55,11 @@ def topic_of(unclaimed: str) -> str:
     >>> topic_of("show me leads \\x00\\x00\\x00\\x00\\x00\\x00\\x00 please")
     ''
     """
+    if unclaimed.isascii() and _NOT_TOPICAL.issuperset(_WORD.findall(unclaimed.lower())):
+        # Most requests: every word left is framing or a table's word, so none is kept (a
+        # particle is kept only after a kept word). Lower-casing ASCII text keeps every word
+        # where it was, so the words found are the lower-cased words of the loop below.
+        return ""
     words: list[str] = []
     for run in unclaimed.split("\x00"):
         if not run:
@@ -60,7 +67,7 @@ def topic_of(unclaimed: str) -> str:
         previous_kept = False
         for word in _WORD.findall(run):
             lower = word.lower()
-            framing = lower in FRAMING_WORDS or lower in _TABLE_WORDS
+            framing = lower in _NOT_TOPICAL
             if not framing or (previous_kept and lower in _PARTICLES):
                 words.append(word)
                 previous_kept = not framing
