@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -105,7 +106,8 @@ class AsyncConnections:
         set_timeout = self._blocking.set_timeout
 
         async def direct(conn: AsyncConnection) -> list[Any]:
-            cursor = await conn.execute(statement, params)
+            # As the blocking reads: the connection's own cursor, not a new one per call.
+            cursor = await _cursor(conn).execute(statement, params)
             return await cursor.fetchall()
 
         async def pooled(conn: AsyncConnection) -> list[Any]:
@@ -176,6 +178,20 @@ class AsyncConnections:
             for conn in stashed:
                 await pool.putconn(conn)
             await pool.close()
+
+
+_CURSORS: weakref.WeakKeyDictionary[AsyncConnection, psycopg.AsyncCursor[Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _cursor(conn: AsyncConnection) -> psycopg.AsyncCursor[Any]:
+    """The connection's reusable cursor (a connection serves one task at a time: the stash or
+    the pool lends it whole)."""
+    cursor = _CURSORS.get(conn)
+    if cursor is None or cursor.closed:
+        cursor = _CURSORS[conn] = conn.cursor()
+    return cursor
 
 
 async def _fetch_all(conn: AsyncConnection, statement: tuple[bytes, Any]) -> list[Any]:
