@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -22,6 +21,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
+from persistence.backends.postgres.cursors import CursorCache
 from persistence.backends.postgres.errors import is_connection_lost, translate
 from persistence.backends.postgres.pool import Connections
 from persistence.backends.postgres.stash import Stash, reusable
@@ -107,7 +107,7 @@ class AsyncConnections:
 
         async def direct(conn: AsyncConnection) -> list[Any]:
             # As the blocking reads: the connection's own cursor, not a new one per call.
-            cursor = await _cursor(conn).execute(statement, params)
+            cursor = await _CURSORS.of(conn).execute(statement, params)
             return await cursor.fetchall()
 
         async def pooled(conn: AsyncConnection) -> list[Any]:
@@ -180,18 +180,9 @@ class AsyncConnections:
             await pool.close()
 
 
-_CURSORS: weakref.WeakKeyDictionary[AsyncConnection, psycopg.AsyncCursor[Any]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _cursor(conn: AsyncConnection) -> psycopg.AsyncCursor[Any]:
-    """The connection's reusable cursor (a connection serves one task at a time: the stash or
-    the pool lends it whole)."""
-    cursor = _CURSORS.get(conn)
-    if cursor is None or cursor.closed:
-        cursor = _CURSORS[conn] = conn.cursor()
-    return cursor
+#: Each connection's reusable cursor, as the blocking reads keep theirs (a connection serves one
+#: task at a time: the stash or the pool lends it whole).
+_CURSORS: CursorCache[psycopg.AsyncCursor[Any]] = CursorCache()
 
 
 async def _fetch_all(conn: AsyncConnection, statement: tuple[bytes, Any]) -> list[Any]:
