@@ -229,21 +229,32 @@ class _Reader(Closing):
         versions = self._versions(tables)
         now = time.monotonic()
         with self._vocabulary_lock:
-            kept = self._vocabulary
-            if (
-                not refresh
-                and kept is not None
-                and kept[1] == versions
-                and now - kept[2] < VOCABULARY_TTL_SECONDS
-            ):
-                return kept[0]
+            kept = None if refresh else self._kept_vocabulary(versions, now)
+            if kept is not None:
+                return kept
             learned = SchemaVocabulary.learn(self, tables=tables)
             self._vocabulary = (learned, versions, now)
             return learned
 
     async def avocabulary(self, *, refresh: bool = False) -> SchemaVocabulary:
-        """:meth:`vocabulary`, awaited: learned in a worker thread, never on the event loop."""
+        """:meth:`vocabulary`, awaited: the kept one when it is still current (no I/O, so no
+        worker thread: a run asks at every step), else learned in a worker thread, never on
+        the event loop."""
+        if not refresh:
+            # Read without the lock (a learning thread holds it during I/O, which the loop must
+            # not wait for): the kept tuple is swapped whole, so this is the old one or the new.
+            kept = self._kept_vocabulary(self._versions(self.tables()), time.monotonic())
+            if kept is not None:
+                return kept
         return await asyncio.to_thread(self.vocabulary, refresh=refresh)
+
+    def _kept_vocabulary(self, versions: tuple[int, ...], now: float) -> SchemaVocabulary | None:
+        """The kept vocabulary if no table was written since it was learned (``versions``) and
+        it is younger than :data:`VOCABULARY_TTL_SECONDS` at ``now``, else ``None``."""
+        kept = self._vocabulary
+        if kept is not None and kept[1] == versions and now - kept[2] < VOCABULARY_TTL_SECONDS:
+            return kept[0]
+        return None
 
     # --- the checks of every read --------------------------------------------------------------
 

@@ -21,6 +21,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
+from persistence.backends.postgres.cursors import CursorCache
 from persistence.backends.postgres.errors import is_connection_lost, translate
 from persistence.backends.postgres.pool import Connections
 from persistence.backends.postgres.stash import Stash, reusable
@@ -105,7 +106,8 @@ class AsyncConnections:
         set_timeout = self._blocking.set_timeout
 
         async def direct(conn: AsyncConnection) -> list[Any]:
-            cursor = await conn.execute(statement, params)
+            # As the blocking reads: the connection's own cursor, not a new one per call.
+            cursor = await _CURSORS.of(conn).execute(statement, params)
             return await cursor.fetchall()
 
         async def pooled(conn: AsyncConnection) -> list[Any]:
@@ -176,6 +178,11 @@ class AsyncConnections:
             for conn in stashed:
                 await pool.putconn(conn)
             await pool.close()
+
+
+#: Each connection's reusable cursor, as the blocking reads keep theirs (a connection serves one
+#: task at a time: the stash or the pool lends it whole).
+_CURSORS: CursorCache[psycopg.AsyncCursor[Any]] = CursorCache()
 
 
 async def _fetch_all(conn: AsyncConnection, statement: tuple[bytes, Any]) -> list[Any]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
+from persistence.backends.postgres.cursors import CursorCache
 from persistence.backends.postgres.errors import is_connection_lost, translate
 from persistence.backends.postgres.stash import MAX_HOLD, Stash, reusable
 from persistence.errors import BackendError, PersistenceError
@@ -183,7 +183,7 @@ class Connections:
 
         def direct(conn: Connection) -> list[Any]:
             # One statement in an implicit transaction, READ ONLY by the session's default.
-            return _cursor(conn).execute(statement, params).fetchall()
+            return _CURSORS.of(conn).execute(statement, params).fetchall()
 
         def pooled(conn: Connection) -> list[Any]:
             # Four statements, one execute each, sent in one pipeline: one round trip.
@@ -263,15 +263,8 @@ def _read_write_transactions(conn: Connection) -> None:
     conn.read_only = False
 
 
-_CURSORS: weakref.WeakKeyDictionary[Connection, psycopg.Cursor[Any]] = weakref.WeakKeyDictionary()
-
-
-def _cursor(conn: Connection) -> psycopg.Cursor[Any]:
-    """The connection's reusable cursor: creating one per call costs a fifth of a lookup."""
-    cursor = _CURSORS.get(conn)
-    if cursor is None or cursor.closed:
-        cursor = _CURSORS[conn] = conn.cursor()
-    return cursor
+#: Each connection's reusable cursor: creating one per call costs a fifth of a lookup.
+_CURSORS: CursorCache[psycopg.Cursor[Any]] = CursorCache()
 
 
 def _give_back(pool: Pool, conn: Connection, clean: bool) -> None:
