@@ -303,9 +303,10 @@ def _end_transaction(conn: Connection) -> None:
     pipeline that an error aborted (a statement timeout in a search) was never created on the
     server, yet the cache names it, and every later execute of it on this connection would fail
     with "prepared statement does not exist"; an executed ``ROLLBACK`` empties that cache only
-    the first time a connection sees one. Every pipeline of this backend runs inside a
-    transaction, so a failed one always leaves the connection here, not idle. Should the
-    rollback fail, the caller closes the connection and the pool replaces it.
+    the first time it runs after the cache was last emptied. Every pipeline of this backend runs
+    inside a transaction, so a failed one leaves its transaction open and failed, never idle:
+    it always comes through here. Should the rollback fail, the caller closes the connection and
+    the pool replaces it.
     """
     if conn.closed or conn.pgconn.transaction_status == TransactionStatus.IDLE:
         return
