@@ -13,7 +13,6 @@ Thread-safety: meant for one event loop at a time; each call borrows its own con
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -195,8 +194,10 @@ async def _give_back(pool: AsyncPool, conn: AsyncConnection, clean: bool) -> Non
     if not clean and not conn.closed:
         try:
             if conn.pgconn.transaction_status != TransactionStatus.IDLE:
-                with contextlib.suppress(psycopg.Error):
-                    await conn.execute(b"ROLLBACK")
+                # rollback(), not ROLLBACK: it also empties the prepared-statement cache a
+                # failed pipeline may have left naming a statement the server never created
+                # (see the blocking pool's ``_end_transaction``).
+                await conn.rollback()
             for statement in _RESET_STATEMENTS:
                 await conn.execute(statement)
         except psycopg.Error:

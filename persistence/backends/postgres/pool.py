@@ -11,7 +11,6 @@ connection, and opening or closing them takes a lock.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -290,9 +289,18 @@ def _reset_connection(conn: Connection) -> None:
 
 
 def _end_transaction(conn: Connection) -> None:
-    """Roll back whatever a failed call left open, so the pool gets an idle connection."""
+    """Roll back whatever a failed call left open, so the pool gets an idle connection.
+
+    ``rollback()``, not an executed ``ROLLBACK``: it also empties psycopg's cache of prepared
+    statements (and the server's, ``DEALLOCATE ALL``). A statement psycopg prepared in a
+    pipeline that an error aborted (a statement timeout in a search) was never created on the
+    server, yet the cache names it, and every later execute of it on this connection would fail
+    with "prepared statement does not exist"; an executed ``ROLLBACK`` empties that cache only
+    the first time it runs after the cache was last emptied. Every pipeline of this backend runs
+    inside a transaction, so a failed one leaves its transaction open and failed, never idle:
+    it always comes through here. Should the rollback fail, the caller closes the connection and
+    the pool replaces it.
+    """
     if conn.closed or conn.pgconn.transaction_status == TransactionStatus.IDLE:
         return
-    # If even this fails, the pool discards the connection it cannot bring back to IDLE.
-    with contextlib.suppress(psycopg.Error):
-        conn.execute(b"ROLLBACK")
+    conn.rollback()
