@@ -25,10 +25,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from persistence import ReadOnlyPersistenceFacade, create_persistence_agent, create_read_only_facade
+from persistence import ReadOnlyPersistenceFacade, create_read_only_facade
 from persistence.errors import QueryTimeoutError
 from tests.conftest import PostgresDatabase
-from tests.support.read_plans import LEADS
+from tests.support.read_plans import holding_leads
 
 pytestmark = pytest.mark.postgres
 
@@ -41,11 +41,8 @@ LOCKED_CALLS = 6
 @pytest.fixture(scope="module")
 def db(postgres_db: PostgresDatabase) -> Iterator[PostgresDatabase]:
     """The session database with the plan tests' leads, written once for the module."""
-    postgres_db.truncate()
-    with create_persistence_agent(kind="postgres", dsn=postgres_db.writer_dsn) as writer:
-        writer.batch("leads", LEADS)
-    yield postgres_db
-    postgres_db.truncate()
+    with holding_leads(postgres_db) as database:
+        yield database
 
 
 @contextlib.contextmanager

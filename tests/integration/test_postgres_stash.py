@@ -22,7 +22,7 @@ from persistence import (
 from persistence.backends.postgres import PostgresBackend, create_backend
 from persistence.facade.read_plans import ReadPlans
 from tests.conftest import PostgresDatabase
-from tests.support.read_plans import LEADS, outcome, reads
+from tests.support.read_plans import LEADS, holding_leads, outcome, reads
 
 pytestmark = pytest.mark.postgres
 
@@ -30,11 +30,8 @@ pytestmark = pytest.mark.postgres
 @pytest.fixture(scope="module")
 def db(postgres_db: PostgresDatabase) -> Iterator[PostgresDatabase]:
     """The session database with the plan tests' leads, written once for the module."""
-    postgres_db.truncate()
-    with create_persistence_agent(kind="postgres", dsn=postgres_db.writer_dsn) as writer:
-        writer.batch("leads", LEADS)
-    yield postgres_db
-    postgres_db.truncate()
+    with holding_leads(postgres_db) as database:
+        yield database
 
 
 def _backend_pids(db: PostgresDatabase, application: str) -> list[int]:

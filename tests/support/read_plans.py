@@ -3,13 +3,18 @@ answers to one (its page, or its error's type and message)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 
-from persistence import Filter, Op, Order, PersistenceError
+from persistence import Filter, Op, Order, PersistenceError, create_persistence_agent
 
-__all__ = ["LEADS", "outcome", "reads"]
+if TYPE_CHECKING:
+    from tests.conftest import PostgresDatabase
+
+__all__ = ["LEADS", "holding_leads", "outcome", "reads"]
 
 LEADS = [
     {
@@ -20,6 +25,17 @@ LEADS = [
     }
     for i in range(12)
 ]
+
+
+@contextmanager
+def holding_leads(database: PostgresDatabase) -> Iterator[PostgresDatabase]:
+    """``database`` holding :data:`LEADS` (written once through a writer), emptied after."""
+    database.truncate()
+    with create_persistence_agent(kind="postgres", dsn=database.writer_dsn) as writer:
+        writer.batch("leads", LEADS)
+    yield database
+    database.truncate()
+
 
 _COLUMNS = ("id", "email", "company_name", "status", "score")
 _OPS = (Op.EQ, Op.NEQ, Op.GT, Op.LTE, Op.IN, Op.IS_NULL, Op.ICONTAINS, Op.IEQ)
